@@ -1,0 +1,22 @@
+// The reference interpreter: executes graph IR directly. It is the oracle every other backend
+// is tested against, so it is written to be obviously right, not fast: every value is held as
+// doubles and rounded to its dtype after each op (f32 results are rounded to float).
+#pragma once
+
+#include <vector>
+
+#include "fluxion/array.h"
+#include "jit/ir/ir.h"
+
+namespace fluxion::interp {
+
+// Runs `p` on `inputs`. Raises Error when the inputs do not match the program's parameters
+// (count, dtype, shape) or a run-time check fails (a while loop past its max_iters).
+std::vector<Array> run(const ir::Program& p, const std::vector<Array>& inputs);
+
+// Applies one node to concrete operands (used by constant folding). The node's operand ids are
+// ignored; `operands` are taken in order and `result_types` are the node's result types.
+std::vector<Array> evaluate(const ir::Node& n, const std::vector<Array>& operands,
+                            const std::vector<TensorType>& result_types);
+
+}  // namespace fluxion::interp

@@ -1,0 +1,70 @@
+// Array: concrete data with a shape and a dtype, the values a compiled program takes and returns.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <source_location>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "fluxion/dtype.h"
+
+namespace fluxion {
+
+// A handle to row-major data held in host memory. Copies share the data (like a torch
+// tensor); `clone()` makes an independent copy. Element types: float (f32), double (f64),
+// int32_t (i32), bool (boolean, one byte per element).
+class Array {
+ public:
+  // An empty f32 array of shape [0].
+  Array();
+  // A zero-filled array.
+  Array(DType dtype, Shape shape);
+  // Copies `data`; raises Error when data.size() != numel(shape) or a dimension is negative.
+  Array(std::span<const float> data, Shape shape, std::source_location loc = std::source_location::current());
+  Array(std::span<const double> data, Shape shape, std::source_location loc = std::source_location::current());
+  Array(std::span<const int32_t> data, Shape shape, std::source_location loc = std::source_location::current());
+  Array(const std::vector<float>& data, Shape shape, std::source_location loc = std::source_location::current())
+      : Array(std::span<const float>(data), std::move(shape), loc) {}
+  Array(const std::vector<double>& data, Shape shape, std::source_location loc = std::source_location::current())
+      : Array(std::span<const double>(data), std::move(shape), loc) {}
+  Array(const std::vector<int32_t>& data, Shape shape, std::source_location loc = std::source_location::current())
+      : Array(std::span<const int32_t>(data), std::move(shape), loc) {}
+  Array(const std::vector<bool>& data, Shape shape, std::source_location loc = std::source_location::current());
+
+  // Rank-0 arrays.
+  static Array scalar(float v);
+  static Array scalar(double v);
+  static Array scalar(int32_t v);
+  static Array scalar(bool v);
+
+  DType dtype() const { return type_.dtype; }
+  const Shape& shape() const { return type_.shape; }
+  const TensorType& type() const { return type_; }
+  int64_t rank() const { return type_.rank(); }
+  int64_t size() const { return type_.numel(); }
+
+  // Reads the data back. T must match dtype() (float/double/int32_t/bool), else Error.
+  template <class T>
+  std::vector<T> to_vector() const;
+  // Every element converted to double, whatever the dtype (handy in tests).
+  std::vector<double> to_doubles() const;
+  // The single element of a size-1 array converted to double; Error otherwise.
+  double item() const;
+
+  // Raw host bytes, row-major, dtype_size(dtype()) bytes per element.
+  const void* data() const;
+  void* mutable_data();
+
+  // An independent copy of the data.
+  Array clone() const;
+  // "f32[2,2] [[1, 2], [3, 4]]", eliding the middle of large arrays.
+  std::string str() const;
+
+ private:
+  TensorType type_;
+  std::shared_ptr<std::vector<std::byte>> bytes_;
+};
+
+}  // namespace fluxion

@@ -1,0 +1,151 @@
+// The graph IR: SSA values of array type, ops on whole arrays, closed structured regions.
+// This header is the IR's reference; docs/ir.md describes every op's operands, attributes and
+// shape rule in prose, and shape_rules.cpp implements them.
+#pragma once
+
+#include <cstdint>
+#include <source_location>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "fluxion/dtype.h"
+
+namespace fluxion::ir {
+
+enum class Op : uint16_t {
+#define FLUXION_OP(e, name, cls, dt, arity) e,
+#include "jit/ir/ops.def"
+#undef FLUXION_OP
+};
+
+// How an op's shape rule and kernels are organised.
+enum class OpClass : uint8_t {
+  Unary, Binary, Compare, Select, Convert, Constant, Iota, Reduce, ArgReduce, MatMul, Conv, Pool,
+  Reshape, Transpose, Broadcast, Slice, Concat, Gather, Take, Random, RngFold, Scan, While, Cond,
+};
+
+// Which operand dtypes an op accepts: floats only, any but bool, bool only, any.
+enum class DTypeRule : uint8_t { Float, Numeric, Bool, Any };
+
+struct OpInfo {
+  Op op;
+  const char* name;
+  OpClass cls;
+  DTypeRule dtypes;
+  int arity;  // -1: variadic
+};
+
+const OpInfo& op_info(Op op);
+inline const char* op_name(Op op) { return op_info(op).name; }
+// The op with IR name `name`; returns false when there is none.
+bool op_from_name(std::string_view name, Op* out);
+inline bool is_elementwise(Op op) {
+  auto c = op_info(op).cls;
+  return c == OpClass::Unary || c == OpClass::Binary || c == OpClass::Compare ||
+         c == OpClass::Select || c == OpClass::Convert;
+}
+inline bool has_regions(Op op) {
+  auto c = op_info(op).cls;
+  return c == OpClass::Scan || c == OpClass::While || c == OpClass::Cond;
+}
+
+// Op attributes. One struct for all ops; each op reads only the fields docs/ir.md lists for it,
+// and the others stay at their defaults (the printer shows fields that differ from default).
+struct Attrs {
+  std::vector<int64_t> axes;      // reduce axes; [axis] for argmax/iota/concat/gather/take
+  std::vector<int64_t> perm;      // transpose: result dim i is operand dim perm[i]
+  std::vector<int64_t> starts;    // slice
+  std::vector<int64_t> limits;    // slice (exclusive)
+  std::vector<int64_t> strides;   // slice; [sh, sw] for conv2d and pooling
+  std::vector<int64_t> window;    // pooling: [kh, kw]
+  std::vector<int64_t> padding;   // conv2d and pooling: [top, bottom, left, right]
+  std::vector<int64_t> dilation;  // conv2d: [dh, dw]
+  int64_t groups = 1;             // conv2d
+  int64_t length = 0;             // scan: trip count
+  int64_t carries = 0;            // scan, while: number of carried values
+  int64_t xs = 0;                 // scan: number of per-step inputs
+  int64_t max_iters = -1;         // while: bound on the trip count, -1 for none
+  bool reverse = false;           // scan: iterate from length-1 down to 0
+  std::vector<double> data;       // constant: one value (splat) or numel values, row-major
+  friend bool operator==(const Attrs&, const Attrs&) = default;
+};
+
+using ValueId = int32_t;
+
+struct Region;
+
+// One op application. `results` are value ids of the enclosing region.
+struct Node {
+  Op op{};
+  std::vector<ValueId> operands;
+  std::vector<ValueId> results;
+  Attrs attrs;
+  std::vector<Region> regions;  // scan: [body]; while: [cond, body]; cond: [then, else]
+  // The user's call site that created the node (not part of the structure: not printed by
+  // default, not hashed). line == 0 when unknown.
+  const char* file = "";
+  uint32_t line = 0;
+};
+
+// A closed block: parameters, nodes in execution order, results. A value id indexes `types`;
+// ids are local to the region (a nested region has its own). Ids stay stable when nodes are
+// removed; the printer renumbers canonically.
+struct Region {
+  std::vector<TensorType> types;
+  std::vector<ValueId> params;
+  std::vector<Node> nodes;
+  std::vector<ValueId> results;
+
+  ValueId new_value(TensorType t) {
+    types.push_back(std::move(t));
+    return static_cast<ValueId>(types.size() - 1);
+  }
+  ValueId add_param(TensorType t) {
+    ValueId v = new_value(std::move(t));
+    params.push_back(v);
+    return v;
+  }
+  const TensorType& type(ValueId v) const { return types.at(static_cast<size_t>(v)); }
+  std::vector<TensorType> param_types() const;
+  std::vector<TensorType> result_types() const;
+
+  // Appends a node after checking it with the op's shape rule (shape_rules.cpp). For ops whose
+  // result type is declared (constant, iota, convert, reshape, broadcast, rng_*), `declared`
+  // gives it; otherwise pass {} and the rule computes the types. Raises Error naming the op,
+  // the operand types and what was expected. Returns the new node's results.
+  const std::vector<ValueId>& add(Op op, std::vector<ValueId> operands, Attrs attrs = {},
+                                  std::vector<TensorType> declared = {},
+                                  std::vector<Region> regions = {},
+                                  const std::source_location* loc = nullptr);
+};
+
+// A whole traced program: one top-level region.
+struct Program {
+  std::string name = "main";
+  Region body;
+};
+
+// The result types of `op` applied to operands of `in` types, with `attrs`, `regions`, and
+// (for declared-type ops) `declared`. Raises Error when the operands do not fit the op.
+std::vector<TensorType> infer_types(Op op, const std::vector<TensorType>& in, const Attrs& attrs,
+                                    const std::vector<TensorType>& declared,
+                                    const std::vector<Region>& regions,
+                                    const std::source_location* loc = nullptr);
+
+// Checks every node of `p` (operand ids defined before use, types match the shape rules,
+// regions well formed, results defined). Raises Error describing the first problem.
+void verify(const Program& p);
+void verify(const Region& r);
+
+// Canonical text: one op a line, values renumbered %0, %1, ... per region in definition order.
+// `with_locations` appends each node's source location as a trailing comment.
+std::string print(const Program& p, bool with_locations = false);
+// Reads the text `print` writes. Raises Error with the line and column of a syntax error.
+Program parse(std::string_view text);
+
+// Structural hash: equal for programs that print equal (whatever lambda traced them), and
+// changes with any op, shape, dtype, attribute or constant.
+uint64_t structural_hash(const Program& p);
+
+}  // namespace fluxion::ir
