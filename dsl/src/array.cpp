@@ -1,0 +1,154 @@
+#include "fluxion/array.h"
+
+#include <cstring>
+#include <sstream>
+
+#include "fluxion/error.h"
+
+namespace fluxion {
+namespace {
+
+// Validates a user-given shape: no negative dimension, and a byte size that fits in memory
+// arithmetic without overflow.
+int64_t checked_numel(const Shape& shape, DType dtype, const std::source_location* loc) {
+  int64_t n = 1;
+  for (int64_t d : shape) {
+    if (d < 0) detail::fail("Array", "negative dimension in shape " + shape_str(shape), loc);
+    if (d != 0 && n > (int64_t{1} << 40) / d) {
+      detail::fail("Array", "shape " + shape_str(shape) + " is too large", loc);
+    }
+    n *= d;
+  }
+  (void)dtype;
+  return n;
+}
+
+template <class T>
+DType dtype_of() {
+  if constexpr (std::is_same_v<T, float>) return DType::f32;
+  if constexpr (std::is_same_v<T, double>) return DType::f64;
+  if constexpr (std::is_same_v<T, int32_t>) return DType::i32;
+  if constexpr (std::is_same_v<T, bool>) return DType::boolean;
+}
+
+}  // namespace
+
+Array::Array() : Array(DType::f32, Shape{0}) {}
+
+Array::Array(DType dtype, Shape shape) : type_{dtype, std::move(shape)} {
+  int64_t n = checked_numel(type_.shape, dtype, nullptr);
+  bytes_ = std::make_shared<std::vector<std::byte>>(static_cast<size_t>(n * dtype_size(dtype)));
+}
+
+#define FLUXION_ARRAY_FROM_SPAN(T)                                                            \
+  Array::Array(std::span<const T> data, Shape shape, std::source_location loc)                \
+      : type_{dtype_of<T>(), std::move(shape)} {                                              \
+    int64_t n = checked_numel(type_.shape, type_.dtype, &loc);                                \
+    if (static_cast<int64_t>(data.size()) != n) {                                             \
+      detail::fail("Array", std::to_string(data.size()) + " values given for shape " +        \
+                                shape_str(type_.shape) + ", which needs " + std::to_string(n), \
+                   &loc);                                                                     \
+    }                                                                                         \
+    bytes_ = std::make_shared<std::vector<std::byte>>(data.size_bytes());                     \
+    if (n) std::memcpy(bytes_->data(), data.data(), data.size_bytes());                       \
+  }
+FLUXION_ARRAY_FROM_SPAN(float)
+FLUXION_ARRAY_FROM_SPAN(double)
+FLUXION_ARRAY_FROM_SPAN(int32_t)
+#undef FLUXION_ARRAY_FROM_SPAN
+
+Array::Array(const std::vector<bool>& data, Shape shape, std::source_location loc)
+    : type_{DType::boolean, std::move(shape)} {
+  int64_t n = checked_numel(type_.shape, type_.dtype, &loc);
+  if (static_cast<int64_t>(data.size()) != n) {
+    detail::fail("Array", std::to_string(data.size()) + " values given for shape " +
+                              shape_str(type_.shape) + ", which needs " + std::to_string(n),
+                 &loc);
+  }
+  bytes_ = std::make_shared<std::vector<std::byte>>(data.size());
+  for (size_t i = 0; i < data.size(); ++i) (*bytes_)[i] = std::byte{data[i] ? uint8_t{1} : uint8_t{0}};
+}
+
+Array Array::scalar(float v) { return Array(std::span<const float>(&v, 1), {}); }
+Array Array::scalar(double v) { return Array(std::span<const double>(&v, 1), {}); }
+Array Array::scalar(int32_t v) { return Array(std::span<const int32_t>(&v, 1), {}); }
+Array Array::scalar(bool v) { return Array(std::vector<bool>{v}, {}); }
+
+template <class T>
+std::vector<T> Array::to_vector() const {
+  if (dtype() != dtype_of<T>()) {
+    detail::fail("Array::to_vector", std::string("array is ") + type_.str() + ", asked for " +
+                                         dtype_name(dtype_of<T>()) + " elements");
+  }
+  std::vector<T> out(static_cast<size_t>(size()));
+  if constexpr (std::is_same_v<T, bool>) {
+    for (size_t i = 0; i < out.size(); ++i) out[i] = (*bytes_)[i] != std::byte{0};
+  } else {
+    if (!out.empty()) std::memcpy(out.data(), bytes_->data(), out.size() * sizeof(T));
+  }
+  return out;
+}
+template std::vector<float> Array::to_vector<float>() const;
+template std::vector<double> Array::to_vector<double>() const;
+template std::vector<int32_t> Array::to_vector<int32_t>() const;
+template std::vector<bool> Array::to_vector<bool>() const;
+
+std::vector<double> Array::to_doubles() const {
+  std::vector<double> out(static_cast<size_t>(size()));
+  const std::byte* p = bytes_->data();
+  for (size_t i = 0; i < out.size(); ++i) {
+    switch (dtype()) {
+      case DType::f32: { float v; std::memcpy(&v, p + 4 * i, 4); out[i] = v; break; }
+      case DType::f64: { double v; std::memcpy(&v, p + 8 * i, 8); out[i] = v; break; }
+      case DType::i32: { int32_t v; std::memcpy(&v, p + 4 * i, 4); out[i] = v; break; }
+      case DType::boolean: out[i] = p[i] != std::byte{0} ? 1.0 : 0.0; break;
+    }
+  }
+  return out;
+}
+
+double Array::item() const {
+  if (size() != 1) {
+    detail::fail("Array::item", "array is " + type_.str() + ", expected exactly one element");
+  }
+  return to_doubles()[0];
+}
+
+const void* Array::data() const { return bytes_->data(); }
+void* Array::mutable_data() { return bytes_->data(); }
+
+Array Array::clone() const {
+  Array out(dtype(), shape());
+  *out.bytes_ = *bytes_;
+  return out;
+}
+
+std::string Array::str() const {
+  std::ostringstream os;
+  os << type_.str() << " ";
+  std::vector<double> v = to_doubles();
+  const Shape& s = shape();
+  std::vector<int64_t> st = row_major_strides(s);
+  constexpr int64_t kEdge = 3;  // items shown at each end of a long dimension
+  // Nested brackets row-major; long dimensions show their first and last kEdge items.
+  auto rec = [&](auto&& self, size_t dim, int64_t offset) -> void {
+    if (dim == s.size()) {
+      os << v[static_cast<size_t>(offset)];
+      return;
+    }
+    os << "[";
+    for (int64_t i = 0; i < s[dim]; ++i) {
+      if (s[dim] > 2 * kEdge && i == kEdge) {
+        os << "..., ";
+        i = s[dim] - kEdge;
+      }
+      if (i && !(s[dim] > 2 * kEdge && i == s[dim] - kEdge)) os << ", ";
+      self(self, dim + 1, offset + i * st[dim]);
+    }
+    os << "]";
+  };
+  rec(rec, 0, 0);
+  return os.str();
+}
+
+}  // namespace fluxion

@@ -1,0 +1,72 @@
+// The op table and the Region builder.
+#include "jit/ir/ir.h"
+
+#include <array>
+#include <string>
+
+#include "fluxion/error.h"
+
+namespace fluxion::ir {
+namespace {
+
+constexpr OpInfo kOps[] = {
+#define FLUXION_OP(e, name, cls, dt, arity) {Op::e, name, OpClass::cls, DTypeRule::dt, arity},
+#include "jit/ir/ops.def"
+#undef FLUXION_OP
+};
+
+}  // namespace
+
+const OpInfo& op_info(Op op) { return kOps[static_cast<size_t>(op)]; }
+
+bool op_from_name(std::string_view name, Op* out) {
+  for (const OpInfo& info : kOps) {
+    if (name == info.name) {
+      *out = info.op;
+      return true;
+    }
+  }
+  return false;
+}
+
+std::vector<TensorType> Region::param_types() const {
+  std::vector<TensorType> out;
+  for (ValueId v : params) out.push_back(type(v));
+  return out;
+}
+
+std::vector<TensorType> Region::result_types() const {
+  std::vector<TensorType> out;
+  for (ValueId v : results) out.push_back(type(v));
+  return out;
+}
+
+const std::vector<ValueId>& Region::add(Op op, std::vector<ValueId> operands, Attrs attrs,
+                                        std::vector<TensorType> declared,
+                                        std::vector<Region> regions,
+                                        const std::source_location* loc) {
+  std::vector<TensorType> in;
+  in.reserve(operands.size());
+  for (ValueId v : operands) {
+    if (v < 0 || static_cast<size_t>(v) >= types.size()) {
+      detail::fail(op_name(op), "operand %" + std::to_string(v) + " is not a value of this region",
+                   loc);
+    }
+    in.push_back(types[static_cast<size_t>(v)]);
+  }
+  std::vector<TensorType> out = infer_types(op, in, attrs, declared, regions, loc);
+  Node n;
+  n.op = op;
+  n.operands = std::move(operands);
+  n.attrs = std::move(attrs);
+  n.regions = std::move(regions);
+  if (loc) {
+    n.file = loc->file_name();
+    n.line = loc->line();
+  }
+  for (TensorType& t : out) n.results.push_back(new_value(std::move(t)));
+  nodes.push_back(std::move(n));
+  return nodes.back().results;
+}
+
+}  // namespace fluxion::ir
