@@ -138,11 +138,11 @@ std::string Array::str() const {
     }
     os << "[";
     for (int64_t i = 0; i < s[dim]; ++i) {
+      if (i) os << ", ";
       if (s[dim] > 2 * kEdge && i == kEdge) {
         os << "..., ";
         i = s[dim] - kEdge;
       }
-      if (i && !(s[dim] > 2 * kEdge && i == s[dim] - kEdge)) os << ", ";
       self(self, dim + 1, offset + i * st[dim]);
     }
     os << "]";

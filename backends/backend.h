@@ -1,0 +1,23 @@
+// The interface every backend implements: compile a graph-IR program once, run it many times.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "fluxion/array.h"
+#include "fluxion/backend.h"
+#include "jit/ir/ir.h"
+
+namespace fluxion::backends {
+
+class Executable {
+ public:
+  virtual ~Executable() = default;
+  // Runs on inputs already checked against the program's parameter types.
+  virtual std::vector<Array> run(const std::vector<Array>& inputs) const = 0;
+};
+
+// Compiles `p` for `backend`. Raises Error when the backend is not built or not usable here.
+std::unique_ptr<Executable> compile(const ir::Program& p, Backend backend);
+
+}  // namespace fluxion::backends

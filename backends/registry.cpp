@@ -1,0 +1,49 @@
+// Which backends exist in this build, and compilation dispatch to them.
+#include <string>
+
+#include "backends/backend.h"
+#include "backends/interp/interpreter.h"
+#include "fluxion/error.h"
+
+namespace fluxion {
+
+const char* backend_name(Backend b) {
+  switch (b) {
+    case Backend::Interp: return "interp";
+    case Backend::Cpu: return "cpu";
+    case Backend::Vulkan: return "vulkan";
+  }
+  return "?";
+}
+
+std::vector<Backend> available_backends() { return {Backend::Interp}; }
+
+Backend default_backend() { return Backend::Interp; }
+
+namespace backends {
+namespace {
+
+// The interpreter runs the program as it is: there is nothing to compile.
+class InterpExecutable final : public Executable {
+ public:
+  explicit InterpExecutable(const ir::Program& p) : program_(p) {}
+  std::vector<Array> run(const std::vector<Array>& inputs) const override { return interp::run(program_, inputs); }
+
+ private:
+  ir::Program program_;
+};
+
+}  // namespace
+
+std::unique_ptr<Executable> compile(const ir::Program& p, Backend backend) {
+  switch (backend) {
+    case Backend::Interp: return std::make_unique<InterpExecutable>(p);
+    case Backend::Cpu:
+    case Backend::Vulkan: break;
+  }
+  throw Error(std::string("fluxion: the ") + backend_name(backend) +
+              " backend is not part of this build (available: interp)");
+}
+
+}  // namespace backends
+}  // namespace fluxion

@@ -1,0 +1,12 @@
+// The umbrella header: everything a user of Fluxion needs.
+#pragma once
+
+#include "fluxion/array.h"
+#include "fluxion/backend.h"
+#include "fluxion/control.h"
+#include "fluxion/dtype.h"
+#include "fluxion/error.h"
+#include "fluxion/jit.h"
+#include "fluxion/ops.h"
+#include "fluxion/tensor.h"
+#include "fluxion/tree.h"

@@ -1,0 +1,164 @@
+// jit: turns a C++ function over Tensors into a compiled program over Arrays.
+#pragma once
+
+#include <any>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <source_location>
+#include <string>
+#include <tuple>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "fluxion/array.h"
+#include "fluxion/backend.h"
+#include "fluxion/tensor.h"
+#include "fluxion/tree.h"
+
+namespace fluxion {
+
+namespace detail {
+struct CompiledImpl;
+}
+
+// A program traced and compiled for one input signature on one backend.
+class Compiled {
+ public:
+  // Runs the program. Raises Error when `inputs` do not match input_types() (count, dtype or
+  // shape) or a run-time check fails; the inputs are never modified.
+  std::vector<Array> run(const std::vector<Array>& inputs) const;
+  const std::vector<TensorType>& input_types() const;
+  const std::vector<TensorType>& output_types() const;
+  Backend backend() const;
+  // The graph IR that runs (after simplification), as text (docs/ir.md).
+  std::string ir() const;
+  // The IR as traced, before any pass.
+  std::string traced_ir() const;
+  // Structural hash of the traced program: equal for equal structure, whatever C++ function
+  // produced it.
+  uint64_t hash() const;
+
+ private:
+  friend Compiled compile_flat(const std::function<std::vector<Tensor>(const std::vector<Tensor>&)>&,
+                               const std::vector<TensorType>&, Backend, std::source_location);
+  std::shared_ptr<const detail::CompiledImpl> impl_;
+};
+
+// The untemplated core of jit: traces `fn` on parameters of `inputs` types (a fresh trace even
+// when called inside another), then simplifies and compiles the program for `backend`. Raises
+// Error when tracing fails (bad shapes, dtypes, axes...) or the backend is unavailable.
+Compiled compile_flat(const std::function<std::vector<Tensor>(const std::vector<Tensor>&)>& fn,
+                      const std::vector<TensorType>& inputs, Backend backend,
+                      std::source_location loc = std::source_location::current());
+
+namespace detail {
+// The cache key of a call: the tree structure and leaf types of its arguments.
+template <class T>
+void signature(const T& t, std::string& out) {
+  if constexpr (std::is_same_v<T, Array>) {
+    out += t.type().str();
+  } else if constexpr (requires { std::tuple_size<T>::value; }) {
+    out += "(";
+    std::apply([&](const auto&... xs) { ((signature(xs, out), out += ","), ...); }, t);
+    out += ")";
+  } else {
+    out += "[";
+    for (const auto& x : t) signature(x, out), out += ",";
+    out += "]";
+  }
+}
+}  // namespace detail
+
+// A compiled function. Call it with Arrays (or trees of Arrays: vectors, arrays, pairs,
+// tuples); `f` is called with Tensors in the same structure and returns a Tensor or a tree of
+// Tensors, and the call returns Arrays in that structure. `f` is traced once per input
+// signature (tree structure, dtypes, shapes) and the compiled program is reused; calls with
+// new shapes trace again. Thread-safe; copies share the cache.
+template <class F>
+class Jit {
+ public:
+  explicit Jit(F f, Backend backend = default_backend()) : state_(std::make_shared<State>(std::move(f), backend)) {}
+
+  template <class... Args>
+  auto operator()(const Args&... args) const {
+    using R = Result<Args...>;
+    std::vector<Array> flat;
+    (tree::flatten<Array>(args, flat), ...);
+    const Entry& e = entry(args...);
+    std::vector<Array> outs = e.compiled.run(flat);
+    const Array* it = outs.data();
+    return tree::rebuild<Tensor, Array>(std::any_cast<const R&>(e.out_like), it);
+  }
+
+  // The compiled program for these arguments (traced and compiled on first use).
+  template <class... Args>
+  Compiled lower(const Args&... args) const {
+    return entry(args...).compiled;
+  }
+
+  Backend backend() const { return state_->backend; }
+  // Number of signatures traced so far.
+  size_t cache_size() const {
+    std::lock_guard<std::mutex> lock(state_->mu);
+    return state_->cache.size();
+  }
+
+ private:
+  template <class... Args>
+  using Result = std::invoke_result_t<const F&, tree::Rebind<Args, Array, Tensor>...>;
+
+  struct Entry {
+    Compiled compiled;
+    std::any out_like;  // the traced result: its tree structure rebuilds each call's outputs
+  };
+  struct State {
+    State(F f, Backend b) : f(std::move(f)), backend(b) {}
+    F f;
+    Backend backend;
+    mutable std::mutex mu;
+    std::map<std::string, Entry> cache;
+  };
+
+  template <class... Args>
+  const Entry& entry(const Args&... args) const {
+    std::string key;
+    (detail::signature(args, key), ...);
+    {
+      std::lock_guard<std::mutex> lock(state_->mu);
+      auto it = state_->cache.find(key);
+      if (it != state_->cache.end()) return it->second;
+    }
+    // Trace outside the lock: the user's function may take time or call other jitted code.
+    std::vector<TensorType> types;
+    std::vector<Array> flat;
+    (tree::flatten<Array>(args, flat), ...);
+    for (const Array& a : flat) types.push_back(a.type());
+    Entry e;
+    auto fn = [&](const std::vector<Tensor>& params) {
+      const Tensor* p = params.data();
+      std::tuple<tree::Rebind<Args, Array, Tensor>...> targs{tree::rebuild<Array, Tensor>(args, p)...};
+      Result<Args...> r = std::apply(state_->f, targs);
+      std::vector<Tensor> outs;
+      tree::flatten<Tensor>(r, outs);
+      e.out_like = std::move(r);
+      return outs;
+    };
+    e.compiled = compile_flat(fn, types, state_->backend);
+    std::lock_guard<std::mutex> lock(state_->mu);
+    return state_->cache.emplace(std::move(key), std::move(e)).first->second;
+  }
+
+  std::shared_ptr<State> state_;
+};
+
+// jit(f, backend): see Jit.
+template <class F>
+Jit<std::decay_t<F>> jit(F&& f, Backend backend = default_backend()) {
+  return Jit<std::decay_t<F>>(std::forward<F>(f), backend);
+}
+
+}  // namespace fluxion

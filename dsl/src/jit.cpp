@@ -1,0 +1,73 @@
+// compile_flat and Compiled: tracing a function into a Program, and running the result.
+#include "fluxion/jit.h"
+
+#include <string>
+
+#include "dsl/src/trace.h"
+#include "fluxion/error.h"
+#include "jit/pipeline.h"
+
+namespace fluxion {
+
+namespace detail {
+struct CompiledImpl {
+  std::vector<TensorType> inputs;
+  std::vector<TensorType> outputs;
+  Backend backend;
+  uint64_t hash = 0;
+  compiler::CompiledProgram program;
+};
+}  // namespace detail
+
+namespace {
+
+std::string types_str(const std::vector<TensorType>& ts) {
+  std::string out = "(";
+  for (size_t i = 0; i < ts.size(); ++i) out += (i ? ", " : "") + ts[i].str();
+  return out + ")";
+}
+
+}  // namespace
+
+Compiled compile_flat(const std::function<std::vector<Tensor>(const std::vector<Tensor>&)>& fn,
+                      const std::vector<TensorType>& inputs, Backend backend, std::source_location loc) {
+  ir::Program traced;
+  {
+    detail::FrameScope scope(true);
+    std::vector<Tensor> params;
+    for (const TensorType& t : inputs) params.push_back(scope.add_param(t));
+    std::vector<Tensor> outs = fn(params);
+    traced.body = scope.finish(outs, "return", loc).first;
+  }
+  auto impl = std::make_shared<detail::CompiledImpl>();
+  impl->inputs = inputs;
+  impl->outputs = traced.body.result_types();
+  impl->backend = backend;
+  impl->hash = ir::structural_hash(traced);
+  impl->program = compiler::compile(std::move(traced), backend);
+  Compiled c;
+  c.impl_ = std::move(impl);
+  return c;
+}
+
+std::vector<Array> Compiled::run(const std::vector<Array>& inputs) const {
+  const auto& want = impl_->inputs;
+  bool ok = inputs.size() == want.size();
+  for (size_t i = 0; ok && i < inputs.size(); ++i) ok = inputs[i].type() == want[i];
+  if (!ok) {
+    std::vector<TensorType> got;
+    for (const Array& a : inputs) got.push_back(a.type());
+    detail::fail("call", "the program takes " + std::to_string(want.size()) + " input(s) " + types_str(want) +
+                             ", got " + std::to_string(inputs.size()) + " " + types_str(got));
+  }
+  return impl_->program.executable->run(inputs);
+}
+
+const std::vector<TensorType>& Compiled::input_types() const { return impl_->inputs; }
+const std::vector<TensorType>& Compiled::output_types() const { return impl_->outputs; }
+Backend Compiled::backend() const { return impl_->backend; }
+std::string Compiled::ir() const { return ir::print(impl_->program.optimized); }
+std::string Compiled::traced_ir() const { return ir::print(impl_->program.traced); }
+uint64_t Compiled::hash() const { return impl_->hash; }
+
+}  // namespace fluxion

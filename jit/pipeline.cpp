@@ -1,0 +1,41 @@
+#include "jit/pipeline.h"
+
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+
+#include "jit/passes/passes.h"
+
+namespace fluxion::compiler {
+namespace {
+
+bool dump_enabled() {
+  static const bool on = [] {
+    const char* v = std::getenv("FLUXION_DUMP_IR");
+    return v && *v && std::string(v) != "0";
+  }();
+  return on;
+}
+
+// Verifies (in builds with FLUXION_VERIFY_IR) and optionally dumps the program after a step.
+void checkpoint(const ir::Program& p, const char* step) {
+#ifdef FLUXION_VERIFY_IR
+  ir::verify(p);
+#endif
+  if (dump_enabled()) std::fprintf(stderr, "// ---- IR after %s\n%s\n", step, ir::print(p, true).c_str());
+}
+
+}  // namespace
+
+CompiledProgram compile(ir::Program traced, Backend backend) {
+  CompiledProgram out;
+  checkpoint(traced, "trace");
+  out.optimized = traced;
+  passes::simplify(out.optimized);
+  checkpoint(out.optimized, "simplify");
+  out.executable = backends::compile(out.optimized, backend);
+  out.traced = std::move(traced);
+  return out;
+}
+
+}  // namespace fluxion::compiler
