@@ -1,0 +1,150 @@
+// Dispatch: runs a region node by node, each through its family's rule, then converts between
+// Arrays and the interpreter's double buffers at the program boundary.
+#include "backends/interp/interpreter.h"
+
+#include <cmath>
+#include <limits>
+#include <string>
+
+#include "backends/interp/buffer.h"
+#include "fluxion/error.h"
+
+namespace fluxion::interp {
+
+double round_to(DType t, double x) {
+  switch (t) {
+    case DType::f32: return static_cast<double>(static_cast<float>(x));
+    case DType::f64: return x;
+    case DType::i32: {
+      if (std::isnan(x)) return 0;
+      // Wrap like two's complement 32-bit arithmetic (inputs are integral here).
+      double m = std::fmod(std::trunc(x), 4294967296.0);
+      if (m < 0) m += 4294967296.0;
+      return m >= 2147483648.0 ? m - 4294967296.0 : m;
+    }
+    case DType::boolean: return x != 0 ? 1.0 : 0.0;
+  }
+  return x;
+}
+
+Buffer zeros(const TensorType& t) { return Buffer{t, std::vector<double>(static_cast<size_t>(t.numel()), 0.0)}; }
+
+std::vector<int64_t> unravel(int64_t i, const Shape& s) {
+  std::vector<int64_t> idx(s.size());
+  for (size_t d = s.size(); d-- > 0;) {
+    idx[d] = s[d] ? i % s[d] : 0;
+    i = s[d] ? i / s[d] : 0;
+  }
+  return idx;
+}
+
+int64_t ravel(const std::vector<int64_t>& idx, const Shape& s) {
+  int64_t f = 0;
+  for (size_t d = 0; d < s.size(); ++d) f = f * s[d] + idx[d];
+  return f;
+}
+
+namespace {
+
+std::vector<Value> eval_node(const ir::Node& n, const std::vector<Value>& in, const std::vector<TensorType>& out) {
+  auto one = [](Buffer b) { return std::vector<Value>{std::make_shared<const Buffer>(std::move(b))}; };
+  switch (ir::op_info(n.op).cls) {
+    case ir::OpClass::Unary:
+    case ir::OpClass::Binary:
+    case ir::OpClass::Compare:
+    case ir::OpClass::Select:
+    case ir::OpClass::Convert: return one(eval_elementwise(n, in, out[0]));
+    case ir::OpClass::Reduce:
+    case ir::OpClass::ArgReduce: return one(eval_reduce(n, *in[0], out[0]));
+    case ir::OpClass::MatMul: return one(eval_matmul(*in[0], *in[1], out[0]));
+    case ir::OpClass::Conv: return one(eval_conv2d(n, *in[0], *in[1], out[0]));
+    case ir::OpClass::Pool: return one(eval_pool2d(n, *in[0], out[0]));
+    case ir::OpClass::Constant:
+    case ir::OpClass::Iota:
+    case ir::OpClass::Reshape:
+    case ir::OpClass::Transpose:
+    case ir::OpClass::Broadcast:
+    case ir::OpClass::Slice:
+    case ir::OpClass::Concat:
+    case ir::OpClass::Gather:
+    case ir::OpClass::Take: return one(eval_movement(n, in, out[0]));
+    case ir::OpClass::Random:
+    case ir::OpClass::RngFold: return one(eval_random(n, in, out[0]));
+    case ir::OpClass::Scan:
+    case ir::OpClass::While:
+    case ir::OpClass::Cond: return eval_control(n, in);
+  }
+  detail::fail(ir::op_name(n.op), "the interpreter has no rule for this op");
+}
+
+Value from_array(const Array& a) {
+  Buffer b{a.type(), a.to_doubles()};
+  return std::make_shared<const Buffer>(std::move(b));
+}
+
+Array to_array(const Buffer& b) {
+  switch (b.type.dtype) {
+    case DType::f32: return Array(std::vector<float>(b.v.begin(), b.v.end()), b.type.shape);
+    case DType::f64: return Array(b.v, b.type.shape);
+    case DType::i32: {
+      std::vector<int32_t> v(b.v.size());
+      for (size_t i = 0; i < v.size(); ++i) v[i] = static_cast<int32_t>(b.v[i]);
+      return Array(v, b.type.shape);
+    }
+    case DType::boolean: {
+      std::vector<bool> v(b.v.size());
+      for (size_t i = 0; i < v.size(); ++i) v[i] = b.v[i] != 0;
+      return Array(v, b.type.shape);
+    }
+  }
+  return Array();
+}
+
+}  // namespace
+
+std::vector<Value> eval_region(const ir::Region& r, const std::vector<Value>& args) {
+  std::vector<Value> env(r.types.size());
+  for (size_t i = 0; i < r.params.size(); ++i) env[static_cast<size_t>(r.params[i])] = args[i];
+  for (const ir::Node& n : r.nodes) {
+    std::vector<Value> in;
+    in.reserve(n.operands.size());
+    for (ir::ValueId v : n.operands) in.push_back(env[static_cast<size_t>(v)]);
+    std::vector<TensorType> out;
+    for (ir::ValueId v : n.results) out.push_back(r.type(v));
+    std::vector<Value> res = eval_node(n, in, out);
+    for (size_t i = 0; i < res.size(); ++i) env[static_cast<size_t>(n.results[i])] = std::move(res[i]);
+  }
+  std::vector<Value> results;
+  for (ir::ValueId v : r.results) results.push_back(env[static_cast<size_t>(v)]);
+  return results;
+}
+
+std::vector<Array> run(const ir::Program& p, const std::vector<Array>& inputs) {
+  std::vector<TensorType> want = p.body.param_types();
+  if (inputs.size() != want.size()) {
+    detail::fail("call", "the program takes " + std::to_string(want.size()) + " input(s), got " +
+                             std::to_string(inputs.size()));
+  }
+  std::vector<Value> args;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    if (inputs[i].type() != want[i]) {
+      detail::fail("call", "input " + std::to_string(i) + " is " + inputs[i].type().str() + ", expected " +
+                               want[i].str());
+    }
+    args.push_back(from_array(inputs[i]));
+  }
+  std::vector<Array> out;
+  for (const Value& v : eval_region(p.body, args)) out.push_back(to_array(*v));
+  return out;
+}
+
+std::vector<Array> evaluate(const ir::Node& n, const std::vector<Array>& operands,
+                            const std::vector<TensorType>& result_types) {
+  std::vector<Value> in;
+  for (const Array& a : operands) in.push_back(from_array(a));
+  std::vector<Array> out;
+  for (const Value& v : eval_node(n, in, result_types)) out.push_back(to_array(*v));
+  return out;
+}
+
+}  // namespace fluxion::interp

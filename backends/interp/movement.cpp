@@ -1,0 +1,93 @@
+// Creation and data movement: constant, iota, reshape, transpose, broadcast, slice, concat,
+// gather, take. Each output element is computed from its multi-index.
+#include <algorithm>
+
+#include "backends/interp/buffer.h"
+#include "fluxion/error.h"
+
+namespace fluxion::interp {
+namespace {
+
+using ir::OpClass;
+
+int64_t clamp_index(double i, int64_t dim) { return std::clamp<int64_t>(static_cast<int64_t>(i), 0, dim - 1); }
+
+// The flat input index that output multi-index `o` reads.
+int64_t source_index(const ir::Node& n, const std::vector<Value>& in, const std::vector<int64_t>& o, int64_t flat,
+                     const Shape& out_shape) {
+  const ir::Attrs& a = n.attrs;
+  const Shape& s = in[0]->type.shape;
+  switch (ir::op_info(n.op).cls) {
+    case OpClass::Reshape: return flat;
+    case OpClass::Transpose: {
+      std::vector<int64_t> src(s.size());
+      for (size_t i = 0; i < a.perm.size(); ++i) src[static_cast<size_t>(a.perm[i])] = o[i];
+      return ravel(src, s);
+    }
+    case OpClass::Broadcast: {
+      size_t off = out_shape.size() - s.size();
+      std::vector<int64_t> src(s.size());
+      for (size_t d = 0; d < s.size(); ++d) src[d] = s[d] == 1 ? 0 : o[d + off];
+      return ravel(src, s);
+    }
+    case OpClass::Slice: {
+      std::vector<int64_t> src(s.size());
+      for (size_t d = 0; d < s.size(); ++d) src[d] = a.starts[d] + o[d] * a.strides[d];
+      return ravel(src, s);
+    }
+    case OpClass::Gather: {
+      size_t ax = static_cast<size_t>(a.axes[0]);
+      std::vector<int64_t> src = o;
+      src[ax] = clamp_index(in[1]->v[static_cast<size_t>(flat)], s[ax]);
+      return ravel(src, s);
+    }
+    case OpClass::Take: {
+      // out = [A..., I..., B...]; the I part indexes the indices array.
+      size_t ax = static_cast<size_t>(a.axes[0]);
+      const Shape& is = in[1]->type.shape;
+      std::vector<int64_t> ii(o.begin() + static_cast<long>(ax), o.begin() + static_cast<long>(ax + is.size()));
+      std::vector<int64_t> src(o.begin(), o.begin() + static_cast<long>(ax));
+      src.push_back(clamp_index(in[1]->v[static_cast<size_t>(ravel(ii, is))], s[ax]));
+      src.insert(src.end(), o.begin() + static_cast<long>(ax + is.size()), o.end());
+      return ravel(src, s);
+    }
+    default: break;
+  }
+  detail::fail(ir::op_name(n.op), "not a data-movement op");
+}
+
+Buffer concat(const ir::Node& n, const std::vector<Value>& in, const TensorType& out) {
+  size_t ax = static_cast<size_t>(n.attrs.axes[0]);
+  Buffer r = zeros(out);
+  for (int64_t i = 0; i < out.numel(); ++i) {
+    std::vector<int64_t> o = unravel(i, out.shape);
+    size_t part = 0;
+    while (o[ax] >= in[part]->type.shape[ax]) o[ax] -= in[part++]->type.shape[ax];
+    r.v[static_cast<size_t>(i)] = in[part]->v[static_cast<size_t>(ravel(o, in[part]->type.shape))];
+  }
+  return r;
+}
+
+}  // namespace
+
+Buffer eval_movement(const ir::Node& n, const std::vector<Value>& in, const TensorType& out) {
+  Buffer r = zeros(out);
+  switch (ir::op_info(n.op).cls) {
+    case OpClass::Constant:
+      for (size_t i = 0; i < r.v.size(); ++i) r.v[i] = round_to(out.dtype, n.attrs.data.size() == 1 ? n.attrs.data[0] : n.attrs.data[i]);
+      return r;
+    case OpClass::Iota:
+      for (int64_t i = 0; i < out.numel(); ++i) {
+        r.v[static_cast<size_t>(i)] = static_cast<double>(unravel(i, out.shape)[static_cast<size_t>(n.attrs.axes[0])]);
+      }
+      return r;
+    case OpClass::Concat: return concat(n, in, out);
+    default: break;
+  }
+  for (int64_t i = 0; i < out.numel(); ++i) {
+    r.v[static_cast<size_t>(i)] = in[0]->v[static_cast<size_t>(source_index(n, in, unravel(i, out.shape), i, out.shape))];
+  }
+  return r;
+}
+
+}  // namespace fluxion::interp
