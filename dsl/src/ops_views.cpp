@@ -62,8 +62,9 @@ Tensor flatten(const Tensor& x, int64_t start_axis, Loc loc) {
   require_valid(x, "flatten", loc);
   if (x.rank() == 0) return reshape(x, {1}, loc);
   int64_t a = detail::norm_axis(start_axis, x.rank(), "flatten", loc);
+  // The product of the trailing dimensions, not -1: a zero-size input has no inferable -1.
   Shape s(x.shape().begin(), x.shape().begin() + a);
-  s.push_back(-1);
+  s.push_back(numel(Shape(x.shape().begin() + a, x.shape().end())));
   return reshape(x, s, loc);
 }
 

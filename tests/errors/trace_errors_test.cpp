@@ -39,17 +39,17 @@ const std::string kFile = "trace_errors_test.cpp:";
 }  // namespace
 
 TEST(TraceErrors, NonBroadcastableShapesNameOpShapesAndLine) {
+  expect_error([] { trace([](fx::Tensor a, fx::Tensor b) { return a + b; }, f32({3}), f32({4})); },
+               {"op 'add'", "f32[3]", "f32[4]", "not broadcastable", "equal dimensions or 1", kFile});
+  // The location is the user's line (where the operator is written), not one in the library.
   int line = 0;
-  expect_error(
-      [&] {
-        trace([&](fx::Tensor a, fx::Tensor b) { line = __LINE__; return a + b; }, f32({3}), f32({4}));
-      },
-      {"op 'add'", "f32[3]", "f32[4]", "not broadcastable", "equal dimensions or 1"});
-  expect_error([&] { trace([&](fx::Tensor a, fx::Tensor b) { line = __LINE__; return a + b; }, f32({3}), f32({4})); },
-               {kFile});
-  // The location is the user's line, not a line inside the library.
-  expect_error([&] { trace([&](fx::Tensor a, fx::Tensor b) { line = __LINE__; return a * b; }, f32({2, 3}), f32({3, 2})); },
-               {kFile + std::to_string(line)});
+  std::string msg;
+  try {
+    trace([&](fx::Tensor a, fx::Tensor b) { line = __LINE__; return a * b; }, f32({2, 3}), f32({3, 2}));
+  } catch (const fx::Error& e) {
+    msg = e.what();
+  }
+  EXPECT_NE(msg.find(kFile + std::to_string(line) + ")"), std::string::npos) << msg;
 }
 
 TEST(TraceErrors, DtypeMismatch) {

@@ -1,0 +1,155 @@
+// The canonical text form (docs/ir.md): values renumbered per region in definition order,
+// attributes that differ from their defaults in declaration order, doubles in shortest
+// round-trip form. The parser reads exactly this text back, and the structural hash is the
+// hash of it.
+#include <charconv>
+#include <cmath>
+#include <string>
+#include <unordered_map>
+
+#include "jit/ir/ir.h"
+
+namespace fluxion::ir {
+namespace {
+
+void put_double(std::string& out, double v) {
+  if (std::isnan(v)) {
+    out += "nan";
+  } else if (std::isinf(v)) {
+    out += v > 0 ? "inf" : "-inf";
+  } else {
+    char buf[32];
+    auto r = std::to_chars(buf, buf + sizeof(buf), v);
+    out.append(buf, r.ptr);
+  }
+}
+
+template <class T>
+void put_list(std::string& out, const std::vector<T>& v) {
+  out += "[";
+  for (size_t i = 0; i < v.size(); ++i) {
+    if (i) out += ",";
+    if constexpr (std::is_same_v<T, double>) {
+      put_double(out, v[i]);
+    } else {
+      out += std::to_string(v[i]);
+    }
+  }
+  out += "]";
+}
+
+void put_attrs(std::string& out, const Attrs& a) {
+  const Attrs d;
+  std::string s;
+  auto sep = [&] { s += s.empty() ? "{" : ", "; };
+  auto list = [&](const char* name, const std::vector<int64_t>& v, const std::vector<int64_t>& def) {
+    if (v != def) sep(), s += name, s += "=", put_list(s, v);
+  };
+  auto num = [&](const char* name, int64_t v, int64_t def) {
+    if (v != def) sep(), s += name, s += "=", s += std::to_string(v);
+  };
+  list("axes", a.axes, d.axes);
+  list("perm", a.perm, d.perm);
+  list("starts", a.starts, d.starts);
+  list("limits", a.limits, d.limits);
+  list("strides", a.strides, d.strides);
+  list("window", a.window, d.window);
+  list("padding", a.padding, d.padding);
+  list("dilation", a.dilation, d.dilation);
+  num("groups", a.groups, d.groups);
+  num("length", a.length, d.length);
+  num("carries", a.carries, d.carries);
+  num("xs", a.xs, d.xs);
+  num("max_iters", a.max_iters, d.max_iters);
+  if (a.reverse) sep(), s += "reverse=true";
+  if (!a.data.empty()) sep(), s += "data=", put_list(s, a.data);
+  if (!s.empty()) out += " " + s + "}";
+}
+
+const char* region_name(Op op, size_t i) {
+  switch (op) {
+    case Op::While: return i == 0 ? "cond" : "body";
+    case Op::Cond: return i == 0 ? "then" : "else";
+    default: return "body";
+  }
+}
+
+class Printer {
+ public:
+  explicit Printer(bool with_locations) : with_locations_(with_locations) {}
+
+  void program(const Program& p) {
+    Names names;
+    out_ += "func @" + p.name;
+    params(p.body, names);
+    out_ += " -> (";
+    std::vector<TensorType> rt = p.body.result_types();
+    for (size_t i = 0; i < rt.size(); ++i) out_ += (i ? ", " : "") + rt[i].str();
+    out_ += ") {\n";
+    body(p.body, names, 1, "return");
+    out_ += "}\n";
+  }
+
+  std::string take() { return std::move(out_); }
+
+ private:
+  using Names = std::unordered_map<ValueId, int>;
+
+  std::string name(const Names& names, ValueId v) const {
+    auto it = names.find(v);
+    return it == names.end() ? "%?" + std::to_string(v) : "%" + std::to_string(it->second);
+  }
+
+  void params(const Region& r, Names& names) {
+    out_ += "(";
+    for (size_t i = 0; i < r.params.size(); ++i) {
+      ValueId v = r.params[i];
+      names[v] = static_cast<int>(names.size());
+      out_ += (i ? ", " : "") + name(names, v) + ": " + r.type(v).str();
+    }
+    out_ += ")";
+  }
+
+  void body(const Region& r, Names& names, int depth, const char* terminator) {
+    std::string indent(static_cast<size_t>(2 * depth), ' ');
+    for (const Node& n : r.nodes) {
+      out_ += indent;
+      for (size_t i = 0; i < n.results.size(); ++i) {
+        names[n.results[i]] = static_cast<int>(names.size());
+        out_ += (i ? ", " : "") + name(names, n.results[i]);
+      }
+      out_ += " = ";
+      out_ += op_name(n.op);
+      for (size_t i = 0; i < n.operands.size(); ++i) out_ += (i ? ", " : " ") + name(names, n.operands[i]);
+      put_attrs(out_, n.attrs);
+      out_ += " :";
+      for (size_t i = 0; i < n.results.size(); ++i) out_ += (i ? ", " : " ") + r.type(n.results[i]).str();
+      if (with_locations_ && n.line) out_ += "  // " + std::string(n.file) + ":" + std::to_string(n.line);
+      out_ += "\n";
+      for (size_t i = 0; i < n.regions.size(); ++i) {
+        Names inner;
+        out_ += indent + "  " + region_name(n.op, i);
+        params(n.regions[i], inner);
+        out_ += " {\n";
+        body(n.regions[i], inner, depth + 2, "yield");
+        out_ += indent + "  }\n";
+      }
+    }
+    out_ += indent + terminator;
+    for (size_t i = 0; i < r.results.size(); ++i) out_ += (i ? ", " : " ") + name(names, r.results[i]);
+    out_ += "\n";
+  }
+
+  bool with_locations_;
+  std::string out_;
+};
+
+}  // namespace
+
+std::string print(const Program& p, bool with_locations) {
+  Printer printer(with_locations);
+  printer.program(p);
+  return printer.take();
+}
+
+}  // namespace fluxion::ir

@@ -1,0 +1,23 @@
+// Graph-IR to graph-IR simplification passes. Each works on a region and recursively on the
+// regions nested in it, and returns whether it changed anything.
+#pragma once
+
+#include "jit/ir/ir.h"
+
+namespace fluxion::passes {
+
+// Replaces a node whose operands are all constants (and whose result has at most
+// kMaxFoldedElements elements) by a constant holding its value, computed by the interpreter.
+inline constexpr int64_t kMaxFoldedElements = 1024;
+bool fold_constants(ir::Region& r);
+
+// Merges nodes with equal op, operands, attributes, result types and regions into the first.
+bool eliminate_common_subexpressions(ir::Region& r);
+
+// Removes nodes none of whose results is used (every op is pure).
+bool eliminate_dead_code(ir::Region& r);
+
+// Runs the three passes until none changes the program.
+void simplify(ir::Program& p);
+
+}  // namespace fluxion::passes
