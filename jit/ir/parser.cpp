@@ -160,6 +160,7 @@ class Parser {
   }
 
   ValueId use(const Names& names) {
+    skip_space();
     size_t at = pos_;
     int64_t v = value_number();
     auto it = names.find(v);
@@ -227,6 +228,7 @@ class Parser {
     std::vector<int64_t> result_numbers;
     do result_numbers.push_back(value_number()); while (accept(","));
     expect("=");
+    skip_space();
     size_t op_at = pos_;
     std::string name = ident("an op name");
     Op op;
