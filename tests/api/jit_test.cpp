@@ -3,10 +3,9 @@
 #include <thread>
 #include <vector>
 
-#include "common/backends.h"
+#include "common/test_util.h"
 
 namespace fx = fluxion;
-using fx::testing::expect_array;
 
 class Jit : public fx::testing::BackendTest {};
 FLUXION_INSTANTIATE_BACKENDS(Jit);
@@ -17,11 +16,11 @@ TEST_P(Jit, RetracesForNewShapesAndReusesCachedSignatures) {
     ++traces;
     return fx::sum(x * x);
   }, backend());
-  expect_array(f(fx::Array(std::vector<float>{1, 2}, {2})), {}, {5});
-  expect_array(f(fx::Array(std::vector<float>{3, 4}, {2})), {}, {25});
+  EXPECT_ARRAY(f(fx::Array(std::vector<float>{1, 2}, {2})), {}, {5});
+  EXPECT_ARRAY(f(fx::Array(std::vector<float>{3, 4}, {2})), {}, {25});
   EXPECT_EQ(traces, 1);
-  expect_array(f(fx::Array(std::vector<float>{1, 2, 3}, {3})), {}, {14});
-  expect_array(f(fx::Array(std::vector<double>{1, 2, 3, 4}, {2, 2})), {}, {30});
+  EXPECT_ARRAY(f(fx::Array(std::vector<float>{1, 2, 3}, {3})), {}, {14});
+  EXPECT_ARRAY(f(fx::Array(std::vector<double>{1, 2, 3, 4}, {2, 2})), {}, {30});
   EXPECT_EQ(traces, 3);
   EXPECT_EQ(f.cache_size(), 3u);
 }
@@ -33,18 +32,18 @@ TEST_P(Jit, TreeInputsAndOutputs) {
   }, backend());
   std::vector<fx::Array> params{fx::Array(std::vector<float>{1, 2, 3, 4}, {2, 2}), fx::Array(std::vector<float>{10, 20}, {2})};
   auto [y, stats] = f(params, fx::Array(std::vector<float>{1, 1}, {2}));
-  expect_array(y, {2}, {13, 27});
+  EXPECT_ARRAY(y, {2}, {13, 27});
   ASSERT_EQ(stats.size(), 2u);
-  expect_array(stats[0], {}, {40});
-  expect_array(stats[1], {}, {27});
+  EXPECT_ARRAY(stats[0], {}, {40});
+  EXPECT_ARRAY(stats[1], {}, {27});
 }
 
 TEST_P(Jit, InputsAreNotModified) {
   auto f = fx::jit([](fx::Tensor x) { return x * 2.0; }, backend());
   fx::Array x(std::vector<float>{1, 2, 3}, {3});
   fx::Array y = f(x);
-  expect_array(x, {3}, {1, 2, 3});
-  expect_array(y, {3}, {2, 4, 6});
+  EXPECT_ARRAY(x, {3}, {1, 2, 3});
+  EXPECT_ARRAY(y, {3}, {2, 4, 6});
 }
 
 namespace {
@@ -118,7 +117,7 @@ TEST_P(Jit, SimplifiedProgramDropsDuplicatesAndDeadCode) {
   EXPECT_NE(c.traced_ir().find("exp"), std::string::npos);
   EXPECT_EQ(c.ir().find("exp"), std::string::npos) << c.ir();
   EXPECT_EQ(c.ir().find(" = mul "), c.ir().rfind(" = mul ")) << "one multiply left:\n" << c.ir();
-  expect_array(f(fx::Array(std::vector<float>{1, 2}, {2}), fx::Array(std::vector<float>{3, 4}, {2})), {2}, {12, 22});
+  EXPECT_ARRAY(f(fx::Array(std::vector<float>{1, 2}, {2}), fx::Array(std::vector<float>{3, 4}, {2})), {2}, {12, 22});
 }
 
 TEST_P(Jit, ConcurrentCallsFromThreads) {

@@ -4,10 +4,9 @@
 #include <string>
 #include <vector>
 
-#include "common/backends.h"
+#include "common/test_util.h"
 
 namespace fx = fluxion;
-using fx::testing::expect_array;
 
 class Loops : public fx::testing::BackendTest {};
 FLUXION_INSTANTIATE_BACKENDS(Loops);
@@ -24,14 +23,14 @@ TEST_P(Loops, ForiLoopSumsIndices) {
   auto f = fx::jit([](fx::Tensor s) {
     return fx::fori_loop(2, 7, [](fx::Tensor i, fx::Tensor acc) { return acc + i; }, s);
   }, backend());
-  expect_array(f(fx::Array::scalar(int32_t{100})), {}, {100 + 2 + 3 + 4 + 5 + 6});
+  EXPECT_ARRAY(f(fx::Array::scalar(int32_t{100})), {}, {100 + 2 + 3 + 4 + 5 + 6});
 }
 
 TEST_P(Loops, ForiLoopEmptyRangeReturnsInit) {
   auto f = fx::jit([](fx::Tensor s) {
     return fx::fori_loop(5, 5, [](fx::Tensor, fx::Tensor acc) { return acc * 2.0; }, s);
   }, backend());
-  expect_array(f(fx::Array(std::vector<float>{1.5f, -2}, {2})), {2}, {1.5, -2});
+  EXPECT_ARRAY(f(fx::Array(std::vector<float>{1.5f, -2}, {2})), {2}, {1.5, -2});
 }
 
 TEST_P(Loops, ForiLoopTupleCarryFibonacci) {
@@ -40,8 +39,8 @@ TEST_P(Loops, ForiLoopTupleCarryFibonacci) {
     return fx::fori_loop(0, 10, [](fx::Tensor, C c) { return C{c.second, c.first + c.second}; }, C{a, b});
   }, backend());
   auto [x, y] = f(fx::Array::scalar(int32_t{0}), fx::Array::scalar(int32_t{1}));
-  expect_array(x, {}, {55});
-  expect_array(y, {}, {89});
+  EXPECT_ARRAY(x, {}, {55});
+  EXPECT_ARRAY(y, {}, {89});
 }
 
 TEST_P(Loops, BodyCapturesEnclosingTensors) {
@@ -52,7 +51,7 @@ TEST_P(Loops, BodyCapturesEnclosingTensors) {
   fx::Array x(std::vector<double>{1, 2}, {2});
   fx::Array w(std::vector<double>{0.5, 2}, {2});
   // s1 = x, s2 = x*w + x, s3 = (x*w + x)*w + x
-  expect_array(f(x, w), {2}, {1 * 0.25 + 0.5 + 1, 2 * 4 + 4 + 2});
+  EXPECT_ARRAY(f(x, w), {2}, {1 * 0.25 + 0.5 + 1, 2 * 4 + 4 + 2});
 }
 
 TEST_P(Loops, NestedLoopsCaptureFromGrandparent) {
@@ -62,7 +61,7 @@ TEST_P(Loops, NestedLoopsCaptureFromGrandparent) {
     }, fx::zeros_like(x));
   }, backend());
   // sum over i<3, j<4 of i*j = (0+1+2)*(0+1+2+3) = 18
-  expect_array(f(fx::Array(std::vector<float>{1, -2}, {2})), {2}, {18, -36});
+  EXPECT_ARRAY(f(fx::Array(std::vector<float>{1, -2}, {2})), {2}, {18, -36});
 }
 
 TEST_P(Loops, ScanCumulativeSumStacksOutputs) {
@@ -72,8 +71,8 @@ TEST_P(Loops, ScanCumulativeSumStacksOutputs) {
   }, backend());
   fx::Array xs(std::vector<float>{1, 2, 3, 4, 5, 6}, {3, 2});
   auto [carry, ys] = f(xs);
-  expect_array(carry, {2}, {9, 12});
-  expect_array(ys, {3, 2}, {0, 0, 10, 20, 40, 60});
+  EXPECT_ARRAY(carry, {2}, {9, 12});
+  EXPECT_ARRAY(ys, {3, 2}, {0, 0, 10, 20, 40, 60});
 }
 
 TEST_P(Loops, ScanReverseKeepsStepOrderOfOutputs) {
@@ -82,8 +81,8 @@ TEST_P(Loops, ScanReverseKeepsStepOrderOfOutputs) {
                     {.reverse = true});
   }, backend());
   auto [carry, ys] = f(fx::Array(std::vector<float>{1, 2, 3}, {3}));
-  expect_array(carry, {}, {6});
-  expect_array(ys, {3}, {6, 5, 3});  // suffix sums
+  EXPECT_ARRAY(carry, {}, {6});
+  EXPECT_ARRAY(ys, {3}, {6, 5, 3});  // suffix sums
 }
 
 TEST_P(Loops, ScanWithoutInputsAndTupleOutputs) {
@@ -92,9 +91,9 @@ TEST_P(Loops, ScanWithoutInputsAndTupleOutputs) {
     return fx::scan(body, s0, std::tuple<>{}, {.length = 4});
   }, backend());
   auto [s, ys] = f(fx::Array::scalar(1.0));
-  expect_array(s, {}, {16});
-  expect_array(std::get<0>(ys), {4}, {1, 2, 4, 8});
-  expect_array(std::get<1>(ys), {4}, {2, 3, 5, 9});
+  EXPECT_ARRAY(s, {}, {16});
+  EXPECT_ARRAY(std::get<0>(ys), {4}, {1, 2, 4, 8});
+  EXPECT_ARRAY(std::get<1>(ys), {4}, {2, 3, 5, 9});
 }
 
 TEST_P(Loops, WhileLoopDataDependentExit) {
@@ -109,9 +108,9 @@ TEST_P(Loops, WhileLoopDataDependentExit) {
                          C{n, fx::zeros({}, fx::i32)});
     return r.second;
   }, backend());
-  expect_array(f(fx::Array::scalar(int32_t{6})), {}, {8});
-  expect_array(f(fx::Array::scalar(int32_t{27})), {}, {111});
-  expect_array(f(fx::Array::scalar(int32_t{1})), {}, {0});
+  EXPECT_ARRAY(f(fx::Array::scalar(int32_t{6})), {}, {8});
+  EXPECT_ARRAY(f(fx::Array::scalar(int32_t{27})), {}, {111});
+  EXPECT_ARRAY(f(fx::Array::scalar(int32_t{1})), {}, {0});
 }
 
 TEST_P(Loops, WhileLoopNewtonSqrtWithCapture) {
@@ -120,7 +119,7 @@ TEST_P(Loops, WhileLoopNewtonSqrtWithCapture) {
                                   [&](fx::Tensor x) { return (x + a / x) * 0.5; }, a, 100);
     return x;
   }, backend());
-  expect_array(f(fx::Array::scalar(2.0)), {}, {std::sqrt(2.0)});
+  EXPECT_ARRAY(f(fx::Array::scalar(2.0)), {}, {std::sqrt(2.0)});
 }
 
 TEST_P(Loops, CondPicksBranchAtRunTime) {
@@ -128,8 +127,8 @@ TEST_P(Loops, CondPicksBranchAtRunTime) {
     return fx::cond(fx::sum(x) > 0.0, [&] { return x * 2.0 + y; }, [&] { return -y; });
   }, backend());
   fx::Array y(std::vector<float>{1, 2}, {2});
-  expect_array(f(fx::Array(std::vector<float>{1, 1}, {2}), y), {2}, {3, 4});
-  expect_array(f(fx::Array(std::vector<float>{-1, -1}, {2}), y), {2}, {-1, -2});
+  EXPECT_ARRAY(f(fx::Array(std::vector<float>{1, 1}, {2}), y), {2}, {3, 4});
+  EXPECT_ARRAY(f(fx::Array(std::vector<float>{-1, -1}, {2}), y), {2}, {-1, -2});
 }
 
 TEST_P(Loops, CondInsideLoopWithTupleResult) {
@@ -141,7 +140,7 @@ TEST_P(Loops, CondInsideLoopWithTupleResult) {
     }, fx::zeros_like(x));
   }, backend());
   // three even steps add x, three odd steps subtract 1
-  expect_array(f(fx::Array::scalar(10.0f)), {}, {27});
+  EXPECT_ARRAY(f(fx::Array::scalar(10.0f)), {}, {27});
 }
 
 TEST_P(Loops, RandomKeysFoldedPerStepDiffer) {
@@ -170,5 +169,5 @@ TEST_P(Loops, LoopIsRecordedOnceNotUnrolled) {
   EXPECT_NE(ir.find("length=8000"), std::string::npos) << ir;
   double s = 0;
   for (int i = 0; i < 8000; ++i) s = static_cast<float>(1 / (1 + std::exp(-static_cast<float>(s * 0.5f))) + 0.1f);
-  expect_array(f(fx::Array::scalar(0.0f)), {}, {s});
+  EXPECT_ARRAY(f(fx::Array::scalar(0.0f)), {}, {s});
 }

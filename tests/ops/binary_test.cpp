@@ -9,14 +9,14 @@
 #include <utility>
 #include <vector>
 
-#include "ops/op_test_util.h"
+#include "common/test_util.h"
 
 namespace fx = fluxion;
 using fx::Array;
 using fx::DType;
 using fx::Shape;
 using fx::Tensor;
-using namespace fx::optest;
+using namespace fx::testing;
 
 namespace {
 
@@ -68,8 +68,8 @@ std::vector<double> reference(const std::vector<double>& a, const Shape& sa, con
 
 }  // namespace
 
-class Binary : public OpTest {};
-FLUXION_OPS_INSTANTIATE(Binary);
+class Binary : public BackendTest {};
+FLUXION_INSTANTIATE_BACKENDS(Binary);
 
 TEST_P(Binary, FloatOpsWithBroadcasting) {
   std::vector<BinaryCase> cases{

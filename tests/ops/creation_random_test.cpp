@@ -10,14 +10,14 @@
 #include <tuple>
 #include <vector>
 
-#include "ops/op_test_util.h"
+#include "common/test_util.h"
 
 namespace fx = fluxion;
 using fx::Array;
 using fx::DType;
 using fx::Shape;
 using fx::Tensor;
-using namespace fx::optest;
+using namespace fx::testing;
 
 namespace {
 // The functions below take no real input. They take one unused scalar because a jit of a
@@ -26,8 +26,8 @@ namespace {
 Array none() { return Array::scalar(0.0f); }
 }  // namespace
 
-class Creation : public OpTest {};
-FLUXION_OPS_INSTANTIATE(Creation);
+class Creation : public BackendTest {};
+FLUXION_INSTANTIATE_BACKENDS(Creation);
 
 TEST_P(Creation, ZerosOnesFull) {
   for (DType dt : {fx::f32, fx::f64, fx::i32, fx::boolean}) {
@@ -186,8 +186,8 @@ int count_equal(const std::vector<double>& a, const std::vector<double>& b) {
 
 }  // namespace
 
-class Random : public OpTest {};
-FLUXION_OPS_INSTANTIATE(Random);
+class Random : public BackendTest {};
+FLUXION_INSTANTIATE_BACKENDS(Random);
 
 TEST(PhiloxReference, MatchesPublishedKnownAnswers) {
   EXPECT_EQ(philox({0, 0, 0, 0}, {0, 0}), (std::array<uint32_t, 4>{0x6627e8d5, 0xe169c58d, 0xbc57ac4c, 0x9b00dbd8}));
@@ -352,8 +352,8 @@ TEST_P(Random, NormalMoments) {
 
 // ---- Multiple outputs and retracing.
 
-class Outputs : public OpTest {};
-FLUXION_OPS_INSTANTIATE(Outputs);
+class Outputs : public BackendTest {};
+FLUXION_INSTANTIATE_BACKENDS(Outputs);
 
 TEST_P(Outputs, TupleVectorAndPair) {
   Array x = make(fx::f32, {1, 2, 3}, {3}), y = make(fx::f32, {4, 5, 6}, {3});

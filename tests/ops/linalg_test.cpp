@@ -7,14 +7,14 @@
 #include <string>
 #include <vector>
 
-#include "ops/op_test_util.h"
+#include "common/test_util.h"
 
 namespace fx = fluxion;
 using fx::Array;
 using fx::DType;
 using fx::Shape;
 using fx::Tensor;
-using namespace fx::optest;
+using namespace fx::testing;
 
 namespace {
 
@@ -137,8 +137,8 @@ RefResult pool_ref(bool is_max, const std::vector<double>& x, const Shape& xs, c
 
 }  // namespace
 
-class Linalg : public OpTest {};
-FLUXION_OPS_INSTANTIATE(Linalg);
+class Linalg : public BackendTest {};
+FLUXION_INSTANTIATE_BACKENDS(Linalg);
 
 TEST_P(Linalg, MatmulShapesAndPromotion) {
   const std::vector<std::pair<Shape, Shape>> cases{

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "ops/op_test_util.h"
+#include "common/test_util.h"
 
 namespace fx = fluxion;
 using fx::Array;
@@ -15,7 +15,7 @@ using fx::Axes;
 using fx::DType;
 using fx::Shape;
 using fx::Tensor;
-using namespace fx::optest;
+using namespace fx::testing;
 
 namespace {
 
@@ -93,8 +93,8 @@ std::string axes_str(const std::vector<int64_t>& a) { return fx::shape_str(a); }
 
 }  // namespace
 
-class Reduce : public OpTest {};
-FLUXION_OPS_INSTANTIATE(Reduce);
+class Reduce : public BackendTest {};
+FLUXION_INSTANTIATE_BACKENDS(Reduce);
 
 TEST_P(Reduce, OverAxesSubsetsWithAndWithoutKeepdims) {
   const Shape s{2, 3, 4};

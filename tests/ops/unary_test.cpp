@@ -6,14 +6,14 @@
 #include <string>
 #include <vector>
 
-#include "ops/op_test_util.h"
+#include "common/test_util.h"
 
 namespace fx = fluxion;
 using fx::Array;
 using fx::DType;
 using fx::Shape;
 using fx::Tensor;
-using namespace fx::optest;
+using namespace fx::testing;
 
 namespace {
 
@@ -77,8 +77,8 @@ std::vector<double> apply(const std::vector<double>& x, const std::function<doub
 
 }  // namespace
 
-class Unary : public OpTest {};
-FLUXION_OPS_INSTANTIATE(Unary);
+class Unary : public BackendTest {};
+FLUXION_INSTANTIATE_BACKENDS(Unary);
 
 TEST_P(Unary, FloatOpsOverShapesAndDtypes) {
   uint32_t seed = 1;

@@ -6,14 +6,14 @@
 #include <string>
 #include <vector>
 
-#include "ops/op_test_util.h"
+#include "common/test_util.h"
 
 namespace fx = fluxion;
 using fx::Array;
 using fx::DType;
 using fx::Shape;
 using fx::Tensor;
-using namespace fx::optest;
+using namespace fx::testing;
 
 namespace {
 
@@ -76,8 +76,8 @@ int64_t clampi(double i, int64_t d) { return std::clamp<int64_t>(static_cast<int
 
 }  // namespace
 
-class Views : public OpTest {};
-FLUXION_OPS_INSTANTIATE(Views);
+class Views : public BackendTest {};
+FLUXION_INSTANTIATE_BACKENDS(Views);
 
 TEST_P(Views, ReshapeFlattenSqueezeExpandDims) {
   for (DType dt : kAll) {

@@ -139,7 +139,7 @@ class Jit {
     for (const Array& a : flat) types.push_back(a.type());
     Entry e;
     auto fn = [&](const std::vector<Tensor>& params) {
-      const Tensor* p = params.data();
+      [[maybe_unused]] const Tensor* p = params.data();  // unused for a function of no arguments
       std::tuple<tree::Rebind<Args, Array, Tensor>...> targs{tree::rebuild<Array, Tensor>(args, p)...};
       Result<Args...> r = std::apply(state_->f, targs);
       std::vector<Tensor> outs;

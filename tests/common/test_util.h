@@ -1,4 +1,4 @@
-// Shared by the op-value tests (tests/ops/): parameterisation over every backend present,
+// Shared by the test folders: parameterisation over every backend present,
 // conversion of reference data to Arrays, deterministic pseudo-random inputs, small reference
 // helpers (broadcasting, row-major indexing) and comparison with a documented tolerance.
 //
@@ -18,11 +18,11 @@
 
 #include <fluxion/fluxion.h>
 
-namespace fluxion::optest {
+namespace fluxion::testing {
 
 // ---- Parameterisation over backends.
 
-class OpTest : public ::testing::TestWithParam<Backend> {
+class BackendTest : public ::testing::TestWithParam<Backend> {
  protected:
   Backend backend() const { return GetParam(); }
   // jit(f) on this test's backend.
@@ -261,11 +261,17 @@ inline ::testing::AssertionResult matches(const Array& got, DType dtype, const S
   return ::testing::AssertionSuccess();
 }
 
-}  // namespace fluxion::optest
+// The same with the dtype taken from `got` (for tests whose expected dtype is obvious).
+inline ::testing::AssertionResult matches(const Array& got, const Shape& shape, const std::vector<double>& want,
+                                          Tol tol = {}) {
+  return matches(got, got.dtype(), shape, want, tol);
+}
 
-// EXPECT_ARRAY(got, dtype, shape, want[, tol]): see fluxion::optest::matches.
-#define EXPECT_ARRAY(got, ...) EXPECT_TRUE(::fluxion::optest::matches((got), __VA_ARGS__))
+}  // namespace fluxion::testing
 
-#define FLUXION_OPS_INSTANTIATE(suite)                                                               \
+// EXPECT_ARRAY(got, dtype, shape, want[, tol]): see fluxion::testing::matches (dtype may be left out).
+#define EXPECT_ARRAY(got, ...) EXPECT_TRUE(::fluxion::testing::matches((got), __VA_ARGS__))
+
+#define FLUXION_INSTANTIATE_BACKENDS(suite)                                                               \
   INSTANTIATE_TEST_SUITE_P(Backends, suite, ::testing::ValuesIn(::fluxion::available_backends()), \
-                           ::fluxion::optest::backend_param_name)
+                           ::fluxion::testing::backend_param_name)
