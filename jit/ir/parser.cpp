@@ -83,7 +83,9 @@ class Parser {
   std::string found() {
     skip_space();
     if (pos_ >= s_.size()) return "the end of the text";
-    return "'" + std::string(s_.substr(pos_, std::min<size_t>(12, s_.size() - pos_))) + "'";
+    std::string out = "'";
+    out += s_.substr(pos_, std::min<size_t>(12, s_.size() - pos_));
+    return out + "'";
   }
 
   bool peek_ident() {

@@ -96,8 +96,12 @@ class Printer {
   using Names = std::unordered_map<ValueId, int>;
 
   std::string name(const Names& names, ValueId v) const {
+    // Appended rather than "%" + to_string(...): GCC 12 at -O3 warns falsely (-Wrestrict) on
+    // the operator+ form.
     auto it = names.find(v);
-    return it == names.end() ? "%?" + std::to_string(v) : "%" + std::to_string(it->second);
+    std::string out = it == names.end() ? "%?" : "%";
+    out += std::to_string(it == names.end() ? v : it->second);
+    return out;
   }
 
   void params(const Region& r, Names& names) {

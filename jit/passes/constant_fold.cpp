@@ -12,7 +12,7 @@ std::vector<double> compact(std::vector<double> v) {
   for (double x : v) {
     if (x != v[0]) return v;
   }
-  if (v.size() > 1) v.resize(1);
+  if (v.size() > 1) v.erase(v.begin() + 1, v.end());
   return v;
 }
 
