@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <limits>
+#include <new>
 #include <string>
 
 #include "backends/interp/buffer.h"
@@ -134,7 +135,11 @@ std::vector<Array> run(const ir::Program& p, const std::vector<Array>& inputs) {
     args.push_back(from_array(inputs[i]));
   }
   std::vector<Array> out;
-  for (const Value& v : eval_region(p.body, args)) out.push_back(to_array(*v));
+  try {
+    for (const Value& v : eval_region(p.body, args)) out.push_back(to_array(*v));
+  } catch (const std::bad_alloc&) {
+    detail::fail("call", "the interpreter ran out of memory (it holds every value as doubles)");
+  }
   return out;
 }
 

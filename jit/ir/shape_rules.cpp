@@ -306,7 +306,6 @@ std::vector<TensorType> cond(const Ctx& c) {
 
 std::vector<TensorType> declared_op(const Ctx& c) {
   const TensorType& t = c.one_declared();
-  for (int64_t d : t.shape) c.require(d >= 0, "declared shape " + t.str() + " has a negative dimension");
   switch (op_info(c.op).cls) {
     case OpClass::Convert:
       c.require(t.shape == c.in[0].shape, "convert keeps the shape; declared " + t.str());
@@ -337,11 +336,44 @@ std::vector<TensorType> declared_op(const Ctx& c) {
 
 }  // namespace
 
+namespace {
+
+std::vector<TensorType> rule(const Ctx& c);
+
+// Every value must have a countable size: element counts are computed in int64 everywhere, so
+// a shape whose product overflows (or is absurdly large) is refused here, once.
+constexpr int64_t kMaxElements = int64_t{1} << 40;
+
+void check_sizes(const Ctx& c, const std::vector<TensorType>& types) {
+  for (const TensorType& t : types) {
+    int64_t n = 1;
+    for (int64_t d : t.shape) {
+      c.require(d >= 0, "result type " + t.str() + " has a negative dimension");
+      c.require(d == 0 || n <= kMaxElements / d, "result type " + t.str() + " has more than 2^40 elements");
+      n *= d;
+    }
+  }
+}
+
+}  // namespace
+
 std::vector<TensorType> infer_types(Op op, const std::vector<TensorType>& in, const Attrs& attrs,
                                     const std::vector<TensorType>& declared,
                                     const std::vector<Region>& regions,
                                     const std::source_location* loc) {
   Ctx c{op, in, attrs, declared, regions, loc};
+  check_sizes(c, declared);
+  std::vector<TensorType> out = rule(c);
+  check_sizes(c, out);
+  return out;
+}
+
+namespace {
+
+std::vector<TensorType> rule(const Ctx& c) {
+  Op op = c.op;
+  const std::vector<TensorType>& in = c.in;
+  const Attrs& attrs = c.a;
   const OpInfo& info = op_info(op);
   c.require(info.arity < 0 || static_cast<int>(in.size()) == info.arity,
             "expected " + std::to_string(info.arity) + " operand(s), got " + std::to_string(in.size()));
@@ -408,4 +440,5 @@ std::vector<TensorType> infer_types(Op op, const std::vector<TensorType>& in, co
   c.fail("unknown op");
 }
 
+}  // namespace
 }  // namespace fluxion::ir

@@ -195,3 +195,16 @@ TEST(ArrayErrors, BadConstruction) {
   expect_error([] { fx::Array(std::vector<float>{1}, {1}).to_vector<int32_t>(); }, {"asked for i32"});
   expect_error([] { fx::Array(fx::DType::f32, {2}).item(); }, {"exactly one element"});
 }
+
+TEST(TraceErrors, ShapesTooLargeToCount) {
+  expect_error([] { trace([](fx::Tensor a) { return a + fx::zeros({1 << 30, 1 << 30, 1 << 30}); }, f32({1})); },
+               {"op 'constant'", "more than 2^40 elements"});
+  expect_error([] { trace([](fx::Tensor a) { return fx::broadcast_to(a, {int64_t{1} << 62, 4}); }, f32({1})); },
+               {"op 'broadcast'", "more than 2^40 elements"});
+}
+
+TEST(CallErrors, OutOfMemoryIsAnError) {
+  // 2^36 doubles do not fit in this machine's memory; the interpreter reports it.
+  auto f = fx::jit([](fx::Tensor a) { return fx::sum(a + fx::zeros({int64_t{1} << 18, int64_t{1} << 18})); });
+  expect_error([&] { f(f32({1})); }, {"out of memory"});
+}
