@@ -20,8 +20,6 @@ using namespace fx::testing;
 
 namespace {
 
-constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
-constexpr double kInf = std::numeric_limits<double>::infinity();
 
 using BinFn = std::function<Tensor(const Tensor&, const Tensor&)>;
 using RefFn = std::function<double(double, double)>;

@@ -18,7 +18,6 @@ using namespace fx::testing;
 
 namespace {
 
-constexpr double kInf = std::numeric_limits<double>::infinity();
 
 struct RefResult {
   Shape shape;

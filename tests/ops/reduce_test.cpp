@@ -19,8 +19,6 @@ using namespace fx::testing;
 
 namespace {
 
-constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
-constexpr double kInf = std::numeric_limits<double>::infinity();
 
 enum class Red { Sum, Mean, Max, Min };
 

@@ -17,8 +17,6 @@ using namespace fx::testing;
 
 namespace {
 
-constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
-constexpr double kInf = std::numeric_limits<double>::infinity();
 
 struct UnaryCase {
   const char* name;
