@@ -10,7 +10,7 @@ namespace {
 
 // Validates a user-given shape: no negative dimension, and a byte size that fits in memory
 // arithmetic without overflow.
-int64_t checked_numel(const Shape& shape, DType dtype, const std::source_location* loc) {
+int64_t checked_numel(const Shape& shape, const std::source_location* loc) {
   int64_t n = 1;
   for (int64_t d : shape) {
     if (d < 0) detail::fail("Array", "negative dimension in shape " + shape_str(shape), loc);
@@ -19,7 +19,6 @@ int64_t checked_numel(const Shape& shape, DType dtype, const std::source_locatio
     }
     n *= d;
   }
-  (void)dtype;
   return n;
 }
 
@@ -36,37 +35,39 @@ DType dtype_of() {
 Array::Array() : Array(DType::f32, Shape{0}) {}
 
 Array::Array(DType dtype, Shape shape) : type_{dtype, std::move(shape)} {
-  int64_t n = checked_numel(type_.shape, dtype, nullptr);
+  int64_t n = checked_numel(type_.shape, nullptr);
   bytes_ = std::make_shared<std::vector<std::byte>>(static_cast<size_t>(n * dtype_size(dtype)));
 }
 
-#define FLUXION_ARRAY_FROM_SPAN(T)                                                            \
-  Array::Array(std::span<const T> data, Shape shape, std::source_location loc)                \
-      : type_{dtype_of<T>(), std::move(shape)} {                                              \
-    int64_t n = checked_numel(type_.shape, type_.dtype, &loc);                                \
-    if (static_cast<int64_t>(data.size()) != n) {                                             \
-      detail::fail("Array", std::to_string(data.size()) + " values given for shape " +        \
-                                shape_str(type_.shape) + ", which needs " + std::to_string(n), \
-                   &loc);                                                                     \
-    }                                                                                         \
-    bytes_ = std::make_shared<std::vector<std::byte>>(data.size_bytes());                     \
-    if (n) std::memcpy(bytes_->data(), data.data(), data.size_bytes());                       \
-  }
-FLUXION_ARRAY_FROM_SPAN(float)
-FLUXION_ARRAY_FROM_SPAN(double)
-FLUXION_ARRAY_FROM_SPAN(int32_t)
-#undef FLUXION_ARRAY_FROM_SPAN
-
-Array::Array(const std::vector<bool>& data, Shape shape, std::source_location loc)
-    : type_{DType::boolean, std::move(shape)} {
-  int64_t n = checked_numel(type_.shape, type_.dtype, &loc);
+template <class T>
+void Array::assign(std::span<const T> data, const std::source_location& loc) {
+  int64_t n = checked_numel(type_.shape, &loc);
   if (static_cast<int64_t>(data.size()) != n) {
-    detail::fail("Array", std::to_string(data.size()) + " values given for shape " +
-                              shape_str(type_.shape) + ", which needs " + std::to_string(n),
-                 &loc);
+    detail::fail("Array", std::to_string(data.size()) + " values given for shape " + shape_str(type_.shape) +
+                              ", which needs " + std::to_string(n), &loc);
   }
-  bytes_ = std::make_shared<std::vector<std::byte>>(data.size());
-  for (size_t i = 0; i < data.size(); ++i) (*bytes_)[i] = std::byte{data[i] ? uint8_t{1} : uint8_t{0}};
+  bytes_ = std::make_shared<std::vector<std::byte>>(static_cast<size_t>(n * dtype_size(type_.dtype)));
+  if constexpr (std::is_same_v<T, bool>) {
+    for (size_t i = 0; i < data.size(); ++i) (*bytes_)[i] = std::byte{data[i] ? uint8_t{1} : uint8_t{0}};
+  } else if (n) {
+    std::memcpy(bytes_->data(), data.data(), data.size_bytes());
+  }
+}
+
+Array::Array(std::span<const float> data, Shape shape, std::source_location loc) : type_{DType::f32, std::move(shape)} {
+  assign(data, loc);
+}
+Array::Array(std::span<const double> data, Shape shape, std::source_location loc) : type_{DType::f64, std::move(shape)} {
+  assign(data, loc);
+}
+Array::Array(std::span<const int32_t> data, Shape shape, std::source_location loc) : type_{DType::i32, std::move(shape)} {
+  assign(data, loc);
+}
+Array::Array(const std::vector<bool>& data, Shape shape, std::source_location loc) : type_{DType::boolean, std::move(shape)} {
+  // std::vector<bool> is packed: copy to one bool per element first.
+  std::unique_ptr<bool[]> unpacked(new bool[data.size()]);
+  for (size_t i = 0; i < data.size(); ++i) unpacked[i] = data[i];
+  assign(std::span<const bool>(unpacked.get(), data.size()), loc);
 }
 
 Array Array::scalar(float v) { return Array(std::span<const float>(&v, 1), {}); }

@@ -15,9 +15,8 @@ using ir::Op;
 Tensor unary(Op op, const Tensor& x, const Loc& loc) { return emit1(op, {x}, loc); }
 
 void require_same_dtype(Op op, const Tensor& a, const Tensor& b, const Loc& loc) {
-  if (!a.valid() || !b.valid()) {
-    detail::fail(ir::op_name(op), "an empty Tensor (default-constructed) was used as an operand", &loc);
-  }
+  detail::require_valid(a, ir::op_name(op), loc);
+  detail::require_valid(b, ir::op_name(op), loc);
   if (a.dtype() != b.dtype()) {
     detail::fail(ir::op_name(op), "operands " + a.type().str() + " and " + b.type().str() +
                                       " have different dtypes (expected equal dtypes; cast one first)",
@@ -32,7 +31,7 @@ Tensor binary(Op op, const Tensor& a, const Tensor& b, const Loc& loc) {
 }
 
 Tensor with_scalar(Op op, const Tensor& a, double s, bool scalar_first, const Loc& loc) {
-  if (!a.valid()) detail::fail(ir::op_name(op), "an empty Tensor (default-constructed) was used as an operand", &loc);
+  detail::require_valid(a, ir::op_name(op), loc);
   Tensor c = detail::broadcast_as(detail::scalar_like(s, a.type(), ir::op_name(op), loc), a.shape(), loc);
   return scalar_first ? emit1(op, {c, a}, loc) : emit1(op, {a, c}, loc);
 }
@@ -125,12 +124,12 @@ Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b, Loc loc) {
 }
 
 Tensor where(const Tensor& cond, const Tensor& a, double b, Loc loc) {
-  if (!a.valid()) detail::fail("select", "an empty Tensor (default-constructed) was used as an operand", &loc);
+  detail::require_valid(a, "select", loc);
   return where(cond, a, detail::scalar_like(b, a.type(), "select", loc), loc);
 }
 
 Tensor where(const Tensor& cond, double a, const Tensor& b, Loc loc) {
-  if (!b.valid()) detail::fail("select", "an empty Tensor (default-constructed) was used as an operand", &loc);
+  detail::require_valid(b, "select", loc);
   return where(cond, detail::scalar_like(a, b.type(), "select", loc), b, loc);
 }
 

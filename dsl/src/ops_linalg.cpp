@@ -9,11 +9,8 @@
 namespace fluxion {
 namespace {
 
+using detail::require_valid;
 using ir::Op;
-
-void require_valid(const Tensor& t, const char* op, const Loc& loc) {
-  if (!t.valid()) detail::fail(op, "an empty Tensor (default-constructed) was used as an operand", &loc);
-}
 
 // {v} or {a, b} -> {a, b}: a per-spatial-dimension option.
 std::vector<int64_t> pair_option(const std::vector<int64_t>& v, const char* name, const char* op, const Loc& loc) {

@@ -34,7 +34,7 @@ Shape kept_shape(const Tensor& x, const std::vector<int64_t>& axes) {
 }
 
 Tensor reduce(Op op, const Tensor& x, const Axes& axes, bool keepdims, const Loc& loc) {
-  if (!x.valid()) detail::fail(ir::op_name(op), "an empty Tensor (default-constructed) was used as an operand", &loc);
+  detail::require_valid(x, ir::op_name(op), loc);
   std::vector<int64_t> ax = resolve_axes(x, axes, ir::op_name(op), loc);
   if (ax.empty()) return x;
   ir::Attrs a;
@@ -44,7 +44,7 @@ Tensor reduce(Op op, const Tensor& x, const Axes& axes, bool keepdims, const Loc
 }
 
 Tensor arg_reduce(Op op, const Tensor& x, int64_t axis, bool keepdims, const Loc& loc) {
-  if (!x.valid()) detail::fail(ir::op_name(op), "an empty Tensor (default-constructed) was used as an operand", &loc);
+  detail::require_valid(x, ir::op_name(op), loc);
   int64_t ax = detail::norm_axis(axis, x.rank(), ir::op_name(op), loc);
   ir::Attrs a;
   a.axes = {ax};

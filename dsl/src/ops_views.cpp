@@ -10,11 +10,8 @@
 namespace fluxion {
 namespace {
 
+using detail::require_valid;
 using ir::Op;
-
-void require_valid(const Tensor& t, const char* op, const Loc& loc) {
-  if (!t.valid()) detail::fail(op, "an empty Tensor (default-constructed) was used as an operand", &loc);
-}
 
 // Python slice semantics for one dimension: negative indices count from the end, then clamp.
 int64_t clamp_index(int64_t i, int64_t dim) {

@@ -45,9 +45,13 @@ const std::shared_ptr<Frame>& current_frame(const char* op, const std::source_lo
   return g_stack.back();
 }
 
+void require_valid(const Tensor& t, const char* op, const std::source_location& loc) {
+  if (!t.valid()) fail(op, "an empty Tensor (default-constructed) was used as an operand", &loc);
+}
+
 ir::ValueId use(Frame& f, const Tensor& t, const char* op, const std::source_location& loc) {
+  require_valid(t, op, loc);
   const auto& owner = TensorAccess::frame(t);
-  if (!owner) fail(op, "an empty Tensor (default-constructed) was used as an operand", &loc);
   if (owner.get() == &f) return TensorAccess::id(t);
   if (!owner->active || !f.parent) {
     fail(op,

@@ -71,6 +71,8 @@ Tensor emit1(ir::Op op, const std::vector<Tensor>& operands, const std::source_l
              ir::Attrs attrs = {}, std::vector<TensorType> declared = {});
 
 // ---- Helpers shared by the op files.
+// Error naming op when t is an empty (default-constructed) Tensor.
+void require_valid(const Tensor& t, const char* op, const std::source_location& loc);
 // Normalises a possibly negative axis; Error naming op when out of range.
 int64_t norm_axis(int64_t axis, int64_t rank, const char* op, const std::source_location& loc);
 // The NumPy broadcast of two shapes; Error naming op and both types when impossible.

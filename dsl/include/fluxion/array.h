@@ -63,6 +63,10 @@ class Array {
   std::string str() const;
 
  private:
+  // Copies `data` (one element per position of type_.shape) into fresh storage.
+  template <class T>
+  void assign(std::span<const T> data, const std::source_location& loc);
+
   TensorType type_;
   std::shared_ptr<std::vector<std::byte>> bytes_;
 };
