@@ -1,11 +1,11 @@
 # Entry points for people and CI. Everything is built with CMake + Ninja under build/.
 #   make demo   install what is missing, build in Release, run the demo sample
 #   make test   install what is missing, build the tests, run every test through ctest
-#   make bench  install the benchmark peers too, build and run the benchmarks
+#   make test-sanitize  the tests under ASan + UBSan
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 
-.PHONY: deps demo test build-release build-test clean
+.PHONY: deps demo test test-sanitize build-release build-test clean
 
 deps:
 	scripts/install-deps.sh
@@ -23,6 +23,13 @@ build-test: deps
 
 test: build-test
 	cd build/test && ctest --output-on-failure -j $(JOBS)
+
+# The whole suite under AddressSanitizer + UndefinedBehaviorSanitizer. The interpreter's
+# out-of-memory test needs allocations that fail to return null instead of aborting.
+test-sanitize: deps
+	cmake -S . -B build/sanitize -G Ninja -DCMAKE_BUILD_TYPE=Debug -DFLUXION_SANITIZE=ON $(CMAKE_FLAGS)
+	cmake --build build/sanitize -j $(JOBS)
+	cd build/sanitize && ASAN_OPTIONS=allocator_may_return_null=1 ctest --output-on-failure -j $(JOBS)
 
 clean:
 	rm -rf build
