@@ -66,6 +66,7 @@ std::vector<Value> eval_node(const ir::Node& n, const std::vector<Value>& in, co
     case ir::OpClass::Transpose:
     case ir::OpClass::Broadcast:
     case ir::OpClass::Slice:
+    case ir::OpClass::Pad:
     case ir::OpClass::Concat:
     case ir::OpClass::Gather:
     case ir::OpClass::Take: return one(eval_movement(n, in, out[0]));

@@ -68,6 +68,18 @@ Buffer concat(const ir::Node& n, const std::vector<Value>& in, const TensorType&
   return r;
 }
 
+// Each operand element goes to lo + i * stride; every other position stays zero.
+Buffer pad(const ir::Node& n, const Buffer& x, const TensorType& out) {
+  Buffer r = zeros(out);
+  const Shape& s = x.type.shape;
+  for (int64_t i = 0; i < x.type.numel(); ++i) {
+    std::vector<int64_t> idx = unravel(i, s);
+    for (size_t d = 0; d < s.size(); ++d) idx[d] = n.attrs.padding[2 * d] + idx[d] * n.attrs.strides[d];
+    r.v[static_cast<size_t>(ravel(idx, out.shape))] = x.v[static_cast<size_t>(i)];
+  }
+  return r;
+}
+
 }  // namespace
 
 Buffer eval_movement(const ir::Node& n, const std::vector<Value>& in, const TensorType& out) {
@@ -82,6 +94,7 @@ Buffer eval_movement(const ir::Node& n, const std::vector<Value>& in, const Tens
       }
       return r;
     case OpClass::Concat: return concat(n, in, out);
+    case OpClass::Pad: return pad(n, *in[0], out);
     default: break;
   }
   for (int64_t i = 0; i < out.numel(); ++i) {

@@ -1,5 +1,5 @@
-// Views and data movement: reshape and its variants, transpose, broadcast, slice, concat,
-// stack, gather, take, one_hot.
+// Views and data movement: reshape and its variants, transpose, broadcast, slice, pad,
+// concat, stack, gather, take, one_hot.
 #include <algorithm>
 #include <string>
 
@@ -143,6 +143,17 @@ Tensor slice_axis(const Tensor& x, int64_t axis, int64_t start, int64_t stop, in
   stops[ax] = stop;
   steps[ax] = step;
   return slice(x, starts, stops, steps, loc);
+}
+
+Tensor pad(const Tensor& x, const std::vector<std::pair<int64_t, int64_t>>& widths, Loc loc) {
+  require_valid(x, "pad", loc);
+  if (static_cast<int64_t>(widths.size()) != x.rank()) {
+    detail::fail("pad", "widths need one {before, after} pair per dimension of " + x.type().str(), &loc);
+  }
+  ir::Attrs a;
+  for (auto [lo, hi] : widths) a.padding.insert(a.padding.end(), {lo, hi});
+  a.strides.assign(widths.size(), 1);
+  return detail::emit1(Op::Pad, {x}, loc, std::move(a));
 }
 
 Tensor concat(const std::vector<Tensor>& xs, int64_t axis, Loc loc) {

@@ -22,7 +22,7 @@ enum class Op : uint16_t {
 // How an op's shape rule and kernels are organised.
 enum class OpClass : uint8_t {
   Unary, Binary, Compare, Select, Convert, Constant, Iota, Reduce, ArgReduce, MatMul, Conv, Pool,
-  Reshape, Transpose, Broadcast, Slice, Concat, Gather, Take, Random, RngFold, Scan, While, Cond,
+  Reshape, Transpose, Broadcast, Slice, Pad, Concat, Gather, Take, Random, RngFold, Scan, While, Cond,
 };
 
 // Which operand dtypes an op accepts: floats only, any but bool, bool only, any.
@@ -57,9 +57,9 @@ struct Attrs {
   std::vector<int64_t> perm;      // transpose: result dim i is operand dim perm[i]
   std::vector<int64_t> starts;    // slice
   std::vector<int64_t> limits;    // slice (exclusive)
-  std::vector<int64_t> strides;   // slice; [sh, sw] for conv2d and pooling
+  std::vector<int64_t> strides;   // slice, pad; [sh, sw] for conv2d and pooling
   std::vector<int64_t> window;    // pooling: [kh, kw]
-  std::vector<int64_t> padding;   // conv2d and pooling: [top, bottom, left, right]
+  std::vector<int64_t> padding;   // conv2d and pooling: [top, bottom, left, right]; pad: [lo, hi] per dim
   std::vector<int64_t> dilation;  // conv2d: [dh, dw]
   int64_t groups = 1;             // conv2d
   int64_t length = 0;             // scan: trip count

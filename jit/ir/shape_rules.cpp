@@ -199,6 +199,21 @@ std::vector<TensorType> slice(const Ctx& c) {
   return {{c.in[0].dtype, out}};
 }
 
+std::vector<TensorType> pad(const Ctx& c) {
+  const Shape& s = c.in[0].shape;
+  const Attrs& a = c.a;
+  c.require(a.padding.size() == 2 * s.size() && a.strides.size() == s.size(),
+            "padding needs [lo, hi] and strides one value per dimension");
+  Shape out;
+  for (size_t d = 0; d < s.size(); ++d) {
+    c.require(a.padding[2 * d] >= 0 && a.padding[2 * d + 1] >= 0 && a.strides[d] >= 1,
+              "padding must be >= 0 and strides >= 1");
+    int64_t spread = s[d] == 0 ? 0 : (s[d] - 1) * a.strides[d] + 1;
+    out.push_back(a.padding[2 * d] + spread + a.padding[2 * d + 1]);
+  }
+  return {{c.in[0].dtype, out}};
+}
+
 std::vector<TensorType> concat(const Ctx& c) {
   c.require(!c.in.empty(), "expected at least one operand");
   c.require(c.a.axes.size() == 1, "expected exactly one axis");
@@ -421,6 +436,7 @@ std::vector<TensorType> rule(const Ctx& c) {
     }
     case OpClass::Broadcast: return broadcast(c);
     case OpClass::Slice: return slice(c);
+    case OpClass::Pad: return pad(c);
     case OpClass::Concat: return concat(c);
     case OpClass::Gather: return gather(c);
     case OpClass::Take: return take(c);

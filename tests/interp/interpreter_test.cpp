@@ -97,3 +97,16 @@ TEST(Interp, WhileStopsAtItsBoundWithAnError) {
   EXPECT_EQ(run(text, {fx::Array::scalar(int32_t{7})})[0].item(), 10);  // exactly 3 iterations
   EXPECT_THROW(run(text, {fx::Array::scalar(int32_t{6})}), fx::Error);
 }
+
+TEST(Interp, PadIsTheTransposeOfSlice) {
+  // slice takes every 2nd element from 1; pad puts them back there.
+  auto r = run(
+      "func @main(%0: f32[6]) -> (f32[3], f32[7]) {\n"
+      "  %1 = slice %0 {starts=[1], limits=[6], strides=[2]} : f32[3]\n"
+      "  %2 = pad %1 {strides=[2], padding=[1,1]} : f32[7]\n"
+      "  return %1, %2\n"
+      "}\n",
+      {fx::Array(std::vector<float>{1, 2, 3, 4, 5, 6}, {6})});
+  EXPECT_EQ(r[0].to_vector<float>(), (std::vector<float>{2, 4, 6}));
+  EXPECT_EQ(r[1].to_vector<float>(), (std::vector<float>{0, 2, 0, 4, 0, 6, 0}));
+}

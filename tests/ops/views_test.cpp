@@ -392,3 +392,10 @@ TEST_P(Views, ComposedViewsAndArithmetic) {
     }
   EXPECT_ARRAY(f(make(fx::f32, x, {2, 3, 4}), make(fx::f32, w, {3, 1, 1})), fx::f32, {6}, want, Tol::sum(5));
 }
+
+TEST_P(Views, PadWithZeros) {
+  auto f = jit([](Tensor x) { return fx::pad(x, {{1, 0}, {0, 2}}); });
+  EXPECT_ARRAY(f(make(fx::f32, {1, 2, 3, 4}, {2, 2})), fx::f32, {3, 4}, {0, 0, 0, 0, 1, 2, 0, 0, 3, 4, 0, 0});
+  auto g = jit([](Tensor x) { return fx::pad(x, {{2, 1}}); });
+  EXPECT_ARRAY(g(make(fx::i32, {}, {0})), fx::i32, {3}, {0, 0, 0});
+}

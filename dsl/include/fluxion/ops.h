@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <initializer_list>
 #include <source_location>
+#include <utility>
 #include <vector>
 
 #include "fluxion/array.h"
@@ -135,6 +136,8 @@ Tensor slice(const Tensor& x, std::vector<int64_t> starts, std::vector<int64_t> 
 // The same on one axis.
 Tensor slice_axis(const Tensor& x, int64_t axis, int64_t start, int64_t stop, int64_t step = 1,
                   Loc loc = Loc::current());
+// Zero padding: widths[d] = {before, after} for every dimension (numpy.pad, constant 0).
+Tensor pad(const Tensor& x, const std::vector<std::pair<int64_t, int64_t>>& widths, Loc loc = Loc::current());
 Tensor concat(const std::vector<Tensor>& xs, int64_t axis = 0, Loc loc = Loc::current());
 Tensor stack(const std::vector<Tensor>& xs, int64_t axis = 0, Loc loc = Loc::current());
 // take_along_axis: picks x's elements along `axis` at `indices` (i32). `indices` has x's rank,
