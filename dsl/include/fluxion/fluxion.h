@@ -2,6 +2,7 @@
 #pragma once
 
 #include "fluxion/array.h"
+#include "fluxion/autodiff.h"
 #include "fluxion/backend.h"
 #include "fluxion/control.h"
 #include "fluxion/dtype.h"

@@ -1,0 +1,87 @@
+// Differentiation of traced functions: value_and_grad and grad. They return function objects
+// that take and return Tensors, so they compose with jit (and with each other: grad of grad).
+#pragma once
+
+#include <functional>
+#include <source_location>
+#include <utility>
+#include <vector>
+
+#include "fluxion/tensor.h"
+#include "fluxion/tree.h"
+
+namespace fluxion {
+
+namespace detail {
+// Traces `fn` on parameters like `args` (a region of the current trace), differentiates it in
+// reverse mode with respect to the arguments marked in `wrt`, and records the result in the
+// current trace. Returns [value, gradients of the marked arguments in order].
+std::vector<Tensor> value_and_grad_flat(const std::function<std::vector<Tensor>(const std::vector<Tensor>&)>& fn,
+                                        const std::vector<Tensor>& args, const std::vector<bool>& wrt,
+                                        const std::source_location& loc);
+}  // namespace detail
+
+// f's value and its gradient with respect to the arguments whose indices are in `wrt`.
+// f takes Tensors (or trees of Tensors) and returns one float scalar Tensor. Calling the
+// result with the same arguments returns {value, grads}, where grads holds one Tensor per leaf
+// of each differentiated argument, in argument order. Errors: a non-scalar or non-float
+// result, an integer argument in wrt, an index out of range, an op whose rule is not built.
+template <class F>
+class ValueAndGrad {
+ public:
+  ValueAndGrad(F f, std::vector<int> wrt, std::source_location loc) : f_(std::move(f)), wrt_(std::move(wrt)), loc_(loc) {}
+
+  template <class... Args>
+  std::pair<Tensor, std::vector<Tensor>> operator()(const Args&... args) const {
+    std::vector<Tensor> flat;
+    std::vector<bool> mask;
+    int index = 0;
+    auto add_arg = [&](const auto& arg) {
+      size_t before = flat.size();
+      tree::flatten<Tensor>(arg, flat);
+      bool marked = false;
+      for (int w : wrt_) marked = marked || w == index;
+      mask.insert(mask.end(), flat.size() - before, marked);
+      ++index;
+    };
+    (add_arg(args), ...);
+    check_indices(sizeof...(Args));
+    auto fn = [&](const std::vector<Tensor>& params) {
+      const Tensor* p = params.data();
+      std::tuple<Args...> rebuilt{tree::rebuild<Tensor, Tensor>(args, p)...};
+      return std::vector<Tensor>{std::apply(f_, rebuilt)};
+    };
+    std::vector<Tensor> r = detail::value_and_grad_flat(fn, flat, mask, loc_);
+    return {r[0], std::vector<Tensor>(r.begin() + 1, r.end())};
+  }
+
+ private:
+  void check_indices(size_t n) const;
+  F f_;
+  std::vector<int> wrt_;
+  std::source_location loc_;
+};
+
+namespace detail {
+// Error unless every index of wrt is in [0, n).
+void check_wrt(const std::vector<int>& wrt, size_t n, const std::source_location& loc);
+}  // namespace detail
+
+template <class F>
+void ValueAndGrad<F>::check_indices(size_t n) const {
+  detail::check_wrt(wrt_, n, loc_);
+}
+
+template <class F>
+ValueAndGrad<F> value_and_grad(F f, std::vector<int> wrt = {0},
+                               std::source_location loc = std::source_location::current()) {
+  return ValueAndGrad<F>(std::move(f), std::move(wrt), loc);
+}
+
+// Only the gradients of value_and_grad: a std::vector<Tensor>.
+template <class F>
+auto grad(F f, std::vector<int> wrt = {0}, std::source_location loc = std::source_location::current()) {
+  return [vg = ValueAndGrad<F>(std::move(f), std::move(wrt), loc)](const auto&... args) { return vg(args...).second; };
+}
+
+}  // namespace fluxion

@@ -1,0 +1,25 @@
+// Automatic differentiation as graph-IR to graph-IR transforms (docs/autodiff.md).
+#pragma once
+
+#include <vector>
+
+#include "jit/ir/ir.h"
+
+namespace fluxion::autodiff {
+
+// Whether op's float results can carry a derivative. False for ops whose derivative is zero
+// almost everywhere or undefined (sign, floor, comparisons, argmax/argmin) and for ops with no
+// differentiable input (constants, iota, random draws).
+bool is_differentiable(ir::Op op);
+
+// Activity, forward half: the values of `f` that depend on a parameter marked in `wrt`
+// through differentiable ops (float values only).
+std::vector<bool> varied_values(const ir::Region& f, const std::vector<bool>& wrt);
+
+// Reverse mode. `f` returns one float scalar. The result takes f's parameters and returns
+// [f's value, d value / d p for each parameter p marked in wrt, in parameter order]. Only
+// values that depend on a marked parameter and feed the result get adjoints. Raises Error for
+// a parameter marked in wrt that is not a float, and for ops whose reverse rule is not built.
+ir::Region value_and_grad(const ir::Region& f, const std::vector<bool>& wrt);
+
+}  // namespace fluxion::autodiff

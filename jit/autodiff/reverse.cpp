@@ -1,0 +1,107 @@
+// Reverse mode: the forward program, then one adjoint contribution per active use, walked
+// backwards. Activity analysis keeps the adjoint program to what the caller asked for.
+#include <string>
+#include <unordered_map>
+
+#include "fluxion/error.h"
+#include "jit/autodiff/autodiff.h"
+#include "jit/autodiff/vjp_rules.h"
+
+namespace fluxion::autodiff {
+
+bool is_differentiable(ir::Op op) {
+  using ir::Op;
+  switch (ir::op_info(op).cls) {
+    case ir::OpClass::Compare:
+    case ir::OpClass::ArgReduce:
+    case ir::OpClass::Constant:
+    case ir::OpClass::Iota:
+    case ir::OpClass::Random:
+    case ir::OpClass::RngFold: return false;
+    default: return op != Op::Sign && op != Op::Floor && op != Op::Not && op != Op::And && op != Op::Or;
+  }
+}
+
+std::vector<bool> varied_values(const ir::Region& f, const std::vector<bool>& wrt) {
+  std::vector<bool> varied(f.types.size(), false);
+  for (size_t i = 0; i < f.params.size(); ++i) varied[static_cast<size_t>(f.params[i])] = wrt[i];
+  for (const ir::Node& n : f.nodes) {
+    bool any = false;
+    for (ir::ValueId v : n.operands) any = any || varied[static_cast<size_t>(v)];
+    if (!any || !is_differentiable(n.op)) continue;
+    for (ir::ValueId r : n.results) varied[static_cast<size_t>(r)] = is_float(f.type(r).dtype);
+  }
+  return varied;
+}
+
+namespace {
+
+// Activity, backward half: the values the result depends on.
+std::vector<bool> useful_values(const ir::Region& f) {
+  std::vector<bool> useful(f.types.size(), false);
+  for (ir::ValueId v : f.results) useful[static_cast<size_t>(v)] = true;
+  for (size_t i = f.nodes.size(); i-- > 0;) {
+    const ir::Node& n = f.nodes[i];
+    bool any = false;
+    for (ir::ValueId r : n.results) any = any || useful[static_cast<size_t>(r)];
+    if (!any) continue;
+    for (ir::ValueId v : n.operands) useful[static_cast<size_t>(v)] = true;
+  }
+  return useful;
+}
+
+}  // namespace
+
+ir::Region value_and_grad(const ir::Region& f, const std::vector<bool>& wrt) {
+  if (f.results.size() != 1 || f.type(f.results[0]).rank() != 0 || !is_float(f.type(f.results[0]).dtype)) {
+    std::string got;
+    for (ir::ValueId v : f.results) got += (got.empty() ? "" : ", ") + f.type(v).str();
+    detail::fail("grad", "the function must return one float scalar, it returns (" + got + ")");
+  }
+  for (size_t i = 0; i < f.params.size(); ++i) {
+    if (wrt[i] && !is_float(f.type(f.params[i]).dtype)) {
+      detail::fail("grad", "argument " + std::to_string(i) + " is " + f.type(f.params[i]).str() +
+                               ": only float arguments can be differentiated");
+    }
+  }
+  std::vector<bool> active = varied_values(f, wrt);
+  std::vector<bool> useful = useful_values(f);
+  for (size_t v = 0; v < active.size(); ++v) active[v] = active[v] && useful[v];
+
+  ir::Region out = f;  // the forward program, with the same value ids
+  Builder b(out);
+  std::unordered_map<ir::ValueId, std::vector<ir::ValueId>> contributions;
+  ir::ValueId result = f.results[0];
+  if (active[static_cast<size_t>(result)]) contributions[result].push_back(b.splat_like(1, result));
+
+  for (size_t i = f.nodes.size(); i-- > 0;) {
+    const ir::Node& n = f.nodes[i];
+    std::vector<ir::ValueId> adjoints;
+    bool any = false;
+    for (ir::ValueId r : n.results) {
+      auto it = contributions.find(r);
+      bool has = active[static_cast<size_t>(r)] && it != contributions.end();
+      // A value used k times gets its k contributions summed once, here.
+      adjoints.push_back(has ? b.sum_all(it->second) : -1);
+      any = any || has;
+    }
+    if (!any) continue;
+    std::vector<bool> want;
+    for (ir::ValueId v : n.operands) want.push_back(active[static_cast<size_t>(v)]);
+    std::vector<ir::ValueId> grads = vjp(b, n, adjoints, want);
+    for (size_t j = 0; j < grads.size(); ++j) {
+      if (grads[j] >= 0) contributions[n.operands[j]].push_back(grads[j]);
+    }
+  }
+
+  out.results = {result};
+  for (size_t i = 0; i < f.params.size(); ++i) {
+    if (!wrt[i]) continue;
+    ir::ValueId p = f.params[i];
+    auto it = contributions.find(p);
+    out.results.push_back(it == contributions.end() ? b.splat_like(0, p) : b.sum_all(it->second));
+  }
+  return out;
+}
+
+}  // namespace fluxion::autodiff

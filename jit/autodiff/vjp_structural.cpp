@@ -1,0 +1,151 @@
+// Reverse rules of reductions, matmul and data movement. Each sends the result's adjoint g
+// back to the operand's shape: the transpose of the op's linear map.
+#include <numeric>
+
+#include "fluxion/error.h"
+#include "jit/autodiff/vjp_rules.h"
+
+namespace fluxion::autodiff {
+namespace {
+
+using ir::Op;
+using ir::ValueId;
+
+// max/min reductions: the adjoint is shared equally among the elements equal to the extreme.
+ValueId reduce_extreme(Builder& b, const ir::Node& n, ValueId g) {
+  ValueId x = n.operands[0];
+  const Shape& s = b.shape(x);
+  const std::vector<int64_t>& axes = n.attrs.axes;
+  ValueId hit = b.binary(Op::Eq, x, b.expand_reduced(n.results[0], axes, s));
+  ValueId count = b.reduce_sum(b.convert(hit, b.type(g).dtype), axes);
+  return b.mask(hit, b.expand_reduced(b.div(g, count), axes, s));
+}
+
+// The transpose of slice: g placed back at the sliced positions, zeros elsewhere.
+ValueId unslice(Builder& b, const ir::Node& n, ValueId g) {
+  const Shape& s = b.shape(n.operands[0]);
+  const Shape& gs = b.shape(g);
+  ir::Attrs a;
+  a.strides = n.attrs.strides;
+  for (size_t d = 0; d < s.size(); ++d) {
+    int64_t spread = gs[d] == 0 ? 0 : (gs[d] - 1) * a.strides[d] + 1;
+    a.padding.push_back(n.attrs.starts[d]);
+    a.padding.push_back(s[d] - n.attrs.starts[d] - spread);
+  }
+  return b.op(Op::Pad, {g}, std::move(a));
+}
+
+// The transpose of pad: the positions the operand was placed at.
+ValueId unpad(Builder& b, const ir::Node& n, ValueId g) {
+  const Shape& s = b.shape(n.operands[0]);
+  ir::Attrs a;
+  a.strides = n.attrs.strides;
+  for (size_t d = 0; d < s.size(); ++d) {
+    int64_t lo = n.attrs.padding[2 * d];
+    a.starts.push_back(lo);
+    a.limits.push_back(lo + (s[d] == 0 ? 0 : (s[d] - 1) * a.strides[d] + 1));
+  }
+  return b.op(Op::Slice, {g}, std::move(a));
+}
+
+ValueId concat_part(Builder& b, const ir::Node& n, ValueId g, size_t part) {
+  int64_t ax = n.attrs.axes[0];
+  int64_t offset = 0;
+  for (size_t i = 0; i < part; ++i) offset += b.shape(n.operands[i])[static_cast<size_t>(ax)];
+  const Shape& gs = b.shape(g);
+  ir::Attrs a;
+  a.starts.assign(gs.size(), 0);
+  a.limits = gs;
+  a.strides.assign(gs.size(), 1);
+  a.starts[static_cast<size_t>(ax)] = offset;
+  a.limits[static_cast<size_t>(ax)] = offset + b.shape(n.operands[part])[static_cast<size_t>(ax)];
+  return b.op(Op::Slice, {g}, std::move(a));
+}
+
+// Indices clamped into [0, dim - 1], as the forward gather/take read them.
+ValueId clamp_indices(Builder& b, ValueId idx, int64_t dim) {
+  return b.binary(Op::Max, b.binary(Op::Min, idx, b.splat_like(static_cast<double>(dim - 1), idx)), b.splat_like(0, idx));
+}
+
+// take_along_axis: dx[.., c, ..] = sum_j [idx[.., j, ..] == c] g[.., j, ..], through a one-hot
+// comparison over a new dimension of size D placed after the axis.
+ValueId ungather(Builder& b, const ir::Node& n, ValueId g) {
+  size_t ax = static_cast<size_t>(n.attrs.axes[0]);
+  int64_t dim = b.shape(n.operands[0])[ax];
+  Shape is = b.shape(n.operands[1]);
+  Shape with_one = is, wide = is;
+  with_one.insert(with_one.begin() + static_cast<long>(ax) + 1, 1);
+  wide.insert(wide.begin() + static_cast<long>(ax) + 1, dim);
+  ValueId idx = b.broadcast(b.reshape(clamp_indices(b, n.operands[1], dim), with_one), wide);
+  ir::Attrs iota;
+  iota.axes = {static_cast<int64_t>(ax) + 1};
+  ValueId classes = b.op(Op::Iota, {}, std::move(iota), {TensorType{DType::i32, wide}});
+  ValueId spread = b.mask(b.binary(Op::Eq, idx, classes), b.broadcast(b.reshape(g, with_one), wide));
+  return b.reduce_sum(spread, {static_cast<int64_t>(ax)});
+}
+
+// index_select: dx[a, c, b] = sum_i [idx[i] == c] g[a, i, b], as one matmul of g (with the
+// index dimension last) by the one-hot matrix of the indices.
+ValueId untake(Builder& b, const ir::Node& n, ValueId g) {
+  size_t ax = static_cast<size_t>(n.attrs.axes[0]);
+  const Shape& xs = b.shape(n.operands[0]);
+  int64_t dim = xs[ax];
+  int64_t count = b.type(n.operands[1]).numel();
+  int64_t before = numel(Shape(xs.begin(), xs.begin() + static_cast<long>(ax)));
+  int64_t after = numel(Shape(xs.begin() + static_cast<long>(ax) + 1, xs.end()));
+  DType ft = b.type(g).dtype;
+  ValueId idx = b.broadcast(b.reshape(clamp_indices(b, n.operands[1], dim), {count, 1}), {count, dim});
+  ir::Attrs iota;
+  iota.axes = {1};
+  ValueId classes = b.op(Op::Iota, {}, std::move(iota), {TensorType{DType::i32, {count, dim}}});
+  ValueId one_hot = b.convert(b.binary(Op::Eq, idx, classes), ft);
+  ValueId gl = b.transpose(b.reshape(g, {before, count, after}), {0, 2, 1});  // [before, after, count]
+  ValueId prod = b.binary(Op::MatMul, b.reshape(gl, {before * after, count}), one_hot);  // [before*after, dim]
+  ValueId back = b.transpose(b.reshape(prod, {before, after, dim}), {0, 2, 1});
+  return b.reshape(back, xs);
+}
+
+}  // namespace
+
+std::vector<ValueId> vjp_structural(Builder& b, const ir::Node& n, ValueId g, const std::vector<bool>& want) {
+  std::vector<ValueId> out(n.operands.size(), -1);
+  auto set = [&](size_t i, auto make) {
+    if (want[i]) out[i] = make();
+  };
+  ValueId x = n.operands[0];
+  switch (n.op) {
+    case Op::ReduceSum: set(0, [&] { return b.expand_reduced(g, n.attrs.axes, b.shape(x)); }); break;
+    case Op::ReduceMax:
+    case Op::ReduceMin: set(0, [&] { return reduce_extreme(b, n, g); }); break;
+    case Op::MatMul:
+      set(0, [&] { return b.binary(Op::MatMul, g, b.transpose_last2(n.operands[1])); });
+      set(1, [&] { return b.binary(Op::MatMul, b.transpose_last2(x), g); });
+      break;
+    case Op::Reshape: set(0, [&] { return b.reshape(g, b.shape(x)); }); break;
+    case Op::Transpose:
+      set(0, [&] {
+        std::vector<int64_t> inverse(n.attrs.perm.size());
+        for (size_t i = 0; i < inverse.size(); ++i) inverse[static_cast<size_t>(n.attrs.perm[i])] = static_cast<int64_t>(i);
+        return b.transpose(g, inverse);
+      });
+      break;
+    case Op::Broadcast: set(0, [&] { return b.unbroadcast(g, b.shape(x)); }); break;
+    case Op::Slice: set(0, [&] { return unslice(b, n, g); }); break;
+    case Op::Pad: set(0, [&] { return unpad(b, n, g); }); break;
+    case Op::Concat:
+      for (size_t i = 0; i < n.operands.size(); ++i) set(i, [&] { return concat_part(b, n, g, i); });
+      break;
+    case Op::Gather: set(0, [&] { return ungather(b, n, g); }); break;
+    case Op::Take: set(0, [&] { return untake(b, n, g); }); break;
+    default:
+      detail::fail(ir::op_name(n.op), "reverse-mode differentiation through this op is not built yet");
+  }
+  return out;
+}
+
+std::vector<ValueId> vjp(Builder& b, const ir::Node& n, const std::vector<ValueId>& adjoints, const std::vector<bool>& want) {
+  if (ir::is_elementwise(n.op)) return vjp_elementwise(b, n, adjoints[0], want);
+  return vjp_structural(b, n, adjoints[0], want);
+}
+
+}  // namespace fluxion::autodiff
