@@ -1,5 +1,6 @@
 // Reverse mode: the forward program, then one adjoint contribution per active use, walked
 // backwards. Activity analysis keeps the adjoint program to what the caller asked for.
+#include <algorithm>
 #include <string>
 #include <unordered_map>
 
@@ -50,6 +51,74 @@ std::vector<bool> useful_values(const ir::Region& f) {
   return useful;
 }
 
+// A contribution that is an adjoint placed into zeros along one axis (the reverse of a unit-
+// stride slice on that axis): the placed value and its [lo, lo + size) range.
+struct Placed {
+  ir::ValueId part;
+  int64_t axis, lo, size;
+};
+
+bool as_placed(const ir::Region& r, ir::ValueId v, Placed* out) {
+  for (size_t i = r.nodes.size(); i-- > 0;) {
+    const ir::Node& n = r.nodes[i];
+    if (n.results[0] != v) continue;
+    if (n.op != ir::Op::Pad) return false;
+    int64_t axis = -1;
+    for (size_t d = 0; d < n.attrs.strides.size(); ++d) {
+      bool padded = n.attrs.padding[2 * d] != 0 || n.attrs.padding[2 * d + 1] != 0;
+      if (n.attrs.strides[d] != 1 || (padded && axis >= 0)) return false;
+      if (padded) axis = static_cast<int64_t>(d);
+    }
+    if (axis < 0) return false;
+    *out = {n.operands[0], axis, n.attrs.padding[2 * static_cast<size_t>(axis)], r.type(n.operands[0]).shape[static_cast<size_t>(axis)]};
+    return true;
+  }
+  return false;
+}
+
+// The total adjoint of a value from its contributions. Adjoints of disjoint slices along one
+// axis (the gates of an LSTM cut from one matmul) are written by parts into one buffer with a
+// concat, instead of each being padded to full size and the copies added.
+ir::ValueId accumulate(Builder& b, const ir::Region& r, const std::vector<ir::ValueId>& contributions) {
+  std::vector<Placed> placed;
+  std::vector<ir::ValueId> rest;
+  for (ir::ValueId c : contributions) {
+    Placed p;
+    if (as_placed(r, c, &p) && (placed.empty() || placed[0].axis == p.axis)) {
+      placed.push_back(p);
+    } else {
+      rest.push_back(c);
+    }
+  }
+  if (placed.size() >= 2) {
+    std::sort(placed.begin(), placed.end(), [](const Placed& x, const Placed& y) { return x.lo < y.lo; });
+    bool disjoint = true;
+    for (size_t i = 1; i < placed.size(); ++i) disjoint = disjoint && placed[i].lo >= placed[i - 1].lo + placed[i - 1].size;
+    if (disjoint) {
+      Shape full = b.shape(contributions[0]);
+      size_t ax = static_cast<size_t>(placed[0].axis);
+      std::vector<ir::ValueId> pieces;
+      int64_t cursor = 0;
+      auto gap = [&](int64_t size) {
+        Shape s = full;
+        s[ax] = size;
+        pieces.push_back(b.splat(0, TensorType{b.type(contributions[0]).dtype, s}));
+      };
+      for (const Placed& p : placed) {
+        if (p.lo > cursor) gap(p.lo - cursor);
+        pieces.push_back(p.part);
+        cursor = p.lo + p.size;
+      }
+      if (cursor < full[ax]) gap(full[ax] - cursor);
+      ir::Attrs a;
+      a.axes = {placed[0].axis};
+      rest.push_back(pieces.size() == 1 ? pieces[0] : b.op(ir::Op::Concat, pieces, std::move(a)));
+      return b.sum_all(rest);
+    }
+  }
+  return b.sum_all(contributions);
+}
+
 }  // namespace
 
 ir::Region value_and_grad(const ir::Region& f, const std::vector<bool>& wrt) {
@@ -82,7 +151,7 @@ ir::Region value_and_grad(const ir::Region& f, const std::vector<bool>& wrt) {
       auto it = contributions.find(r);
       bool has = active[static_cast<size_t>(r)] && it != contributions.end();
       // A value used k times gets its k contributions summed once, here.
-      adjoints.push_back(has ? b.sum_all(it->second) : -1);
+      adjoints.push_back(has ? accumulate(b, out, it->second) : -1);
       any = any || has;
     }
     if (!any) continue;
@@ -99,7 +168,7 @@ ir::Region value_and_grad(const ir::Region& f, const std::vector<bool>& wrt) {
     if (!wrt[i]) continue;
     ir::ValueId p = f.params[i];
     auto it = contributions.find(p);
-    out.results.push_back(it == contributions.end() ? b.splat_like(0, p) : b.sum_all(it->second));
+    out.results.push_back(it == contributions.end() ? b.splat_like(0, p) : accumulate(b, out, it->second));
   }
   return out;
 }
