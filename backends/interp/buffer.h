@@ -31,8 +31,10 @@ int64_t ravel(const std::vector<int64_t>& idx, const Shape& s);
 Buffer eval_elementwise(const ir::Node& n, const std::vector<Value>& in, const TensorType& out);
 Buffer eval_reduce(const ir::Node& n, const Buffer& x, const TensorType& out);
 Buffer eval_matmul(const Buffer& a, const Buffer& b, const TensorType& out);
-Buffer eval_conv2d(const ir::Node& n, const Buffer& x, const Buffer& w, const TensorType& out);
-Buffer eval_pool2d(const ir::Node& n, const Buffer& x, const TensorType& out);
+// conv2d and its two gradients (operands as the op takes them).
+Buffer eval_conv(const ir::Node& n, const Buffer& a, const Buffer& b, const TensorType& out);
+// max/avg pooling and their gradients.
+Buffer eval_pool(const ir::Node& n, const std::vector<Value>& in, const TensorType& out);
 Buffer eval_movement(const ir::Node& n, const std::vector<Value>& in, const TensorType& out);
 Buffer eval_random(const ir::Node& n, const std::vector<Value>& in, const TensorType& out);
 // scan, while, cond: run their regions.

@@ -58,8 +58,10 @@ std::vector<Value> eval_node(const ir::Node& n, const std::vector<Value>& in, co
     case ir::OpClass::Reduce:
     case ir::OpClass::ArgReduce: return one(eval_reduce(n, *in[0], out[0]));
     case ir::OpClass::MatMul: return one(eval_matmul(*in[0], *in[1], out[0]));
-    case ir::OpClass::Conv: return one(eval_conv2d(n, *in[0], *in[1], out[0]));
-    case ir::OpClass::Pool: return one(eval_pool2d(n, *in[0], out[0]));
+    case ir::OpClass::Conv:
+    case ir::OpClass::ConvGrad: return one(eval_conv(n, *in[0], *in[1], out[0]));
+    case ir::OpClass::Pool:
+    case ir::OpClass::PoolGrad: return one(eval_pool(n, in, out[0]));
     case ir::OpClass::Constant:
     case ir::OpClass::Iota:
     case ir::OpClass::Reshape:

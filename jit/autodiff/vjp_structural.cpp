@@ -135,6 +135,23 @@ std::vector<ValueId> vjp_structural(Builder& b, const ir::Node& n, ValueId g, co
     case Op::Concat:
       for (size_t i = 0; i < n.operands.size(); ++i) set(i, [&] { return concat_part(b, n, g, i); });
       break;
+    // conv2d and its gradients are bilinear and transposes of each other, so the rules close
+    // over the three ops (grad of grad works).
+    case Op::Conv2d:
+      set(0, [&] { return b.op(Op::Conv2dInputGrad, {g, n.operands[1]}, n.attrs, {b.type(x)}); });
+      set(1, [&] { return b.op(Op::Conv2dWeightGrad, {x, g}, n.attrs, {b.type(n.operands[1])}); });
+      break;
+    case Op::Conv2dInputGrad:  // (g, w) -> dx
+      set(0, [&] { return b.op(Op::Conv2d, {g, n.operands[1]}, n.attrs); });
+      set(1, [&] { return b.op(Op::Conv2dWeightGrad, {g, x}, n.attrs, {b.type(n.operands[1])}); });
+      break;
+    case Op::Conv2dWeightGrad:  // (x, g) -> dw
+      set(0, [&] { return b.op(Op::Conv2dInputGrad, {n.operands[1], g}, n.attrs, {b.type(x)}); });
+      set(1, [&] { return b.op(Op::Conv2d, {x, g}, n.attrs); });
+      break;
+    case Op::MaxPool2d: set(0, [&] { return b.op(Op::MaxPool2dGrad, {x, g}, n.attrs); }); break;
+    case Op::AvgPool2d: set(0, [&] { return b.op(Op::AvgPool2dGrad, {g}, n.attrs, {b.type(x)}); }); break;
+    case Op::AvgPool2dGrad: set(0, [&] { return b.op(Op::AvgPool2d, {g}, n.attrs); }); break;
     case Op::Gather: set(0, [&] { return ungather(b, n, g); }); break;
     case Op::Take: set(0, [&] { return untake(b, n, g); }); break;
     default:

@@ -21,7 +21,7 @@ enum class Op : uint16_t {
 
 // How an op's shape rule and kernels are organised.
 enum class OpClass : uint8_t {
-  Unary, Binary, Compare, Select, Convert, Constant, Iota, Reduce, ArgReduce, MatMul, Conv, Pool,
+  Unary, Binary, Compare, Select, Convert, Constant, Iota, Reduce, ArgReduce, MatMul, Conv, Pool, ConvGrad, PoolGrad,
   Reshape, Transpose, Broadcast, Slice, Pad, Concat, Gather, Take, Random, RngFold, Scan, While, Cond,
 };
 
@@ -111,7 +111,8 @@ struct Region {
   std::vector<TensorType> result_types() const;
 
   // Appends a node after checking it with the op's shape rule (shape_rules.cpp). For ops whose
-  // result type is declared (constant, iota, convert, reshape, broadcast, rng_*), `declared`
+  // result type is declared (constant, iota, convert, reshape, broadcast, rng_*, and the conv and
+  // average-pool gradients), `declared`
   // gives it; otherwise pass {} and the rule computes the types. Raises Error naming the op,
   // the operand types and what was expected. Returns the new node's results.
   const std::vector<ValueId>& add(Op op, std::vector<ValueId> operands, Attrs attrs = {},

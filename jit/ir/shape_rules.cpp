@@ -170,6 +170,31 @@ std::vector<TensorType> pool2d(const Ctx& c) {
   return {{c.in[0].dtype, {x[0], x[1], oh, ow}}};
 }
 
+// The gradient ops are checked by applying the forward rule to the types they stand between.
+std::vector<TensorType> forward_of(const Ctx& c, Op forward, std::vector<TensorType> in) {
+  Ctx f{forward, in, c.a, {}, c.regions, c.loc};
+  return forward == Op::Conv2d ? conv2d(f) : pool2d(f);
+}
+
+std::vector<TensorType> conv_grad(const Ctx& c) {
+  const TensorType& t = c.one_declared();
+  bool input = c.op == Op::Conv2dInputGrad;
+  // input grad: (g, w) -> x with conv2d(x, w) = g; weight grad: (x, g) -> w with conv2d(x, w) = g.
+  const TensorType& g = input ? c.in[0] : c.in[1];
+  std::vector<TensorType> fwd = input ? forward_of(c, Op::Conv2d, {t, c.in[1]}) : forward_of(c, Op::Conv2d, {c.in[0], t});
+  c.require(fwd[0] == g, "conv2d of the declared " + t.str() + " gives " + fwd[0].str() + ", not the gradient's " + g.str());
+  return {t};
+}
+
+std::vector<TensorType> pool_grad(const Ctx& c) {
+  bool is_max = c.op == Op::MaxPool2dGrad;
+  TensorType x = is_max ? c.in[0] : c.one_declared();
+  const TensorType& g = c.in.back();
+  std::vector<TensorType> fwd = forward_of(c, is_max ? Op::MaxPool2d : Op::AvgPool2d, {x});
+  c.require(fwd[0] == g, "pooling " + x.str() + " gives " + fwd[0].str() + ", not the gradient's " + g.str());
+  return {x};
+}
+
 std::vector<TensorType> broadcast(const Ctx& c) {
   const TensorType& to = c.one_declared();
   const Shape& s = c.in[0].shape;
@@ -424,6 +449,12 @@ std::vector<TensorType> rule(const Ctx& c) {
     case OpClass::Pool:
       check_operand_dtype(c, 0);
       return pool2d(c);
+    case OpClass::ConvGrad:
+      check_operand_dtype(c, 0);
+      return conv_grad(c);
+    case OpClass::PoolGrad:
+      check_operand_dtype(c, 0);
+      return pool_grad(c);
     case OpClass::Transpose: {
       std::vector<int64_t> sorted = attrs.perm;
       std::sort(sorted.begin(), sorted.end());

@@ -176,3 +176,52 @@ TEST_P(Reverse, TreeArgumentsGiveOneGradientPerLeaf) {
   EXPECT_ARRAY(grads[0], fx::f64, {2, 2}, {8, 8, 12, 12});
   EXPECT_ARRAY(grads[1], fx::f64, {2}, {8, 12});
 }
+
+TEST_P(Reverse, Conv2dOverStridePaddingDilationGroups) {
+  struct Case {
+    fx::Conv2dOptions opt;
+    int64_t c, o;
+  };
+  const Case cases[] = {
+      {{}, 1, 2},
+      {{.stride = {2, 1}, .padding = {1, 0, 2, 1}}, 2, 3},
+      {{.stride = {1, 2}, .padding = {1}, .dilation = {2, 1}}, 2, 2},
+      {{.stride = {2}, .padding = {0, 1}, .dilation = {1, 2}, .groups = 2}, 4, 6},
+  };
+  for (const Case& c : cases) {
+    auto opt = c.opt;
+    expect_gradients_match(backend(), [opt](Tensor x, Tensor w) { return weighted(fx::conv2d(x, w, opt)); },
+                           uniform64({2, c.c, 6, 5}, -1, 1, 30), uniform64({c.o, c.c / c.opt.groups, 3, 2}, -1, 1, 31));
+  }
+}
+
+TEST_P(Reverse, Conv2dGradOfGrad) {
+  // d/dx and d/dw of sum(dL/dx * v), where dL/dx comes from conv2d's rule: exercises the rules of
+  // conv2d_input_grad and conv2d_weight_grad.
+  fx::Conv2dOptions opt{.stride = {2, 1}, .padding = {1}, .dilation = {1, 1}, .groups = 1};
+  Array v = uniform64({1, 2, 5, 4}, -1, 1, 32);
+  expect_gradients_match(backend(), [&](Tensor x, Tensor w) {
+    auto g = fx::grad([&](Tensor x, Tensor w) { return weighted(fx::conv2d(x, w, opt)); }, {0, 1})(x, w);
+    return fx::sum(g[0] * fx::constant(v)) + fx::sum(g[1] * g[1]);
+  }, uniform64({1, 2, 5, 4}, -1, 1, 33), uniform64({3, 2, 3, 3}, -1, 1, 34));
+}
+
+TEST_P(Reverse, Pooling) {
+  // Distinct values so that each window has one maximum (max pooling's derivative is
+  // undefined at ties).
+  std::vector<double> xs(2 * 3 * 5 * 4);
+  for (size_t i = 0; i < xs.size(); ++i) xs[i] = std::sin(1.7 * static_cast<double>(i) + 0.3);
+  Array x = make(fx::f64, xs, {2, 3, 5, 4});
+  expect_gradients_match(backend(), [](Tensor x) { return weighted(fx::max_pool2d(x, {.window = {2, 2}})); }, x);
+  expect_gradients_match(backend(), [](Tensor x) {
+    return weighted(fx::max_pool2d(x, {.window = {3, 2}, .stride = {2, 1}, .padding = {1, 0}}));
+  }, x);
+  expect_gradients_match(backend(), [](Tensor x) {
+    return weighted(fx::avg_pool2d(x, {.window = {2, 3}, .stride = {1, 2}, .padding = {1}}));
+  }, x);
+  // avg pooling's gradient is linear, so it can be differentiated again.
+  expect_gradients_match(backend(), [](Tensor x) {
+    Tensor g = fx::grad([](Tensor x) { return weighted(fx::avg_pool2d(x, {.window = {2, 2}})); })(x)[0];
+    return fx::sum(g * x * x);
+  }, x);
+}

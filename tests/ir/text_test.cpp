@@ -235,3 +235,20 @@ TEST(IrHash, ChangesWithOpShapeDtypeAttributeAndConstant) {
   for (size_t at; (at = f64.find("f32")) != std::string::npos;) f64.replace(at, 3, "f64");
   EXPECT_NE(h, ir::structural_hash(ir::parse(f64)));
 }
+
+TEST(IrText, RoundTripsDifferentiatedPrograms) {
+  // Reverse mode adds the gradient ops (conv2d_input_grad, conv2d_weight_grad, pooling grads,
+  // pad); their printed form must parse back too.
+  auto loss = [](fx::Tensor x, fx::Tensor w) {
+    fx::Tensor c = fx::relu(fx::conv2d(x, w, {.stride = {2, 1}, .padding = {1}}));
+    fx::Tensor p = fx::max_pool2d(c, {.window = {2, 2}}) + fx::avg_pool2d(c, {.window = {2, 2}});
+    return fx::sum(fx::slice_axis(p, 1, 0, 1, 1) * fx::tanh(p));
+  };
+  std::string text = fx::jit(fx::value_and_grad(loss, {0, 1}))
+                         .lower(fx::Array(fx::DType::f32, {2, 3, 8, 8}), fx::Array(fx::DType::f32, {4, 3, 3, 3}))
+                         .traced_ir();
+  for (const char* op : {"conv2d_input_grad", "conv2d_weight_grad", "max_pool2d_grad", "avg_pool2d_grad", " pad "}) {
+    EXPECT_NE(text.find(op), std::string::npos) << op;
+  }
+  expect_round_trip(text);
+}
