@@ -41,6 +41,7 @@ double unary(Op op, double x) {
     case Op::Erf: return std::erf(x);
     case Op::Floor: return std::floor(x);
     case Op::Not: return x == 0 ? 1.0 : 0.0;
+    case Op::StopGradient: return x;
     default: break;
   }
   detail::fail(ir::op_name(op), "not a unary op");

@@ -59,6 +59,7 @@ FLUXION_UNARY(softplus, Softplus)
 FLUXION_UNARY(erf, Erf)
 FLUXION_UNARY(floor, Floor)
 FLUXION_UNARY(logical_not, Not)
+FLUXION_UNARY(stop_gradient, StopGradient)
 #undef FLUXION_UNARY
 
 #define FLUXION_BINARY(fn, op) \

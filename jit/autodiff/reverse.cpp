@@ -19,7 +19,9 @@ bool is_differentiable(ir::Op op) {
     case ir::OpClass::Iota:
     case ir::OpClass::Random:
     case ir::OpClass::RngFold: return false;
-    default: return op != Op::Sign && op != Op::Floor && op != Op::Not && op != Op::And && op != Op::Or;
+    default:
+      return op != Op::Sign && op != Op::Floor && op != Op::Not && op != Op::And && op != Op::Or &&
+             op != Op::StopGradient;
   }
 }
 

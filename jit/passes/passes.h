@@ -17,7 +17,11 @@ bool eliminate_common_subexpressions(ir::Region& r);
 // Removes nodes none of whose results is used (every op is pure).
 bool eliminate_dead_code(ir::Region& r);
 
-// Runs the three passes until none changes the program.
+// Replaces every use of a stop_gradient's result by its operand (it only matters while
+// differentiating, which is over once a program reaches the pipeline).
+bool remove_stop_gradients(ir::Region& r);
+
+// Removes stop_gradients, then runs folding, CSE and DCE until none changes the program.
 void simplify(ir::Program& p);
 
 }  // namespace fluxion::passes

@@ -16,6 +16,7 @@ bool checked(bool (*pass)(ir::Region&), ir::Program& p) {
 }  // namespace
 
 void simplify(ir::Program& p) {
+  checked(remove_stop_gradients, p);
   // Each pass can expose work for the others (a folded constant makes two nodes equal, a merge
   // leaves a node dead); a handful of rounds reaches the fixed point on traced programs.
   for (int round = 0; round < 8; ++round) {

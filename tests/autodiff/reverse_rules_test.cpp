@@ -225,3 +225,13 @@ TEST_P(Reverse, Pooling) {
     return fx::sum(g * x * x);
   }, x);
 }
+
+TEST_P(Reverse, StopGradientBlocksTheFlowAndLeavesNoTrace) {
+  // d/dx [x * stop_gradient(x)] = stop_gradient(x) = x, not 2x.
+  auto f = fx::jit(fx::grad([](Tensor x) { return fx::sum(x * fx::stop_gradient(x) + fx::stop_gradient(fx::exp(x))); }),
+                   backend());
+  EXPECT_ARRAY(f(make(fx::f64, {1, -2}, {2}))[0], fx::f64, {2}, {1, -2});
+  std::string ir = f.lower(make(fx::f64, {1, -2}, {2})).ir();
+  EXPECT_EQ(ir.find("stop_gradient"), std::string::npos) << ir;
+  EXPECT_EQ(ir.find("exp"), std::string::npos) << "the stopped branch is dead in the gradient program:\n" << ir;
+}

@@ -53,6 +53,8 @@ Tensor softplus(const Tensor& x, Loc loc = Loc::current());
 Tensor erf(const Tensor& x, Loc loc = Loc::current());
 Tensor floor(const Tensor& x, Loc loc = Loc::current());
 Tensor logical_not(const Tensor& x, Loc loc = Loc::current());
+// x, but differentiation treats it as a constant (no gradient flows through it).
+Tensor stop_gradient(const Tensor& x, Loc loc = Loc::current());
 
 // ---- Elementwise binary with broadcasting (see operators in tensor.h).
 Tensor add(const Tensor& a, const Tensor& b, Loc loc = Loc::current());
