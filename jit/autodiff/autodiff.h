@@ -16,6 +16,14 @@ bool is_differentiable(ir::Op op);
 // through differentiable ops (float values only).
 std::vector<bool> varied_values(const ir::Region& f, const std::vector<bool>& wrt);
 
+// The reverse-mode core: inlines f into `target` on `args` (ids of target), then appends the
+// adjoint computation for the given adjoints of f's results (-1: none). Returns one adjoint
+// per parameter of f (-1 where not in wrt, inactive or zero); `outputs` receives f's results
+// as ids of target.
+std::vector<ir::ValueId> emit_vjp(ir::Region& target, const ir::Region& f, const std::vector<ir::ValueId>& args,
+                                  const std::vector<ir::ValueId>& out_adjoints, const std::vector<bool>& wrt,
+                                  std::vector<ir::ValueId>* outputs);
+
 // Reverse mode. `f` returns one float scalar. The result takes f's parameters and returns
 // [f's value, d value / d p for each parameter p marked in wrt, in parameter order]. Only
 // values that depend on a marked parameter and feed the result get adjoints. Raises Error for

@@ -16,6 +16,7 @@ class Builder {
   // Copies, not references: every op emitted grows the region's type table, which would
   // invalidate a reference held across the call.
   TensorType type(ir::ValueId v) const { return r_.type(v); }
+  ir::Region& region() { return r_; }
   Shape shape(ir::ValueId v) const { return r_.type(v).shape; }
 
   ir::ValueId op(ir::Op op, std::vector<ir::ValueId> operands, ir::Attrs attrs = {},

@@ -39,10 +39,12 @@ std::vector<bool> varied_values(const ir::Region& f, const std::vector<bool>& wr
 
 namespace {
 
-// Activity, backward half: the values the result depends on.
-std::vector<bool> useful_values(const ir::Region& f) {
+// Activity, backward half: the values that the results with an adjoint depend on.
+std::vector<bool> useful_values(const ir::Region& f, const std::vector<ir::ValueId>& out_adjoints) {
   std::vector<bool> useful(f.types.size(), false);
-  for (ir::ValueId v : f.results) useful[static_cast<size_t>(v)] = true;
+  for (size_t i = 0; i < f.results.size(); ++i) {
+    if (out_adjoints[i] >= 0) useful[static_cast<size_t>(f.results[i])] = true;
+  }
   for (size_t i = f.nodes.size(); i-- > 0;) {
     const ir::Node& n = f.nodes[i];
     bool any = false;
@@ -123,6 +125,71 @@ ir::ValueId accumulate(Builder& b, const ir::Region& r, const std::vector<ir::Va
 
 }  // namespace
 
+std::vector<ir::ValueId> emit_vjp(ir::Region& target, const ir::Region& f, const std::vector<ir::ValueId>& args,
+                                  const std::vector<ir::ValueId>& out_adjoints, const std::vector<bool>& wrt,
+                                  std::vector<ir::ValueId>* outputs) {
+  std::vector<bool> active = varied_values(f, wrt);
+  std::vector<bool> useful = useful_values(f, out_adjoints);
+  for (size_t v = 0; v < active.size(); ++v) active[v] = active[v] && useful[v];
+
+  // The forward computation, inlined: f's values map to target's.
+  std::vector<ir::ValueId> map(f.types.size(), -1);
+  for (size_t i = 0; i < f.params.size(); ++i) map[static_cast<size_t>(f.params[i])] = args[i];
+  std::vector<size_t> node_index(f.nodes.size());
+  for (size_t k = 0; k < f.nodes.size(); ++k) {
+    const ir::Node& n = f.nodes[k];
+    std::vector<ir::ValueId> operands;
+    for (ir::ValueId v : n.operands) operands.push_back(map[static_cast<size_t>(v)]);
+    std::vector<TensorType> types;
+    for (ir::ValueId v : n.results) types.push_back(f.type(v));
+    const std::vector<ir::ValueId>& res = target.add(n.op, std::move(operands), n.attrs, types, n.regions);
+    for (size_t j = 0; j < res.size(); ++j) map[static_cast<size_t>(n.results[j])] = res[j];
+    target.nodes.back().file = n.file;
+    target.nodes.back().line = n.line;
+    node_index[k] = target.nodes.size() - 1;
+  }
+  if (outputs) {
+    outputs->clear();
+    for (ir::ValueId v : f.results) outputs->push_back(map[static_cast<size_t>(v)]);
+  }
+
+  // Adjoint contributions, keyed by f's value ids, holding target's value ids.
+  Builder b(target);
+  std::unordered_map<ir::ValueId, std::vector<ir::ValueId>> contributions;
+  for (size_t i = 0; i < f.results.size(); ++i) {
+    if (out_adjoints[i] >= 0 && active[static_cast<size_t>(f.results[i])]) {
+      contributions[f.results[i]].push_back(out_adjoints[i]);
+    }
+  }
+  for (size_t k = f.nodes.size(); k-- > 0;) {
+    const ir::Node& fn = f.nodes[k];
+    std::vector<ir::ValueId> adjoints;
+    bool any = false;
+    for (ir::ValueId r : fn.results) {
+      auto it = contributions.find(r);
+      bool has = active[static_cast<size_t>(r)] && it != contributions.end();
+      // A value used k times gets its k contributions summed once, here.
+      adjoints.push_back(has ? accumulate(b, target, it->second) : -1);
+      any = any || has;
+    }
+    if (!any) continue;
+    std::vector<bool> want;
+    for (ir::ValueId v : fn.operands) want.push_back(active[static_cast<size_t>(v)]);
+    // A copy: rules append to target.nodes, which would invalidate a reference into it.
+    ir::Node n = target.nodes[node_index[k]];
+    std::vector<ir::ValueId> grads = vjp(b, n, node_index[k], adjoints, want);
+    for (size_t j = 0; j < grads.size(); ++j) {
+      if (grads[j] >= 0) contributions[fn.operands[j]].push_back(grads[j]);
+    }
+  }
+  std::vector<ir::ValueId> input_adjoints;
+  for (size_t i = 0; i < f.params.size(); ++i) {
+    auto it = contributions.find(f.params[i]);
+    input_adjoints.push_back(wrt[i] && it != contributions.end() ? accumulate(b, target, it->second) : -1);
+  }
+  return input_adjoints;
+}
+
 ir::Region value_and_grad(const ir::Region& f, const std::vector<bool>& wrt) {
   if (f.results.size() != 1 || f.type(f.results[0]).rank() != 0 || !is_float(f.type(f.results[0]).dtype)) {
     std::string got;
@@ -135,42 +202,16 @@ ir::Region value_and_grad(const ir::Region& f, const std::vector<bool>& wrt) {
                                ": only float arguments can be differentiated");
     }
   }
-  std::vector<bool> active = varied_values(f, wrt);
-  std::vector<bool> useful = useful_values(f);
-  for (size_t v = 0; v < active.size(); ++v) active[v] = active[v] && useful[v];
-
-  ir::Region out = f;  // the forward program, with the same value ids
+  ir::Region out;
+  std::vector<ir::ValueId> args;
+  for (ir::ValueId p : f.params) args.push_back(out.add_param(f.type(p)));
   Builder b(out);
-  std::unordered_map<ir::ValueId, std::vector<ir::ValueId>> contributions;
-  ir::ValueId result = f.results[0];
-  if (active[static_cast<size_t>(result)]) contributions[result].push_back(b.splat_like(1, result));
-
-  for (size_t i = f.nodes.size(); i-- > 0;) {
-    const ir::Node& n = f.nodes[i];
-    std::vector<ir::ValueId> adjoints;
-    bool any = false;
-    for (ir::ValueId r : n.results) {
-      auto it = contributions.find(r);
-      bool has = active[static_cast<size_t>(r)] && it != contributions.end();
-      // A value used k times gets its k contributions summed once, here.
-      adjoints.push_back(has ? accumulate(b, out, it->second) : -1);
-      any = any || has;
-    }
-    if (!any) continue;
-    std::vector<bool> want;
-    for (ir::ValueId v : n.operands) want.push_back(active[static_cast<size_t>(v)]);
-    std::vector<ir::ValueId> grads = vjp(b, n, adjoints, want);
-    for (size_t j = 0; j < grads.size(); ++j) {
-      if (grads[j] >= 0) contributions[n.operands[j]].push_back(grads[j]);
-    }
-  }
-
-  out.results = {result};
+  ir::ValueId seed = b.splat(1, f.type(f.results[0]));
+  std::vector<ir::ValueId> value;
+  std::vector<ir::ValueId> grads = emit_vjp(out, f, args, {seed}, wrt, &value);
+  out.results = {value[0]};
   for (size_t i = 0; i < f.params.size(); ++i) {
-    if (!wrt[i]) continue;
-    ir::ValueId p = f.params[i];
-    auto it = contributions.find(p);
-    out.results.push_back(it == contributions.end() ? b.splat_like(0, p) : accumulate(b, out, it->second));
+    if (wrt[i]) out.results.push_back(grads[i] >= 0 ? grads[i] : b.splat(0, f.type(f.params[i])));
   }
   return out;
 }

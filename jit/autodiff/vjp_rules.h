@@ -7,14 +7,17 @@
 
 namespace fluxion::autodiff {
 
-// For node n (already in the region b writes to) whose results have adjoints `adjoints`
-// (one per result), returns one adjoint contribution per operand: a value id, or -1 for an
-// operand with `want[i]` false or no derivative.
-std::vector<ir::ValueId> vjp(Builder& b, const ir::Node& n, const std::vector<ir::ValueId>& adjoints,
+// For node n (a copy of node `index` of the region b writes to) whose results have adjoints
+// `adjoints` (one per result, -1 for none), returns one adjoint contribution per operand: a
+// value id, or -1 for an operand with `want[i]` false or no derivative. Loop rules may extend
+// the forward node at `index` (to save what the reverse pass reads).
+std::vector<ir::ValueId> vjp(Builder& b, const ir::Node& n, size_t index, const std::vector<ir::ValueId>& adjoints,
                              const std::vector<bool>& want);
 
 // The families, one file each.
 std::vector<ir::ValueId> vjp_elementwise(Builder& b, const ir::Node& n, ir::ValueId g, const std::vector<bool>& want);
 std::vector<ir::ValueId> vjp_structural(Builder& b, const ir::Node& n, ir::ValueId g, const std::vector<bool>& want);
+std::vector<ir::ValueId> vjp_scan(Builder& b, const ir::Node& n, size_t index, const std::vector<ir::ValueId>& adjoints,
+                                  const std::vector<bool>& want);
 
 }  // namespace fluxion::autodiff

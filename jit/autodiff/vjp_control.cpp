@@ -1,0 +1,130 @@
+// The reverse rule of scan (and so fori_loop): a reverse scan that reads the carries the forward
+// scan saved. Policy today: save every step's incoming carry, recompute the body's internal
+// values inside the reverse body.
+#include "fluxion/error.h"
+#include "jit/autodiff/autodiff.h"
+#include "jit/autodiff/vjp_rules.h"
+
+namespace fluxion::autodiff {
+namespace {
+
+using ir::ValueId;
+
+TensorType stacked(TensorType t, int64_t length) {
+  t.shape.insert(t.shape.begin(), length);
+  return t;
+}
+
+TensorType unstacked(TensorType t) {
+  t.shape.erase(t.shape.begin());
+  return t;
+}
+
+}  // namespace
+
+std::vector<ValueId> vjp_scan(Builder& b, const ir::Node& n, size_t index, const std::vector<ValueId>& adjoints,
+                              const std::vector<bool>& want) {
+  const ir::Attrs& a = n.attrs;
+  size_t nc = static_cast<size_t>(a.carries), nx = static_cast<size_t>(a.xs);
+  size_t nk = n.operands.size() - nc - nx;
+  size_t ny = n.regions[0].results.size() - nc;
+  int64_t length = a.length;
+  auto operand = [&](size_t i) { return n.operands[i]; };
+
+  // 1. The forward scan also returns, stacked, the carry entering each step.
+  std::vector<ValueId> saved;
+  {
+    ir::Region& r = b.region();
+    ir::Region& body = r.nodes[index].regions[0];
+    for (size_t j = 0; j < nc; ++j) body.results.push_back(body.params[1 + j]);
+    for (size_t j = 0; j < nc; ++j) {
+      saved.push_back(r.new_value(stacked(r.type(operand(j)), length)));
+      r.nodes[index].results.push_back(saved.back());
+    }
+  }
+  const ir::Region& fwd_body = b.region().nodes[index].regions[0];
+
+  // 2. Which adjoints flow: every float carry (a carry can become varied inside the loop),
+  //    the per-step inputs and captured values that are active, the float per-step outputs.
+  std::vector<size_t> fc, kx, kk, fy;
+  for (size_t j = 0; j < nc; ++j) {
+    if (is_float(b.type(operand(j)).dtype)) fc.push_back(j);
+  }
+  for (size_t i = 0; i < nx; ++i) {
+    if (want[nc + i]) kx.push_back(i);
+  }
+  for (size_t k = 0; k < nk; ++k) {
+    if (want[nc + nx + k]) kk.push_back(k);
+  }
+  for (size_t y = 0; y < ny; ++y) {
+    if (is_float(fwd_body.type(fwd_body.results[nc + y]).dtype)) fy.push_back(y);
+  }
+
+  // 3. The reverse body: params [i, d carries, d captures (accumulated), carries entering the
+  //    step, per-step inputs, adjoints of per-step outputs, captures].
+  ir::Region rb;
+  ValueId i = rb.add_param(TensorType{DType::i32, {}});
+  std::vector<ValueId> dc(nc, -1), dk, c(nc), x(nx), dy(ny, -1), k(nk);
+  for (size_t j : fc) dc[j] = rb.add_param(b.type(operand(j)));
+  for (size_t q : kk) dk.push_back(rb.add_param(b.type(operand(nc + nx + q))));
+  for (size_t j = 0; j < nc; ++j) c[j] = rb.add_param(b.type(operand(j)));
+  for (size_t q = 0; q < nx; ++q) x[q] = rb.add_param(unstacked(b.type(operand(nc + q))));
+  for (size_t y : fy) dy[y] = rb.add_param(fwd_body.type(fwd_body.results[nc + y]));
+  for (size_t q = 0; q < nk; ++q) k[q] = rb.add_param(b.type(operand(nc + nx + q)));
+
+  std::vector<ValueId> args{i};
+  args.insert(args.end(), c.begin(), c.end());
+  args.insert(args.end(), x.begin(), x.end());
+  args.insert(args.end(), k.begin(), k.end());
+  std::vector<ValueId> out_adjoints = dc;
+  out_adjoints.insert(out_adjoints.end(), dy.begin(), dy.end());
+  out_adjoints.resize(fwd_body.results.size(), -1);  // the saved carries need no adjoint
+  std::vector<bool> wrt(args.size(), false);
+  for (size_t j : fc) wrt[1 + j] = true;
+  for (size_t q : kx) wrt[1 + nc + q] = true;
+  for (size_t q : kk) wrt[1 + nc + nx + q] = true;
+  ir::Region body_copy = fwd_body;  // emit_vjp reads it while the target region grows
+  std::vector<ValueId> g = emit_vjp(rb, body_copy, args, out_adjoints, wrt, nullptr);
+
+  Builder rbb(rb);
+  auto or_zero = [&](ValueId v, ValueId like) { return v >= 0 ? v : rbb.splat_like(0, like); };
+  for (size_t j : fc) rb.results.push_back(or_zero(g[1 + j], c[j]));
+  for (size_t q = 0; q < kk.size(); ++q) {
+    ValueId contrib = g[1 + nc + nx + kk[q]];
+    rb.results.push_back(contrib >= 0 ? rbb.add(dk[q], contrib) : dk[q]);
+  }
+  for (size_t q : kx) rb.results.push_back(or_zero(g[1 + nc + q], x[q]));
+
+  // 4. The reverse scan.
+  std::vector<ValueId> operands;
+  for (size_t j : fc) operands.push_back(adjoints[j] >= 0 ? adjoints[j] : b.splat_like(0, operand(j)));
+  for (size_t q : kk) operands.push_back(b.splat_like(0, operand(nc + nx + q)));
+  operands.insert(operands.end(), saved.begin(), saved.end());
+  for (size_t q = 0; q < nx; ++q) operands.push_back(operand(nc + q));
+  for (size_t y : fy) {
+    ValueId adj = adjoints[nc + y];
+    operands.push_back(adj >= 0 ? adj : b.splat(0, stacked(fwd_body.type(fwd_body.results[nc + y]), length)));
+  }
+  for (size_t q = 0; q < nk; ++q) operands.push_back(operand(nc + nx + q));
+  ir::Attrs ra;
+  ra.length = length;
+  ra.carries = static_cast<int64_t>(fc.size() + kk.size());
+  ra.xs = static_cast<int64_t>(nc + nx + fy.size());
+  ra.reverse = !a.reverse;
+  std::vector<ir::Region> regions;
+  regions.push_back(std::move(rb));
+  std::vector<ValueId> res = b.region().add(ir::Op::Scan, operands, ra, {}, std::move(regions));
+
+  // 5. Contributions: initial carries, per-step inputs (stacked), captures (summed over steps).
+  std::vector<ValueId> out(n.operands.size(), -1);
+  size_t r = 0;
+  for (size_t j : fc) {
+    if (want[j]) out[j] = res[r];
+    ++r;
+  }
+  for (size_t q : kk) out[nc + nx + q] = res[r++];
+  for (size_t q : kx) out[nc + q] = res[r++];
+  return out;
+}
+
+}  // namespace fluxion::autodiff
