@@ -1,5 +1,5 @@
-// The reverse rule of scan (and so fori_loop): a reverse scan that reads the carries the forward
-// scan saved. Policy today: save every step's incoming carry, recompute the body's internal
+// Reverse rules of control flow. scan (and so fori_loop): a reverse scan that reads the carries
+// the forward scan saved. Policy today: save every step's incoming carry, recompute the body's internal
 // values inside the reverse body.
 #include "fluxion/error.h"
 #include "jit/autodiff/autodiff.h"
@@ -124,6 +124,40 @@ std::vector<ValueId> vjp_scan(Builder& b, const ir::Node& n, size_t index, const
   }
   for (size_t q : kk) out[nc + nx + q] = res[r++];
   for (size_t q : kx) out[nc + q] = res[r++];
+  return out;
+}
+
+// cond: a cond on the same predicate whose branches are the reverse of the forward branches
+// (each recomputes its branch's forward values, then its adjoints).
+std::vector<ValueId> vjp_cond(Builder& b, const ir::Node& n, const std::vector<ValueId>& adjoints,
+                              const std::vector<bool>& want) {
+  size_t na = n.operands.size() - 1;
+  const ir::Region& then_body = n.regions[0];
+  std::vector<size_t> fr;  // float results, whose adjoints flow into the branches
+  for (size_t r = 0; r < n.results.size(); ++r) {
+    if (is_float(then_body.type(then_body.results[r]).dtype)) fr.push_back(r);
+  }
+  std::vector<size_t> wanted;
+  for (size_t i = 0; i < na; ++i) {
+    if (want[1 + i]) wanted.push_back(i);
+  }
+  std::vector<ir::Region> regions;
+  for (const ir::Region& branch : n.regions) {
+    ir::Region rb;
+    std::vector<ValueId> args, out_adjoints(branch.results.size(), -1);
+    for (size_t i = 0; i < na; ++i) args.push_back(rb.add_param(branch.type(branch.params[i])));
+    for (size_t r : fr) out_adjoints[r] = rb.add_param(branch.type(branch.results[r]));
+    std::vector<bool> wrt(want.begin() + 1, want.end());
+    std::vector<ValueId> g = emit_vjp(rb, branch, args, out_adjoints, wrt, nullptr);
+    Builder rbb(rb);
+    for (size_t i : wanted) rb.results.push_back(g[i] >= 0 ? g[i] : rbb.splat_like(0, args[i]));
+    regions.push_back(std::move(rb));
+  }
+  std::vector<ValueId> operands(n.operands.begin(), n.operands.end());
+  for (size_t r : fr) operands.push_back(adjoints[r] >= 0 ? adjoints[r] : b.splat_like(0, n.results[r]));
+  std::vector<ValueId> res = b.region().add(ir::Op::Cond, operands, {}, {}, std::move(regions));
+  std::vector<ValueId> out(n.operands.size(), -1);
+  for (size_t q = 0; q < wanted.size(); ++q) out[1 + wanted[q]] = res[q];
   return out;
 }
 

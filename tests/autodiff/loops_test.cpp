@@ -83,3 +83,19 @@ TEST_P(ReverseLoops, OneForwardAndOneReverseScanInTheProgram) {
   EXPECT_EQ(ir.find(" = scan ", second + 1), std::string::npos) << ir;
   EXPECT_NE(ir.find("reverse=true"), std::string::npos) << ir;
 }
+
+TEST_P(ReverseLoops, CondDifferentiatesTheTakenBranch) {
+  auto loss = [](Tensor x, Tensor w) {
+    auto r = fx::cond(fx::sum(x) > 0.0, [&] { return std::make_tuple(fx::sin(x) * w, fx::sum(x)); },
+                      [&] { return std::make_tuple(x * x, fx::sum(w)); });
+    return fx::sum(std::get<0>(r)) * std::get<1>(r);
+  };
+  expect_gradients_match(backend(), loss, uniform64({3}, 0.1, 1, 17), uniform64({3}, -1, 1, 18));
+  expect_gradients_match(backend(), loss, uniform64({3}, -1, -0.1, 19), uniform64({3}, -1, 1, 20));
+  // Inside a loop, with a branch that depends on the step.
+  expect_gradients_match(backend(), [](Tensor x) {
+    return fx::sum(fx::fori_loop(0, 4, [&](Tensor i, Tensor s) {
+      return fx::cond(fx::eq(i - (i / 2) * 2, fx::scalar(0, fx::i32)), [&] { return s * x; }, [&] { return fx::sin(s); });
+    }, x));
+  }, uniform64({2}, -1, 1, 21));
+}
