@@ -11,25 +11,13 @@
 namespace fluxion::detail {
 namespace {
 
-// Records every node of r into the current frame, with r's parameters bound to `args`;
-// returns r's results as Tensors.
+// Records r into the current frame with r's parameters bound to `args`; returns its results.
 std::vector<Tensor> inline_region(const ir::Region& r, const std::vector<Tensor>& args, const std::source_location& loc) {
   const std::shared_ptr<Frame>& f = current_frame("grad", loc);
-  std::vector<ir::ValueId> map(r.types.size(), -1);
-  for (size_t i = 0; i < r.params.size(); ++i) map[static_cast<size_t>(r.params[i])] = use(*f, args[i], "grad", loc);
-  for (const ir::Node& n : r.nodes) {
-    std::vector<ir::ValueId> operands;
-    for (ir::ValueId v : n.operands) operands.push_back(map[static_cast<size_t>(v)]);
-    std::vector<TensorType> declared;
-    for (ir::ValueId v : n.results) declared.push_back(r.type(v));
-    const std::vector<ir::ValueId>& res = f->region.add(n.op, std::move(operands), n.attrs, declared, n.regions, &loc);
-    // Keep the user's line of the forward op (adjoint ops have the grad call's line).
-    f->region.nodes.back().file = n.line ? n.file : loc.file_name();
-    f->region.nodes.back().line = n.line ? n.line : loc.line();
-    for (size_t i = 0; i < res.size(); ++i) map[static_cast<size_t>(n.results[i])] = res[i];
-  }
+  std::vector<ir::ValueId> ids;
+  for (const Tensor& a : args) ids.push_back(use(*f, a, "grad", loc));
   std::vector<Tensor> out;
-  for (ir::ValueId v : r.results) out.push_back(TensorAccess::make(f, map[static_cast<size_t>(v)]));
+  for (ir::ValueId v : ir::inline_region(f->region, r, ids)) out.push_back(TensorAccess::make(f, v));
   return out;
 }
 

@@ -132,26 +132,10 @@ std::vector<ir::ValueId> emit_vjp(ir::Region& target, const ir::Region& f, const
   std::vector<bool> useful = useful_values(f, out_adjoints);
   for (size_t v = 0; v < active.size(); ++v) active[v] = active[v] && useful[v];
 
-  // The forward computation, inlined: f's values map to target's.
-  std::vector<ir::ValueId> map(f.types.size(), -1);
-  for (size_t i = 0; i < f.params.size(); ++i) map[static_cast<size_t>(f.params[i])] = args[i];
-  std::vector<size_t> node_index(f.nodes.size());
-  for (size_t k = 0; k < f.nodes.size(); ++k) {
-    const ir::Node& n = f.nodes[k];
-    std::vector<ir::ValueId> operands;
-    for (ir::ValueId v : n.operands) operands.push_back(map[static_cast<size_t>(v)]);
-    std::vector<TensorType> types;
-    for (ir::ValueId v : n.results) types.push_back(f.type(v));
-    const std::vector<ir::ValueId>& res = target.add(n.op, std::move(operands), n.attrs, types, n.regions);
-    for (size_t j = 0; j < res.size(); ++j) map[static_cast<size_t>(n.results[j])] = res[j];
-    target.nodes.back().file = n.file;
-    target.nodes.back().line = n.line;
-    node_index[k] = target.nodes.size() - 1;
-  }
-  if (outputs) {
-    outputs->clear();
-    for (ir::ValueId v : f.results) outputs->push_back(map[static_cast<size_t>(v)]);
-  }
+  // The forward computation, inlined into target.
+  std::vector<size_t> node_index;
+  std::vector<ir::ValueId> results = ir::inline_region(target, f, args, &node_index);
+  if (outputs) *outputs = results;
 
   // Adjoint contributions, keyed by f's value ids, holding target's value ids.
   Builder b(target);

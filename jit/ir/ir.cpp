@@ -69,4 +69,25 @@ const std::vector<ValueId>& Region::add(Op op, std::vector<ValueId> operands, At
   return nodes.back().results;
 }
 
+std::vector<ValueId> inline_region(Region& target, const Region& r, const std::vector<ValueId>& args,
+                                   std::vector<size_t>* node_index) {
+  std::vector<ValueId> map(r.types.size(), -1);
+  for (size_t i = 0; i < r.params.size(); ++i) map[static_cast<size_t>(r.params[i])] = args[i];
+  if (node_index) node_index->clear();
+  for (const Node& n : r.nodes) {
+    std::vector<ValueId> operands;
+    for (ValueId v : n.operands) operands.push_back(map[static_cast<size_t>(v)]);
+    std::vector<TensorType> types;
+    for (ValueId v : n.results) types.push_back(r.type(v));
+    const std::vector<ValueId>& res = target.add(n.op, std::move(operands), n.attrs, std::move(types), n.regions);
+    for (size_t j = 0; j < res.size(); ++j) map[static_cast<size_t>(n.results[j])] = res[j];
+    target.nodes.back().file = n.file;
+    target.nodes.back().line = n.line;
+    if (node_index) node_index->push_back(target.nodes.size() - 1);
+  }
+  std::vector<ValueId> out;
+  for (ValueId v : r.results) out.push_back(map[static_cast<size_t>(v)]);
+  return out;
+}
+
 }  // namespace fluxion::ir

@@ -121,6 +121,12 @@ struct Region {
                                   const std::source_location* loc = nullptr);
 };
 
+// Appends copies of r's nodes to `target`, with r's parameters bound to `args` (ids of target),
+// and returns r's results as ids of target. Source locations are kept. When `node_index` is
+// given, it receives the index in target.nodes of the copy of each of r's nodes.
+std::vector<ValueId> inline_region(Region& target, const Region& r, const std::vector<ValueId>& args,
+                                   std::vector<size_t>* node_index = nullptr);
+
 // A whole traced program: one top-level region.
 struct Program {
   std::string name = "main";
