@@ -161,4 +161,54 @@ std::vector<ValueId> vjp_cond(Builder& b, const ir::Node& n, const std::vector<V
   return out;
 }
 
+// while with max_iters: the same loop as a scan of max_iters steps whose steps past the exit
+// keep the carries unchanged (a running flag masks them), differentiated as a scan. The
+// forward while still computes the value (and raises past max_iters); the scan recomputes it
+// to save the carries the reverse pass reads.
+std::vector<ValueId> vjp_while(Builder& b, const ir::Node& n, const std::vector<ValueId>& adjoints,
+                               const std::vector<bool>& want) {
+  if (n.attrs.max_iters < 0) {
+    detail::fail("while", "reverse-mode differentiation of a while_loop needs a max_iters bound");
+  }
+  size_t nc = static_cast<size_t>(n.attrs.carries), nk = n.operands.size() - nc;
+  const TensorType flag{DType::boolean, {}};
+  ir::Region sb;
+  sb.add_param(TensorType{DType::i32, {}});  // the step index, unused
+  std::vector<ValueId> c, k;
+  for (size_t j = 0; j < nc; ++j) c.push_back(sb.add_param(b.type(n.operands[j])));
+  ir::ValueId running = sb.add_param(flag);
+  for (size_t q = 0; q < nk; ++q) k.push_back(sb.add_param(b.type(n.operands[nc + q])));
+  std::vector<ValueId> state = c;
+  state.insert(state.end(), k.begin(), k.end());
+  Builder sbb(sb);
+  ValueId go = sbb.binary(ir::Op::And, running, ir::inline_region(sb, n.regions[0], state)[0]);
+  std::vector<ValueId> next = ir::inline_region(sb, n.regions[1], state);
+  for (size_t j = 0; j < nc; ++j) {
+    sb.results.push_back(sbb.op(ir::Op::Select, {sbb.broadcast(go, sbb.shape(c[j])), next[j], c[j]}));
+  }
+  sb.results.push_back(go);
+
+  std::vector<ValueId> operands(n.operands.begin(), n.operands.begin() + static_cast<long>(nc));
+  operands.push_back(b.splat(1, flag));
+  operands.insert(operands.end(), n.operands.begin() + static_cast<long>(nc), n.operands.end());
+  ir::Attrs a;
+  a.length = n.attrs.max_iters;
+  a.carries = static_cast<int64_t>(nc + 1);
+  std::vector<ir::Region> regions;
+  regions.push_back(std::move(sb));
+  b.region().add(ir::Op::Scan, operands, a, {}, std::move(regions));
+  size_t index = b.region().nodes.size() - 1;
+  ir::Node scan = b.region().nodes[index];
+
+  std::vector<ValueId> scan_adjoints(adjoints.begin(), adjoints.begin() + static_cast<long>(nc));
+  scan_adjoints.push_back(-1);
+  std::vector<bool> scan_want(want.begin(), want.begin() + static_cast<long>(nc));
+  scan_want.push_back(false);
+  scan_want.insert(scan_want.end(), want.begin() + static_cast<long>(nc), want.end());
+  std::vector<ValueId> g = vjp_scan(b, scan, index, scan_adjoints, scan_want);
+  std::vector<ValueId> out(g.begin(), g.begin() + static_cast<long>(nc));
+  out.insert(out.end(), g.begin() + static_cast<long>(nc) + 1, g.end());
+  return out;
+}
+
 }  // namespace fluxion::autodiff

@@ -99,3 +99,16 @@ TEST_P(ReverseLoops, CondDifferentiatesTheTakenBranch) {
     }, x));
   }, uniform64({2}, -1, 1, 21));
 }
+
+TEST_P(ReverseLoops, WhileLoopWithDataDependentExit) {
+  // Doubles s and adds w until the sum passes 10: the trip count depends on the input, and the
+  // gradient follows the iterations that ran (finite differences do not cross an exit change
+  // for these inputs).
+  auto loss = [](Tensor s0, Tensor w) {
+    Tensor s = fx::while_loop([&](Tensor s) { return fx::sum(s) < 10.0; }, [&](Tensor s) { return s * 1.5 + w * w; },
+                              s0, 20);
+    return fx::sum(s * s);
+  };
+  expect_gradients_match(backend(), loss, make(fx::f64, {0.3, 0.2}, {2}), make(fx::f64, {0.5, -0.7}, {2}));
+  expect_gradients_match(backend(), loss, make(fx::f64, {4.1, 5.0}, {2}), make(fx::f64, {0.5, -0.7}, {2}));
+}
