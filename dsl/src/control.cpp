@@ -69,16 +69,86 @@ std::vector<TensorType> types_of(const std::vector<Tensor>& ts, const char* op, 
 
 }  // namespace
 
+namespace {
+
+// Rows [lo, hi) of x along its leading dimension.
+Tensor rows(const Tensor& x, int64_t lo, int64_t hi, const std::source_location& loc) {
+  return slice_axis(x, 0, lo, hi, 1, loc);
+}
+
+// scan as blocks of k steps (an outer scan over blocks, an inner scan per block) followed by
+// the remaining steps. Blocks run first in either direction: forward they cover [0, q*k), in
+// reverse [r, length), the steps a reverse scan reaches first.
+std::vector<Tensor> checkpointed_scan(int64_t length, bool reverse, const std::vector<Tensor>& carries,
+                                      const std::vector<Tensor>& xs, const RegionFn& body, int64_t k,
+                                      const std::source_location& loc) {
+  int64_t q = length / k, r = length % k;
+  int64_t block_lo = reverse ? r : 0, rest_lo = reverse ? 0 : q * k;
+  size_t nc = carries.size();
+  std::vector<Tensor> block_xs;
+  for (const Tensor& x : xs) {
+    Shape s = x.shape();
+    s[0] = k;
+    s.insert(s.begin(), q);
+    block_xs.push_back(reshape(rows(x, block_lo, block_lo + q * k, loc), s, loc));
+  }
+  auto outer = [&](const std::vector<Tensor>& p) {
+    Tensor block = p[0];
+    auto inner = [&](const std::vector<Tensor>& pi) {
+      std::vector<Tensor> args = pi;
+      args[0] = add(add(mul(block, scalar(static_cast<double>(k), DType::i32, loc), loc), pi[0], loc),
+                    scalar(static_cast<double>(block_lo), DType::i32, loc), loc);
+      return body(args);
+    };
+    std::vector<Tensor> c(p.begin() + 1, p.begin() + 1 + static_cast<long>(nc));
+    std::vector<Tensor> x(p.begin() + 1 + static_cast<long>(nc), p.end());
+    return emit_scan(k, reverse, c, x, inner, 0, loc);
+  };
+  std::vector<Tensor> blocks = emit_scan(q, reverse, carries, block_xs, outer, 0, loc);
+  std::vector<Tensor> out(blocks.begin(), blocks.begin() + static_cast<long>(nc));
+  std::vector<Tensor> ys;
+  for (size_t j = nc; j < blocks.size(); ++j) {
+    Shape s = blocks[j].shape();
+    s.erase(s.begin());
+    s[0] = q * k;
+    ys.push_back(reshape(blocks[j], s, loc));
+  }
+  if (r > 0) {
+    std::vector<Tensor> rest_xs;
+    for (const Tensor& x : xs) rest_xs.push_back(rows(x, rest_lo, rest_lo + r, loc));
+    auto shifted = [&](const std::vector<Tensor>& p) {
+      std::vector<Tensor> args = p;
+      args[0] = offset_index(p[0], rest_lo, loc);
+      return body(args);
+    };
+    std::vector<Tensor> rest = emit_scan(r, reverse, out, rest_xs, shifted, 0, loc);
+    for (size_t j = 0; j < nc; ++j) out[j] = rest[j];
+    for (size_t j = 0; j < ys.size(); ++j) {
+      ys[j] = reverse ? concat({rest[nc + j], ys[j]}, 0, loc) : concat({ys[j], rest[nc + j]}, 0, loc);
+    }
+  }
+  out.insert(out.end(), ys.begin(), ys.end());
+  return out;
+}
+
+}  // namespace
+
 std::vector<Tensor> emit_scan(int64_t length, bool reverse, const std::vector<Tensor>& carries,
-                              const std::vector<Tensor>& xs, const RegionFn& body,
+                              const std::vector<Tensor>& xs, const RegionFn& body, int64_t checkpoint_every,
                               const std::source_location& loc) {
   if (length < 0) fail("scan", "the trip count is unknown: give ScanOptions::length when there are no xs", &loc);
-  std::vector<TensorType> params{TensorType{DType::i32, {}}};
-  for (const TensorType& t : types_of(carries, "scan", loc)) params.push_back(t);
   for (const TensorType& t : types_of(xs, "scan", loc)) {
     if (t.rank() == 0 || t.shape[0] != length) {
       fail("scan", "per-step input " + t.str() + " must have leading dimension " + std::to_string(length), &loc);
     }
+  }
+  if (checkpoint_every < 0) fail("scan", "checkpoint every " + std::to_string(checkpoint_every) + " steps: expected >= 0", &loc);
+  if (checkpoint_every > 0 && checkpoint_every < length) {
+    return checkpointed_scan(length, reverse, carries, xs, body, checkpoint_every, loc);
+  }
+  std::vector<TensorType> params{TensorType{DType::i32, {}}};
+  for (const TensorType& t : types_of(carries, "scan", loc)) params.push_back(t);
+  for (const TensorType& t : types_of(xs, "scan", loc)) {
     TensorType slice = t;
     slice.shape.erase(slice.shape.begin());
     params.push_back(slice);

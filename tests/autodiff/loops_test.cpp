@@ -112,3 +112,52 @@ TEST_P(ReverseLoops, WhileLoopWithDataDependentExit) {
   expect_gradients_match(backend(), loss, make(fx::f64, {0.3, 0.2}, {2}), make(fx::f64, {0.5, -0.7}, {2}));
   expect_gradients_match(backend(), loss, make(fx::f64, {4.1, 5.0}, {2}), make(fx::f64, {0.5, -0.7}, {2}));
 }
+
+TEST_P(ReverseLoops, CheckpointedLoopsGiveTheSameValuesAndGradients) {
+  // Blocks of 4 steps with a remainder of 3 (19 = 4*4 + 3), forward and reverse, with xs, ys
+  // and the step index: values and gradients equal those of the plain scan, and pass finite
+  // differences.
+  for (bool reverse : {false, true}) {
+    SCOPED_TRACE(reverse ? "reverse" : "forward");
+    auto loss = [reverse](int64_t every) {
+      return [reverse, every](Tensor w, Tensor xs) {
+        auto [s, ys] = fx::scan([&](Tensor s, Tensor x) {
+          Tensor next = fx::tanh(s * w + x);
+          return std::make_pair(next, fx::sum(next));
+        }, fx::zeros({2}, fx::f64), xs, {.reverse = reverse, .checkpoint = {every}});
+        Tensor weights = fx::cast(fx::arange(19), fx::f64);  // ties each y to its step
+        return fx::sum(s) + fx::sum(ys * weights);
+      };
+    };
+    Array w = uniform64({2}, -1, 1, 22), xs = uniform64({19, 2}, -1, 1, 23);
+    auto plain = fx::jit(fx::value_and_grad(loss(0), {0, 1}), backend());
+    auto blocked = fx::jit(fx::value_and_grad(loss(4), {0, 1}), backend());
+    auto [v0, g0] = plain(w, xs);
+    auto [v1, g1] = blocked(w, xs);
+    EXPECT_NEAR(v0.item(), v1.item(), 1e-12);
+    for (size_t i = 0; i < 2; ++i) EXPECT_ARRAY(g1[i], fx::f64, g0[i].shape(), g0[i].to_doubles());
+    EXPECT_NE(blocked.lower(w, xs).traced_ir().find("length=4"), std::string::npos);
+    expect_gradients_match(backend(), loss(4), w, xs);
+  }
+}
+
+TEST_P(ReverseLoops, W7FullLengthAgreesAcrossCheckpointPolicies) {
+  // The whole 8000-step loop of W7: the gradient with checkpoints every 100 steps (and every
+  // 333, leaving a remainder) equals the one that saves every carry.
+  Array noise = uniform64({8000}, -0.01, 0.01, 24);
+  auto final_state = [&](int64_t every) {
+    return [&noise, every](Tensor w1, Tensor w2) {
+      Tensor k1 = fx::softplus(w1), k2 = fx::softplus(w2);
+      return fx::fori_loop(0, 8000, [&](Tensor i, Tensor s) {
+        return fx::sigmoid(fx::dot(k2, fx::sigmoid(s * k1))) + fx::squeeze(fx::take(fx::constant(noise), fx::reshape(i, {1})), 0);
+      }, fx::scalar(0, fx::f64), fx::Checkpoint{every});
+    };
+  };
+  Array w1 = uniform64({12}, -1, 1, 25), w2 = uniform64({12}, -1, 1, 26);
+  auto [v0, g0] = fx::jit(fx::value_and_grad(final_state(0), {0, 1}), backend())(w1, w2);
+  for (int64_t every : {100, 333}) {
+    auto [v, g] = fx::jit(fx::value_and_grad(final_state(every), {0, 1}), backend())(w1, w2);
+    EXPECT_NEAR(v.item(), v0.item(), 1e-12) << every;
+    for (size_t i = 0; i < 2; ++i) EXPECT_ARRAY(g[i], fx::f64, {12}, g0[i].to_doubles());
+  }
+}

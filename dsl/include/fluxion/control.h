@@ -18,9 +18,11 @@ namespace fluxion {
 
 namespace detail {
 using RegionFn = std::function<std::vector<Tensor>(const std::vector<Tensor>&)>;
-// body gets [i, carries..., x slices...] and returns [carries..., y slices...].
+// body gets [i, carries..., x slices...] and returns [carries..., y slices...]. With
+// checkpoint_every = k in (0, length), records nested scans (blocks of k steps) so that reverse
+// mode saves one carry per block and recomputes the steps inside it.
 std::vector<Tensor> emit_scan(int64_t length, bool reverse, const std::vector<Tensor>& carries,
-                              const std::vector<Tensor>& xs, const RegionFn& body,
+                              const std::vector<Tensor>& xs, const RegionFn& body, int64_t checkpoint_every,
                               const std::source_location& loc);
 // cond and body get the carries; cond returns one bool[], body the new carries.
 std::vector<Tensor> emit_while(const std::vector<Tensor>& carries, const RegionFn& cond,
@@ -44,10 +46,17 @@ T rebuild_like(const T& like, const std::vector<Tensor>& flat, size_t offset = 0
 }
 }  // namespace detail
 
+// Reverse-mode memory policy of a loop: 0 saves the carry entering every step; k > 0 saves
+// every k-th and recomputes the k steps after it when the gradient needs them (memory
+// length/k + k carries instead of length, for about one more forward pass).
+struct Checkpoint {
+  int64_t every = 0;
+};
+
 // for i in [lo, hi): carry = body(i, carry). `i` is an i32 scalar Tensor. Returns the final
 // carry (init when hi <= lo). Error when the body changes a carry's shape or dtype.
 template <class C, class Body>
-C fori_loop(int64_t lo, int64_t hi, Body body, const C& init,
+C fori_loop(int64_t lo, int64_t hi, Body body, const C& init, Checkpoint checkpoint = {},
             std::source_location loc = std::source_location::current()) {
   std::vector<Tensor> outs = detail::emit_scan(
       hi > lo ? hi - lo : 0, false, detail::leaves(init), {},
@@ -55,13 +64,14 @@ C fori_loop(int64_t lo, int64_t hi, Body body, const C& init,
         C carry = detail::rebuild_like(init, p, 1);
         return detail::leaves(C(body(detail::offset_index(p[0], lo, loc), carry)));
       },
-      loc);
+      checkpoint.every, loc);
   return detail::rebuild_like(init, outs);
 }
 
 struct ScanOptions {
-  int64_t length = -1;   // trip count; -1: the leading dimension of the xs
-  bool reverse = false;  // iterate from the last step to the first (ys keep step order)
+  int64_t length = -1;       // trip count; -1: the leading dimension of the xs
+  bool reverse = false;      // iterate from the last step to the first (ys keep step order)
+  Checkpoint checkpoint{};   // reverse-mode memory policy
 };
 
 // carry, y = body(carry, x) for each x along the leading dimension of `xs`; returns the final
@@ -88,7 +98,7 @@ auto scan(Body body, const C& init, const X& xs, ScanOptions opt = {},
         tree::flatten<Tensor>(r.second, out);
         return out;
       },
-      loc);
+      opt.checkpoint.every, loc);
   return std::pair<C, Y>(detail::rebuild_like(init, outs), detail::rebuild_like(*y_like, outs, n_carry));
 }
 
