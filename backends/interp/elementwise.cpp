@@ -26,7 +26,7 @@ double unary(Op op, double x) {
     case Op::Abs: return std::abs(x);
     case Op::Sign: return x > 0 ? 1.0 : x < 0 ? -1.0 : x;  // keeps 0 and NaN
     case Op::Square: return x * x;
-    case Op::Relu: return x > 0 ? x : 0.0;
+    case Op::Relu: return std::isnan(x) ? x : std::max(x, 0.0);  // max(x, 0): NaN propagates as in max
     case Op::Exp: return std::exp(x);
     case Op::Expm1: return std::expm1(x);
     case Op::Log: return std::log(x);
@@ -97,7 +97,11 @@ Buffer eval_elementwise(const ir::Node& n, const std::vector<Value>& in, const T
   for (size_t i = 0; i < r.v.size(); ++i) {
     double x;
     switch (ir::op_info(n.op).cls) {
-      case ir::OpClass::Unary: x = unary(n.op, in[0]->v[i]); break;
+      case ir::OpClass::Unary:
+        // i32 square wraps like i32 mul (x*x can need more than the 53 bits of a double).
+        x = n.op == Op::Square && in_type == DType::i32 ? wrapping_i32(Op::Mul, in[0]->v[i], in[0]->v[i])
+                                                         : unary(n.op, in[0]->v[i]);
+        break;
       case ir::OpClass::Select: x = in[0]->v[i] != 0 ? in[1]->v[i] : in[2]->v[i]; break;
       case ir::OpClass::Convert:
         x = out.dtype == DType::i32 && is_float(in_type) ? to_i32(in[0]->v[i]) : in[0]->v[i];

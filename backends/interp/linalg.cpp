@@ -85,9 +85,10 @@ void for_each_window(const ir::Attrs& a, const Shape& xs, const Shape& ys, Windo
   }
 }
 
-// The window element max pooling selects: the first maximum, or the first NaN.
+// The window element max pooling selects: the first maximum, or the first NaN. `positions` is
+// never empty: each padding is smaller than the window, so every window holds a real element.
 size_t selected(const std::vector<double>& x, const std::vector<size_t>& positions) {
-  size_t best = positions[0];
+  size_t best = positions.at(0);
   for (size_t p : positions) {
     if (std::isnan(x[best])) break;
     if (std::isnan(x[p]) || x[p] > x[best]) best = p;

@@ -90,7 +90,8 @@ Buffer eval_movement(const ir::Node& n, const std::vector<Value>& in, const Tens
       return r;
     case OpClass::Iota:
       for (int64_t i = 0; i < out.numel(); ++i) {
-        r.v[static_cast<size_t>(i)] = static_cast<double>(unravel(i, out.shape)[static_cast<size_t>(n.attrs.axes[0])]);
+        double index = static_cast<double>(unravel(i, out.shape)[static_cast<size_t>(n.attrs.axes[0])]);
+        r.v[static_cast<size_t>(i)] = round_to(out.dtype, index);
       }
       return r;
     case OpClass::Concat: return concat(n, in, out);

@@ -7,6 +7,7 @@
 #include "dsl/src/trace.h"
 #include "fluxion/error.h"
 #include "jit/autodiff/autodiff.h"
+#include "jit/autodiff/builder.h"
 
 namespace fluxion::detail {
 namespace {
@@ -32,31 +33,77 @@ void check_wrt(const std::vector<int>& wrt, size_t n, const std::source_location
   }
 }
 
+namespace {
+
+// Traces fn as a closed region of the current trace; returns it with the Tensors to bind its
+// parameters to (args, then the values it captured from the enclosing function).
+std::pair<ir::Region, std::vector<Tensor>> trace_closed(
+    const std::function<std::vector<Tensor>(const std::vector<Tensor>&)>& fn, const std::vector<Tensor>& args,
+    const char* op, const std::source_location& loc) {
+  std::shared_ptr<Frame> outer = current_frame(op, loc);
+  FrameScope scope(false);
+  std::vector<Tensor> params;
+  for (const Tensor& a : args) {
+    require_valid(a, op, loc);
+    params.push_back(scope.add_param(a.type()));
+  }
+  std::vector<Tensor> outs = fn(params);
+  auto [region, captures] = scope.finish(outs, op, loc);
+  std::vector<Tensor> operands = args;
+  for (auto [outer_id, param] : captures) operands.push_back(TensorAccess::make(outer, outer_id));
+  return {std::move(region), std::move(operands)};
+}
+
+// Adds the differentiating call's location to an error from the transform.
+[[noreturn]] void rethrow_at(const Error& e, const std::source_location& loc) {
+  throw Error(std::string(e.what()) + " (differentiating at " + loc.file_name() + ":" + std::to_string(loc.line()) + ")");
+}
+
+}  // namespace
+
+std::vector<Tensor> jvp_flat(const std::function<std::vector<Tensor>(const std::vector<Tensor>&)>& fn,
+                             const std::vector<Tensor>& args, const std::vector<Tensor>& tangents,
+                             const std::source_location& loc) {
+  auto [region, operands] = trace_closed(fn, args, "jvp", loc);
+  for (size_t i = 0; i < tangents.size(); ++i) {
+    if (tangents[i].valid() && tangents[i].type() != args[i].type()) {
+      fail("jvp", "the tangent " + tangents[i].type().str() + " does not match its argument " + args[i].type().str(), &loc);
+    }
+  }
+  if (region.results.size() != 1 || !is_float(region.type(region.results[0]).dtype)) {
+    fail("jvp", "the function must return one float Tensor", &loc);
+  }
+  // A region whose params are the operands, then the tangents given; it returns f and J t.
+  ir::Region r;
+  std::vector<ir::ValueId> params, tangent_ids(region.params.size(), -1);
+  std::vector<Tensor> bind = operands;
+  for (ir::ValueId p : region.params) params.push_back(r.add_param(region.type(p)));
+  for (size_t i = 0; i < tangents.size(); ++i) {
+    if (!tangents[i].valid()) continue;
+    tangent_ids[i] = r.add_param(tangents[i].type());
+    bind.push_back(tangents[i]);
+  }
+  try {
+    std::vector<ir::ValueId> outs;
+    std::vector<ir::ValueId> touts = autodiff::emit_jvp(r, region, params, tangent_ids, &outs);
+    autodiff::Builder b(r);
+    r.results = {outs[0], touts[0] >= 0 ? touts[0] : b.splat_like(0, outs[0])};
+  } catch (const Error& e) {
+    rethrow_at(e, loc);
+  }
+  return inline_region(r, bind, loc);
+}
+
 std::vector<Tensor> value_and_grad_flat(const std::function<std::vector<Tensor>(const std::vector<Tensor>&)>& fn,
                                         const std::vector<Tensor>& args, const std::vector<bool>& wrt,
                                         const std::source_location& loc) {
-  std::shared_ptr<Frame> outer = current_frame("grad", loc);
-  ir::Region region;
-  std::vector<Tensor> operands = args;
-  {
-    FrameScope scope(false);
-    std::vector<Tensor> params;
-    for (const Tensor& a : args) {
-      require_valid(a, "grad", loc);
-      params.push_back(scope.add_param(a.type()));
-    }
-    std::vector<Tensor> outs = fn(params);
-    auto [r, captures] = scope.finish(outs, "grad", loc);
-    region = std::move(r);
-    // Captured Tensors of the enclosing function are constants of the differentiation.
-    for (auto [outer_id, param] : captures) operands.push_back(TensorAccess::make(outer, outer_id));
-  }
+  auto [region, operands] = trace_closed(fn, args, "grad", loc);
   std::vector<bool> mask = wrt;
   mask.resize(region.params.size(), false);
   try {
     return inline_region(autodiff::value_and_grad(region, mask), operands, loc);
   } catch (const Error& e) {
-    throw Error(std::string(e.what()) + " (differentiating at " + loc.file_name() + ":" + std::to_string(loc.line()) + ")");
+    rethrow_at(e, loc);
   }
 }
 

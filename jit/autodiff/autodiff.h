@@ -24,6 +24,12 @@ std::vector<ir::ValueId> emit_vjp(ir::Region& target, const ir::Region& f, const
                                   const std::vector<ir::ValueId>& out_adjoints, const std::vector<bool>& wrt,
                                   std::vector<ir::ValueId>* outputs);
 
+// The forward-mode core: inlines f into `target` on `args`, then appends the computation of
+// the tangents of f's results from `tangents` (one per parameter of f, -1 for a zero tangent).
+// Returns one tangent per result of f (-1 where it is zero or the result is not a float).
+std::vector<ir::ValueId> emit_jvp(ir::Region& target, const ir::Region& f, const std::vector<ir::ValueId>& args,
+                                  const std::vector<ir::ValueId>& tangents, std::vector<ir::ValueId>* outputs);
+
 // Reverse mode. `f` returns one float scalar. The result takes f's parameters and returns
 // [f's value, d value / d p for each parameter p marked in wrt, in parameter order]. Only
 // values that depend on a marked parameter and feed the result get adjoints. Raises Error for
