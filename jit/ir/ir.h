@@ -148,6 +148,9 @@ void verify(const Region& r);
 // Canonical text: one op a line, values renumbered %0, %1, ... per region in definition order.
 // `with_locations` appends each node's source location as a trailing comment.
 std::string print(const Program& p, bool with_locations = false);
+// One region alone, as "region(%0: T, ...) {" ... "yield ..." "}" (for error messages, and for
+// comparing regions structurally: equal text is equal structure).
+std::string print(const Region& r);
 // Reads the text `print` writes. Raises Error with the line and column of a syntax error.
 Program parse(std::string_view text);
 

@@ -83,10 +83,18 @@ class Printer {
     out_ += "func @" + p.name;
     params(p.body, names);
     out_ += " -> (";
-    std::vector<TensorType> rt = p.body.result_types();
-    for (size_t i = 0; i < rt.size(); ++i) out_ += (i ? ", " : "") + rt[i].str();
+    for (size_t i = 0; i < p.body.results.size(); ++i) out_ += (i ? ", " : "") + type(p.body, p.body.results[i]);
     out_ += ") {\n";
     body(p.body, names, 1, "return");
+    out_ += "}\n";
+  }
+
+  void region(const Region& r) {
+    Names names;
+    out_ += "region";
+    params(r, names);
+    out_ += " {\n";
+    body(r, names, 1, "yield");
     out_ += "}\n";
   }
 
@@ -95,6 +103,8 @@ class Printer {
  private:
   using Names = std::unordered_map<ValueId, int>;
 
+  // The printer also shows broken IR in verifier and pass errors, so an id that is undefined
+  // ("%?7", the raw id) or has no type ("?") is printed rather than thrown on.
   std::string name(const Names& names, ValueId v) const {
     // Appended rather than "%" + to_string(...): GCC 12 at -O3 warns falsely (-Wrestrict) on
     // the operator+ form.
@@ -104,12 +114,16 @@ class Printer {
     return out;
   }
 
+  static std::string type(const Region& r, ValueId v) {
+    return v >= 0 && static_cast<size_t>(v) < r.types.size() ? r.type(v).str() : "?";
+  }
+
   void params(const Region& r, Names& names) {
     out_ += "(";
     for (size_t i = 0; i < r.params.size(); ++i) {
       ValueId v = r.params[i];
       names[v] = static_cast<int>(names.size());
-      out_ += (i ? ", " : "") + name(names, v) + ": " + r.type(v).str();
+      out_ += (i ? ", " : "") + name(names, v) + ": " + type(r, v);
     }
     out_ += ")";
   }
@@ -127,7 +141,7 @@ class Printer {
       for (size_t i = 0; i < n.operands.size(); ++i) out_ += (i ? ", " : " ") + name(names, n.operands[i]);
       put_attrs(out_, n.attrs);
       out_ += " :";
-      for (size_t i = 0; i < n.results.size(); ++i) out_ += (i ? ", " : " ") + r.type(n.results[i]).str();
+      for (size_t i = 0; i < n.results.size(); ++i) out_ += (i ? ", " : " ") + type(r, n.results[i]);
       if (with_locations_ && n.line) out_ += "  // " + std::string(n.file) + ":" + std::to_string(n.line);
       out_ += "\n";
       for (size_t i = 0; i < n.regions.size(); ++i) {
@@ -153,6 +167,12 @@ class Printer {
 std::string print(const Program& p, bool with_locations) {
   Printer printer(with_locations);
   printer.program(p);
+  return printer.take();
+}
+
+std::string print(const Region& r) {
+  Printer printer(false);
+  printer.region(r);
   return printer.take();
 }
 
