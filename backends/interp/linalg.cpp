@@ -139,6 +139,11 @@ Buffer eval_pool(const ir::Node& n, const std::vector<Value>& in, const TensorTy
         r.v[yi] /= area;
       });
       break;
+    case ir::Op::MaxPool2dSelect:  // in = x, t
+      for_each_window(a, in[0]->type.shape, out.shape, [&](size_t yi, const std::vector<size_t>& ps) {
+        r.v[yi] = in[1]->v[selected(in[0]->v, ps)];
+      });
+      break;
     case ir::Op::MaxPool2dGrad:  // in = x, g
       for_each_window(a, out.shape, in[1]->type.shape, [&](size_t yi, const std::vector<size_t>& ps) {
         r.v[selected(in[0]->v, ps)] += in[1]->v[yi];

@@ -4,7 +4,6 @@
 // the product rule; loops and branches carry tangents through new loops and branches.
 #include <string>
 
-#include "fluxion/error.h"
 #include "jit/autodiff/autodiff.h"
 #include "jit/autodiff/vjp_rules.h"
 
@@ -68,9 +67,10 @@ std::vector<ValueId> jvp_node(Builder& b, const ir::Node& n, const std::vector<V
     case Op::Conv2dInputGrad:
     case Op::Conv2dWeightGrad:  // bilinear: the product rule
       return {sum_present(b, {t[0] >= 0 ? apply_to(b, n, 0, t[0]) : -1, t[1] >= 0 ? apply_to(b, n, 1, t[1]) : -1})};
-    case Op::MaxPool2dGrad:  // linear in g; piecewise constant in x
+    case Op::MaxPool2dGrad:
+    case Op::MaxPool2dSelect:  // linear in their second operand; piecewise constant in x
       return {t[1] >= 0 ? apply_to(b, n, 1, t[1]) : -1};
-    case Op::MaxPool2d: detail::fail(ir::op_name(n.op), "forward-mode differentiation through this op is not built yet");
+    case Op::MaxPool2d: return {b.op(Op::MaxPool2dSelect, {n.operands[0], t[0]}, n.attrs)};
     case Op::Concat: {
       std::vector<ValueId> parts = n.operands;
       for (size_t i = 0; i < parts.size(); ++i) parts[i] = t[i] >= 0 ? t[i] : b.splat_like(0, parts[i]);

@@ -149,7 +149,10 @@ std::vector<ValueId> vjp_structural(Builder& b, const ir::Node& n, ValueId g, co
       set(0, [&] { return b.op(Op::Conv2dInputGrad, {n.operands[1], g}, n.attrs, {b.type(x)}); });
       set(1, [&] { return b.op(Op::Conv2d, {x, g}, n.attrs); });
       break;
+    // The max-pooling ops are linear in their second operand and piecewise constant in x.
     case Op::MaxPool2d: set(0, [&] { return b.op(Op::MaxPool2dGrad, {x, g}, n.attrs); }); break;
+    case Op::MaxPool2dGrad: set(1, [&] { return b.op(Op::MaxPool2dSelect, {x, g}, n.attrs); }); break;
+    case Op::MaxPool2dSelect: set(1, [&] { return b.op(Op::MaxPool2dGrad, {x, g}, n.attrs); }); break;
     case Op::AvgPool2d: set(0, [&] { return b.op(Op::AvgPool2dGrad, {g}, n.attrs, {b.type(x)}); }); break;
     case Op::AvgPool2dGrad: set(0, [&] { return b.op(Op::AvgPool2d, {g}, n.attrs); }); break;
     case Op::Gather: set(0, [&] { return ungather(b, n, g); }); break;

@@ -1,6 +1,7 @@
 // Reads the text that print() writes. Every node is rebuilt through Region::add, so a parsed
 // program passes the same shape rules as a traced one. Any input, however malformed, gives a
 // fluxion::Error with a line and column (this parser faces files from outside).
+#include <algorithm>
 #include <cctype>
 #include <charconv>
 #include <cmath>
@@ -14,8 +15,11 @@
 namespace fluxion::ir {
 namespace {
 
-constexpr int kMaxDepth = 64;          // nesting of regions
-constexpr int64_t kMaxElements = int64_t{1} << 40;  // per declared type
+// Bounds that keep a hostile text from exhausting the stack or overflowing a size computation.
+// They are far beyond anything a traced program reaches; the shape rules apply the same 2^40
+// element bound to every type they compute.
+constexpr int kMaxDepth = 64;                       // nesting of regions
+constexpr int64_t kMaxElements = int64_t{1} << 40;  // per written type, and per dimension
 
 class Parser {
  public:
@@ -80,12 +84,12 @@ class Parser {
     if (!accept(tok)) error("expected '" + std::string(tok) + "', found " + found());
   }
 
+  // What stands at the cursor, for "expected X, found Y" (at most 12 characters of one line).
   std::string found() {
     skip_space();
     if (pos_ >= s_.size()) return "the end of the text";
-    std::string out = "'";
-    out += s_.substr(pos_, std::min<size_t>(12, s_.size() - pos_));
-    return out + "'";
+    std::string_view rest = s_.substr(pos_, 12);
+    return "'" + std::string(rest.substr(0, rest.find('\n'))) + "'";
   }
 
   bool peek_ident() {
@@ -101,7 +105,12 @@ class Parser {
   }
 
   void expect_word(std::string_view w) {
-    if (ident("a keyword") != w) error("expected '" + std::string(w) + "'");
+    skip_space();
+    size_t at = pos_;
+    if (ident(("'" + std::string(w) + "'").c_str()) != w) {
+      pos_ = at;
+      error("expected '" + std::string(w) + "', found " + found());
+    }
   }
 
   int64_t integer() {
@@ -113,9 +122,11 @@ class Parser {
     return v;
   }
 
+  // A double as the printer writes it: shortest round-trip decimal, or inf, -inf, nan.
   double number() {
     skip_space();
     bool neg = accept("-");
+    if (neg && pos_ < s_.size() && s_[pos_] == '-') error("expected a number, found " + found());
     if (accept("inf")) return neg ? -std::numeric_limits<double>::infinity() : std::numeric_limits<double>::infinity();
     if (accept("nan")) return std::numeric_limits<double>::quiet_NaN();
     double v = 0;
@@ -143,11 +154,15 @@ class Parser {
     else if (name == "i32") t.dtype = DType::i32;
     else if (name == "bool") t.dtype = DType::boolean;
     else error("unknown dtype '" + name + "' (expected f32, f64, i32 or bool)");
+    // Bounding the product of the non-zero dimensions bounds every partial product (strides,
+    // element counts) that later code computes from this shape, zero dimensions included.
     int64_t n = 1;
     t.shape = list<int64_t>([&] {
       int64_t d = integer();
-      if (d < 0 || (d > 0 && n > kMaxElements / d)) error("dimension " + std::to_string(d) + " is negative or too large");
-      n *= d;
+      if (d < 0 || (d > 0 && n > kMaxElements / d)) {
+        error("dimension " + std::to_string(d) + " is negative or makes the type larger than 2^40 elements");
+      }
+      n *= std::max<int64_t>(d, 1);
       return d;
     });
     return t;
@@ -191,8 +206,16 @@ class Parser {
   Attrs attrs() {
     Attrs a;
     if (!accept("{")) return a;
+    std::vector<std::string> seen;
     do {
+      skip_space();
+      size_t key_at = pos_;
       std::string key = ident("an attribute name");
+      if (std::find(seen.begin(), seen.end(), key) != seen.end()) {
+        pos_ = key_at;
+        error("attribute '" + key + "' is given twice");
+      }
+      seen.push_back(key);
       expect("=");
       auto ints = [&] { return list<int64_t>([&] { return integer(); }); };
       if (key == "axes") a.axes = ints();
@@ -208,12 +231,18 @@ class Parser {
       else if (key == "carries") a.carries = integer();
       else if (key == "xs") a.xs = integer();
       else if (key == "max_iters") a.max_iters = integer();
-      else if (key == "reverse") a.reverse = ident("true or false") == "true";
+      else if (key == "reverse") a.reverse = boolean();
       else if (key == "data") a.data = list<double>([&] { return number(); });
       else error("unknown attribute '" + key + "'");
     } while (accept(","));
     expect("}");
     return a;
+  }
+
+  bool boolean() {
+    std::string w = ident("true or false");
+    if (w != "true" && w != "false") error("expected true or false, found '" + w + "'");
+    return w == "true";
   }
 
   void body(Region& r, Names& names, std::string_view terminator, int depth) {
@@ -223,6 +252,16 @@ class Parser {
     skip_space();
     if (pos_ < s_.size() && s_[pos_] == '%') {
       do r.results.push_back(use(names)); while (accept(","));
+    }
+  }
+
+  // The names of an op's regions, in order, as the printer writes them.
+  static std::vector<const char*> region_names(Op op) {
+    switch (op) {
+      case Op::Scan: return {"body"};
+      case Op::While: return {"cond", "body"};
+      case Op::Cond: return {"then", "else"};
+      default: return {};
     }
   }
 
@@ -247,10 +286,19 @@ class Parser {
     expect(":");
     std::vector<TensorType> types;
     do types.push_back(type()); while (accept(","));
+    if (result_numbers.size() != types.size()) {
+      pos_ = op_at;
+      error("the node names " + std::to_string(result_numbers.size()) + " result(s) but writes " +
+            std::to_string(types.size()) + " type(s)");
+    }
     std::vector<Region> regions;
-    size_t n_regions = op == Op::Scan ? 1 : has_regions(op) ? 2 : 0;
-    for (size_t i = 0; i < n_regions; ++i) {
-      ident("a region name");
+    for (const char* region_name : region_names(op)) {
+      skip_space();
+      size_t name_at = pos_;
+      if (ident("a region name") != region_name) {
+        pos_ = name_at;
+        error(std::string("expected region '") + region_name + "' of " + name + ", found " + found());
+      }
       Region inner;
       Names inner_names;
       params(inner, inner_names);
@@ -259,25 +307,27 @@ class Parser {
       expect("}");
       regions.push_back(std::move(inner));
     }
-    std::vector<TensorType> inferred;
+    // The written types are the declared types of declared-type ops; the other ops' rules ignore
+    // them and compute their own, which must then agree with what is written.
+    const std::vector<ValueId>* ids = nullptr;
     try {
-      inferred = infer_types(op, [&] {
-        std::vector<TensorType> in;
-        for (ValueId v : operands) in.push_back(r.type(v));
-        return in;
-      }(), a, types, regions);
+      ids = &r.add(op, std::move(operands), std::move(a), types, std::move(regions));
     } catch (const Error& e) {
       pos_ = op_at;
       error(e.what());
     }
-    if (inferred != types) {
-      pos_ = op_at;
-      error("the result types written do not match the op's shape rule");
+    for (size_t i = 0; i < ids->size(); ++i) {
+      if (i >= types.size() || r.type((*ids)[i]) != types[i]) {
+        pos_ = op_at;
+        error("the result types written do not match the op's shape rule, which gives " +
+              r.type((*ids)[i]).str() + " for result " + std::to_string(i));
+      }
     }
-    if (result_numbers.size() != types.size()) error("the node names " + std::to_string(result_numbers.size()) +
-                                                     " results but has " + std::to_string(types.size()) + " types");
-    const std::vector<ValueId>& ids = r.add(op, std::move(operands), std::move(a), types, std::move(regions));
-    for (size_t i = 0; i < ids.size(); ++i) define(names, result_numbers[i], ids[i]);
+    if (ids->size() != types.size()) {
+      pos_ = op_at;
+      error("the op has " + std::to_string(ids->size()) + " result(s), " + std::to_string(types.size()) + " are written");
+    }
+    for (size_t i = 0; i < ids->size(); ++i) define(names, result_numbers[i], (*ids)[i]);
   }
 
   std::string_view s_;

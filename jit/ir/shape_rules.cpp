@@ -187,6 +187,10 @@ std::vector<TensorType> conv_grad(const Ctx& c) {
 }
 
 std::vector<TensorType> pool_grad(const Ctx& c) {
+  if (c.op == Op::MaxPool2dSelect) {
+    c.require(c.in[0] == c.in[1], "the values selected from must have the pooled input's type");
+    return forward_of(c, Op::MaxPool2d, {c.in[0]});
+  }
   bool is_max = c.op == Op::MaxPool2dGrad;
   TensorType x = is_max ? c.in[0] : c.one_declared();
   const TensorType& g = c.in.back();

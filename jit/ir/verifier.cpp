@@ -37,7 +37,14 @@ void verify_region(const Region& r, const std::string& where) {
       if (v < 0 || static_cast<size_t>(v) >= r.types.size()) bad(what + " defines %" + std::to_string(v) + ", which has no type");
       declared.push_back(r.type(v));
     }
-    std::vector<TensorType> want = infer_types(n.op, in, n.attrs, declared, n.regions);
+    // The shape rule's message names the op and the operand types; the node index and the
+    // enclosing regions say where it is.
+    std::vector<TensorType> want;
+    try {
+      want = infer_types(n.op, in, n.attrs, declared, n.regions);
+    } catch (const Error& e) {
+      bad(what + ": " + e.what());
+    }
     if (want != declared) {
       std::string got;
       for (const TensorType& t : declared) got += (got.empty() ? "" : ", ") + t.str();

@@ -1,3 +1,7 @@
+// Dead-code elimination: removes nodes none of whose results is used. Every op is pure (a
+// random op is a function of its key), so an unused result can never be observed. Region
+// parameters and results are kept: they are the region's signature, which the enclosing op's
+// shape rule checks.
 #include <vector>
 
 #include "jit/passes/passes.h"
@@ -15,6 +19,7 @@ bool eliminate_dead_code(ir::Region& r) {
     for (ir::ValueId v : n.results) keep[i] = keep[i] || live[static_cast<size_t>(v)];
     if (!keep[i]) continue;
     for (ir::ValueId v : n.operands) live[static_cast<size_t>(v)] = true;
+    // Only live nodes' regions: a dead node's are about to go with it.
     for (ir::Region& inner : n.regions) changed = eliminate_dead_code(inner) || changed;
   }
   std::vector<ir::Node> kept;

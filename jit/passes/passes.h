@@ -7,11 +7,13 @@
 namespace fluxion::passes {
 
 // Replaces a node whose operands are all constants (and whose result has at most
-// kMaxFoldedElements elements) by a constant holding its value, computed by the interpreter.
+// kMaxFoldedElements elements; region ops excepted) by a constant holding its value, computed
+// by the interpreter. A result whose elements are all equal becomes a splat (one value).
 inline constexpr int64_t kMaxFoldedElements = 1024;
 bool fold_constants(ir::Region& r);
 
-// Merges nodes with equal op, operands, attributes, result types and regions into the first.
+// Merges nodes with equal op, operands, attributes, result types and regions into the first,
+// rewriting the uses of the later ones (operands and region results).
 bool eliminate_common_subexpressions(ir::Region& r);
 
 // Removes nodes none of whose results is used (every op is pure).

@@ -1,3 +1,4 @@
+// simplify: the graph-IR cleanup run once a program is final (after differentiation).
 #include "jit/passes/passes.h"
 
 namespace fluxion::passes {
@@ -18,12 +19,14 @@ bool checked(bool (*pass)(ir::Region&), ir::Program& p) {
 void simplify(ir::Program& p) {
   checked(remove_stop_gradients, p);
   // Each pass can expose work for the others (a folded constant makes two nodes equal, a merge
-  // leaves a node dead); a handful of rounds reaches the fixed point on traced programs.
-  for (int round = 0; round < 8; ++round) {
-    bool changed = checked(fold_constants, p);
+  // leaves a node dead), so they run until none changes anything. That ends: a pass that
+  // changes the program either turns a non-constant node into a constant (folding) or removes
+  // a node (CSE, DCE), at any depth, so (nodes, non-constant nodes) decreases every round.
+  bool changed = true;
+  while (changed) {
+    changed = checked(fold_constants, p);
     changed = checked(eliminate_common_subexpressions, p) || changed;
     changed = checked(eliminate_dead_code, p) || changed;
-    if (!changed) break;
   }
 }
 

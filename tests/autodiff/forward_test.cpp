@@ -104,3 +104,11 @@ TEST(ForwardErrors, TangentTypesAreChecked) {
                    .lower(Array(fx::DType::f32, {3}), Array(fx::DType::f32, {4})),
                fx::Error);
 }
+
+TEST_P(Forward, MaxPooling) {
+  std::vector<double> xs(2 * 2 * 5 * 4);
+  for (size_t i = 0; i < xs.size(); ++i) xs[i] = std::sin(1.7 * static_cast<double>(i) + 0.3);  // no ties
+  expect_jvp_matches(backend(), [](std::vector<Tensor> x) {
+    return fx::max_pool2d(x[0] * x[0], {.window = {3, 2}, .stride = {2, 1}, .padding = {1, 0}});
+  }, {make(fx::f64, xs, {2, 2, 5, 4})});
+}

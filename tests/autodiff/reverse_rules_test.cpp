@@ -235,3 +235,13 @@ TEST_P(Reverse, StopGradientBlocksTheFlowAndLeavesNoTrace) {
   EXPECT_EQ(ir.find("stop_gradient"), std::string::npos) << ir;
   EXPECT_EQ(ir.find("exp"), std::string::npos) << "the stopped branch is dead in the gradient program:\n" << ir;
 }
+
+TEST_P(Reverse, MaxPoolingGradOfGrad) {
+  std::vector<double> xs(1 * 2 * 4 * 4);
+  for (size_t i = 0; i < xs.size(); ++i) xs[i] = std::sin(1.3 * static_cast<double>(i) + 0.2);
+  Array v = uniform64({1, 2, 4, 4}, -1, 1, 40);
+  expect_gradients_match(backend(), [&](Tensor x) {
+    Tensor g = fx::grad([](Tensor x) { return weighted(fx::max_pool2d(x * x, {.window = {2, 2}})); })(x)[0];
+    return fx::sum(g * fx::constant(v));
+  }, make(fx::f64, xs, {1, 2, 4, 4}));
+}
