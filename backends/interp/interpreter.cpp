@@ -76,7 +76,8 @@ std::vector<Value> eval_node(const ir::Node& n, const std::vector<Value>& in, co
     case ir::OpClass::RngFold: return one(eval_random(n, in, out[0]));
     case ir::OpClass::Scan:
     case ir::OpClass::While:
-    case ir::OpClass::Cond: return eval_control(n, in);
+    case ir::OpClass::Cond:
+    case ir::OpClass::CustomVjp: return eval_control(n, in);
   }
   detail::fail(ir::op_name(n.op), "the interpreter has no rule for this op");
 }
@@ -148,10 +149,14 @@ std::vector<Array> run(const ir::Program& p, const std::vector<Array>& inputs) {
 
 std::vector<Array> evaluate(const ir::Node& n, const std::vector<Array>& operands,
                             const std::vector<TensorType>& result_types) {
-  std::vector<Value> in;
-  for (const Array& a : operands) in.push_back(from_array(a));
   std::vector<Array> out;
-  for (const Value& v : eval_node(n, in, result_types)) out.push_back(to_array(*v));
+  try {
+    std::vector<Value> in;
+    for (const Array& a : operands) in.push_back(from_array(a));
+    for (const Value& v : eval_node(n, in, result_types)) out.push_back(to_array(*v));
+  } catch (const std::bad_alloc&) {
+    detail::fail(ir::op_name(n.op), "the interpreter ran out of memory (it holds every value as doubles)");
+  }
   return out;
 }
 

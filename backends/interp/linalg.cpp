@@ -1,23 +1,35 @@
 // matmul, conv2d and pooling as plain loops, accumulating in double.
 #include <cmath>
+#include <cstdint>
 #include <limits>
 
 #include "backends/interp/buffer.h"
 
 namespace fluxion::interp {
 
+// Floats accumulate in double and round once. i32 accumulates exactly modulo 2^64 (products of
+// i32 values need up to 62 bits, more than a double holds), then wraps to 32 bits: the result of
+// wrapping i32 multiply-adds in any order.
 Buffer eval_matmul(const Buffer& a, const Buffer& b, const TensorType& out) {
   const Shape& sa = a.type.shape;
   int64_t m = sa[sa.size() - 2], k = sa.back(), n = b.type.shape.back();
   int64_t batch = numel(Shape(sa.begin(), sa.end() - 2));
+  bool integer = out.dtype == DType::i32;
   Buffer r = zeros(out);
   for (int64_t p = 0; p < batch; ++p) {
     for (int64_t i = 0; i < m; ++i) {
       for (int64_t j = 0; j < n; ++j) {
         double acc = 0;
+        uint64_t iacc = 0;
         for (int64_t q = 0; q < k; ++q) {
-          acc += a.v[static_cast<size_t>((p * m + i) * k + q)] * b.v[static_cast<size_t>((p * k + q) * n + j)];
+          double x = a.v[static_cast<size_t>((p * m + i) * k + q)], y = b.v[static_cast<size_t>((p * k + q) * n + j)];
+          if (integer) {
+            iacc += static_cast<uint64_t>(static_cast<int64_t>(x)) * static_cast<uint64_t>(static_cast<int64_t>(y));
+          } else {
+            acc += x * y;
+          }
         }
+        if (integer) acc = static_cast<double>(static_cast<int32_t>(static_cast<uint32_t>(iacc)));
         r.v[static_cast<size_t>((p * m + i) * n + j)] = round_to(out.dtype, acc);
       }
     }

@@ -1,6 +1,7 @@
 // Reductions (sum, max, min over a set of axes) and argmax/argmin along one axis.
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <limits>
 
 #include "backends/interp/buffer.h"
@@ -68,6 +69,17 @@ Buffer eval_reduce(const ir::Node& n, const Buffer& x, const TensorType& out) {
     }
     return r;
   }
+  if (n.op == Op::ReduceSum && out.dtype == DType::i32) {
+    // Exact modulo 2^64, then wrapped to 32 bits (a double would lose low bits past 2^53).
+    std::vector<uint64_t> acc(r.v.size(), 0);
+    for (int64_t i = 0; i < x.type.numel(); ++i) {
+      size_t o = static_cast<size_t>(out_index(unravel(i, s), reduced, out.shape));
+      acc[o] += static_cast<uint64_t>(static_cast<int64_t>(x.v[static_cast<size_t>(i)]));
+    }
+    for (size_t o = 0; o < acc.size(); ++o) r.v[o] = static_cast<double>(static_cast<int32_t>(static_cast<uint32_t>(acc[o])));
+    return r;
+  }
+  // Float sums, and max/min of any dtype (exact): accumulated in double, rounded once at the end.
   std::fill(r.v.begin(), r.v.end(), identity(n.op, x.type.dtype));
   for (int64_t i = 0; i < x.type.numel(); ++i) {
     size_t o = static_cast<size_t>(out_index(unravel(i, s), reduced, out.shape));

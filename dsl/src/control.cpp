@@ -199,6 +199,25 @@ std::vector<Tensor> emit_cond(const Tensor& pred, const RegionFn& then_fn, const
   return emit(ir::Op::Cond, operands, {}, {}, std::move(regions), loc);
 }
 
+std::vector<Tensor> emit_custom_vjp(const std::vector<Tensor>& args, const RegionFn& f, const RegionFn& bwd,
+                                    const std::source_location& loc) {
+  std::vector<TensorType> params = types_of(args, "custom_vjp", loc);
+  TracedRegion primal = trace_region(params, f, "custom_vjp", loc);
+  std::vector<TensorType> bparams = params;
+  for (int twice = 0; twice < 2; ++twice) {
+    for (const TensorType& t : primal.region.result_types()) bparams.push_back(t);
+  }
+  TracedRegion backward = trace_region(bparams, bwd, "custom_vjp", loc);
+  std::vector<Tensor> operands = args;
+  for (const Tensor& c : unify_captures({&primal, &backward}, "custom_vjp", loc)) operands.push_back(c);
+  ir::Attrs a;
+  a.carries = static_cast<int64_t>(args.size());
+  std::vector<ir::Region> regions;
+  regions.push_back(std::move(primal.region));
+  regions.push_back(std::move(backward.region));
+  return emit(ir::Op::CustomVjp, operands, std::move(a), {}, std::move(regions), loc);
+}
+
 Tensor offset_index(const Tensor& i, int64_t offset, const std::source_location& loc) {
   if (offset == 0) return i;
   return add(i, scalar(static_cast<double>(offset), DType::i32, loc), loc);

@@ -223,6 +223,8 @@ std::vector<ValueId> jvp_control(Builder& b, const ir::Node& n, const std::vecto
   switch (n.op) {
     case Op::Scan: return jvp_scan(b, n, t);
     case Op::While: return jvp_while(b, n, t);
+    // Forward mode has no use for a reverse rule: it differentiates the primal.
+    case Op::CustomVjp: return emit_jvp(b.region(), n.regions[0], n.operands, t, nullptr);
     default: return jvp_cond(b, n, t);
   }
 }

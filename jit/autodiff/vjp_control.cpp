@@ -161,6 +161,23 @@ std::vector<ValueId> vjp_cond(Builder& b, const ir::Node& n, const std::vector<V
   return out;
 }
 
+// custom_vjp: the user's backward region, inlined, in place of differentiating the primal.
+// Captured values (operands past the arguments) are constants of the rule.
+std::vector<ValueId> vjp_custom(Builder& b, const ir::Node& n, const std::vector<ValueId>& adjoints,
+                                const std::vector<bool>& want) {
+  size_t na = static_cast<size_t>(n.attrs.carries);
+  std::vector<ValueId> args(n.operands.begin(), n.operands.begin() + static_cast<long>(na));
+  args.insert(args.end(), n.results.begin(), n.results.end());
+  for (size_t r = 0; r < n.results.size(); ++r) args.push_back(adjoints[r] >= 0 ? adjoints[r] : b.splat_like(0, n.results[r]));
+  args.insert(args.end(), n.operands.begin() + static_cast<long>(na), n.operands.end());
+  std::vector<ValueId> g = ir::inline_region(b.region(), n.regions[1], args);
+  std::vector<ValueId> out(n.operands.size(), -1);
+  for (size_t i = 0; i < na; ++i) {
+    if (want[i]) out[i] = g[i];
+  }
+  return out;
+}
+
 // while with max_iters: the same loop as a scan of max_iters steps whose steps past the exit
 // keep the carries unchanged (a running flag masks them), differentiated as a scan. The
 // forward while still computes the value (and raises past max_iters); the scan recomputes it

@@ -22,7 +22,7 @@ enum class Op : uint16_t {
 // How an op's shape rule and kernels are organised.
 enum class OpClass : uint8_t {
   Unary, Binary, Compare, Select, Convert, Constant, Iota, Reduce, ArgReduce, MatMul, Conv, Pool, ConvGrad, PoolGrad,
-  Reshape, Transpose, Broadcast, Slice, Pad, Concat, Gather, Take, Random, RngFold, Scan, While, Cond,
+  Reshape, Transpose, Broadcast, Slice, Pad, Concat, Gather, Take, Random, RngFold, Scan, While, Cond, CustomVjp,
 };
 
 // Which operand dtypes an op accepts: floats only, any but bool, bool only, any.
@@ -47,7 +47,7 @@ inline bool is_elementwise(Op op) {
 }
 inline bool has_regions(Op op) {
   auto c = op_info(op).cls;
-  return c == OpClass::Scan || c == OpClass::While || c == OpClass::Cond;
+  return c == OpClass::Scan || c == OpClass::While || c == OpClass::Cond || c == OpClass::CustomVjp;
 }
 
 // Op attributes. One struct for all ops; each op reads only the fields docs/ir.md lists for it,
@@ -63,7 +63,7 @@ struct Attrs {
   std::vector<int64_t> dilation;  // conv2d: [dh, dw]
   int64_t groups = 1;             // conv2d
   int64_t length = 0;             // scan: trip count
-  int64_t carries = 0;            // scan, while: number of carried values
+  int64_t carries = 0;            // scan, while: number of carried values; custom_vjp: arguments
   int64_t xs = 0;                 // scan: number of per-step inputs
   int64_t max_iters = -1;         // while: bound on the trip count, -1 for none
   bool reverse = false;           // scan: iterate from length-1 down to 0
@@ -81,7 +81,8 @@ struct Node {
   std::vector<ValueId> operands;
   std::vector<ValueId> results;
   Attrs attrs;
-  std::vector<Region> regions;  // scan: [body]; while: [cond, body]; cond: [then, else]
+  std::vector<Region> regions;  // scan: [body]; while: [cond, body]; cond: [then, else];
+                                // custom_vjp: [primal, backward]
   // The user's call site that created the node (not part of the structure: not printed by
   // default, not hashed). line == 0 when unknown.
   const char* file = "";
@@ -151,6 +152,9 @@ std::string print(const Program& p, bool with_locations = false);
 // One region alone, as "region(%0: T, ...) {" ... "yield ..." "}" (for error messages, and for
 // comparing regions structurally: equal text is equal structure).
 std::string print(const Region& r);
+// The names the text gives an op's regions, in order: scan: body; while: cond, body; cond: then,
+// else; custom_vjp: primal, backward. Empty for an op without regions.
+std::vector<const char*> region_names(Op op);
 // Reads the text `print` writes. Raises Error with the line and column of a syntax error.
 Program parse(std::string_view text);
 

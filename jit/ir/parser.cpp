@@ -15,6 +15,13 @@
 namespace fluxion::ir {
 namespace {
 
+// A shape rule's message, without the "fluxion: " that the message wrapping it starts with.
+std::string without_prefix(const Error& e) {
+  std::string_view m = e.what();
+  if (m.starts_with("fluxion: ")) m.remove_prefix(9);
+  return std::string(m);
+}
+
 // Bounds that keep a hostile text from exhausting the stack or overflowing a size computation.
 // They are far beyond anything a traced program reaches; the shape rules apply the same 2^40
 // element bound to every type they compute.
@@ -255,20 +262,13 @@ class Parser {
     }
   }
 
-  // The names of an op's regions, in order, as the printer writes them.
-  static std::vector<const char*> region_names(Op op) {
-    switch (op) {
-      case Op::Scan: return {"body"};
-      case Op::While: return {"cond", "body"};
-      case Op::Cond: return {"then", "else"};
-      default: return {};
-    }
-  }
-
   void node(Region& r, Names& names, int depth) {
+    // A node without results (a loop or cond that yields nothing) is written "= op ... :".
     std::vector<int64_t> result_numbers;
-    do result_numbers.push_back(value_number()); while (accept(","));
-    expect("=");
+    if (!accept("=")) {
+      do result_numbers.push_back(value_number()); while (accept(","));
+      expect("=");
+    }
     skip_space();
     size_t op_at = pos_;
     std::string name = ident("an op name");
@@ -285,7 +285,9 @@ class Parser {
     Attrs a = attrs();
     expect(":");
     std::vector<TensorType> types;
-    do types.push_back(type()); while (accept(","));
+    if (!result_numbers.empty()) {
+      do types.push_back(type()); while (accept(","));
+    }
     if (result_numbers.size() != types.size()) {
       pos_ = op_at;
       error("the node names " + std::to_string(result_numbers.size()) + " result(s) but writes " +
@@ -314,7 +316,7 @@ class Parser {
       ids = &r.add(op, std::move(operands), std::move(a), types, std::move(regions));
     } catch (const Error& e) {
       pos_ = op_at;
-      error(e.what());
+      error(without_prefix(e));
     }
     for (size_t i = 0; i < ids->size(); ++i) {
       if (i >= types.size() || r.type((*ids)[i]) != types[i]) {

@@ -66,14 +66,6 @@ void put_attrs(std::string& out, const Attrs& a) {
   if (!s.empty()) out += " " + s + "}";
 }
 
-const char* region_name(Op op, size_t i) {
-  switch (op) {
-    case Op::While: return i == 0 ? "cond" : "body";
-    case Op::Cond: return i == 0 ? "then" : "else";
-    default: return "body";
-  }
-}
-
 class Printer {
  public:
   explicit Printer(bool with_locations) : with_locations_(with_locations) {}
@@ -136,7 +128,7 @@ class Printer {
         names[n.results[i]] = static_cast<int>(names.size());
         out_ += (i ? ", " : "") + name(names, n.results[i]);
       }
-      out_ += " = ";
+      out_ += n.results.empty() ? "= " : " = ";  // no results: "= cond %0 :"
       out_ += op_name(n.op);
       for (size_t i = 0; i < n.operands.size(); ++i) out_ += (i ? ", " : " ") + name(names, n.operands[i]);
       put_attrs(out_, n.attrs);
@@ -144,9 +136,10 @@ class Printer {
       for (size_t i = 0; i < n.results.size(); ++i) out_ += (i ? ", " : " ") + type(r, n.results[i]);
       if (with_locations_ && n.line) out_ += "  // " + std::string(n.file) + ":" + std::to_string(n.line);
       out_ += "\n";
+      std::vector<const char*> names_of_regions = region_names(n.op);
       for (size_t i = 0; i < n.regions.size(); ++i) {
         Names inner;
-        out_ += indent + "  " + region_name(n.op, i);
+        out_ += indent + "  " + (i < names_of_regions.size() ? names_of_regions[i] : "region");
         params(n.regions[i], inner);
         out_ += " {\n";
         body(n.regions[i], inner, depth + 2, "yield");
@@ -168,6 +161,16 @@ std::string print(const Program& p, bool with_locations) {
   Printer printer(with_locations);
   printer.program(p);
   return printer.take();
+}
+
+std::vector<const char*> region_names(Op op) {
+  switch (op_info(op).cls) {
+    case OpClass::Scan: return {"body"};
+    case OpClass::While: return {"cond", "body"};
+    case OpClass::Cond: return {"then", "else"};
+    case OpClass::CustomVjp: return {"primal", "backward"};
+    default: return {};
+  }
 }
 
 std::string print(const Region& r) {

@@ -119,12 +119,22 @@ std::vector<TensorType> matmul(const Ctx& c) {
   return {{c.in[0].dtype, out}};
 }
 
+// Attribute values come from files too (the parser), so size arithmetic on them is done in 128
+// bits, where no int64 operands can overflow, and the result is range-checked by the caller
+// (check_sizes refuses results past 2^40 elements).
+using Wide = __int128;
+
+int64_t narrow(Wide v) {
+  constexpr Wide kLimit = Wide{1} << 62;
+  return static_cast<int64_t>(v > kLimit ? kLimit : v < -kLimit ? -kLimit : v);
+}
+
 // Output size of a sliding window over `in` elements with the given padding, stride, dilation.
 int64_t window_out(int64_t in, int64_t pad_lo, int64_t pad_hi, int64_t k, int64_t stride,
                    int64_t dilation) {
-  int64_t span = dilation * (k - 1) + 1;
-  int64_t padded = in + pad_lo + pad_hi;
-  return padded < span ? 0 : (padded - span) / stride + 1;
+  Wide span = Wide{dilation} * (k - 1) + 1;
+  Wide padded = Wide{in} + pad_lo + pad_hi;
+  return padded < span ? 0 : narrow((padded - span) / stride + 1);
 }
 
 void check_window_attrs(const Ctx& c, const std::vector<int64_t>& dilation) {
@@ -223,7 +233,7 @@ std::vector<TensorType> slice(const Ctx& c) {
     c.require(0 <= a.starts[d] && a.starts[d] <= a.limits[d] && a.limits[d] <= s[d],
               "slice [" + std::to_string(a.starts[d]) + ", " + std::to_string(a.limits[d]) +
                   ") is out of range for dimension " + std::to_string(d) + " of size " + std::to_string(s[d]));
-    out.push_back((a.limits[d] - a.starts[d] + a.strides[d] - 1) / a.strides[d]);
+    out.push_back(narrow((Wide{a.limits[d]} - a.starts[d] + a.strides[d] - 1) / a.strides[d]));
   }
   return {{c.in[0].dtype, out}};
 }
@@ -237,8 +247,8 @@ std::vector<TensorType> pad(const Ctx& c) {
   for (size_t d = 0; d < s.size(); ++d) {
     c.require(a.padding[2 * d] >= 0 && a.padding[2 * d + 1] >= 0 && a.strides[d] >= 1,
               "padding must be >= 0 and strides >= 1");
-    int64_t spread = s[d] == 0 ? 0 : (s[d] - 1) * a.strides[d] + 1;
-    out.push_back(a.padding[2 * d] + spread + a.padding[2 * d + 1]);
+    Wide spread = s[d] == 0 ? 0 : Wide{s[d] - 1} * a.strides[d] + 1;
+    out.push_back(narrow(spread + a.padding[2 * d] + a.padding[2 * d + 1]));
   }
   return {{c.in[0].dtype, out}};
 }
@@ -296,7 +306,7 @@ std::vector<TensorType> scan(const Ctx& c) {
   const Attrs& a = c.a;
   c.check_regions(1);
   c.require(a.length >= 0 && a.carries >= 0 && a.xs >= 0 &&
-                a.carries + a.xs <= static_cast<int64_t>(c.in.size()),
+                Wide{a.carries} + a.xs <= static_cast<Wide>(c.in.size()),
             "length, carries and xs must be >= 0 and carries + xs <= operand count");
   std::vector<TensorType> params{kI32Scalar};
   for (int64_t i = 0; i < static_cast<int64_t>(c.in.size()); ++i) {
@@ -345,6 +355,25 @@ std::vector<TensorType> cond(const Ctx& c) {
   std::vector<TensorType> res = c.regions[0].result_types();
   c.require(res == c.regions[1].result_types(), "then returns (" + types_str(res) + ") but else returns (" +
                                                     types_str(c.regions[1].result_types()) + ")");
+  return res;
+}
+
+// custom_vjp: operands [args (carries of them)..., captures...]; primal(operands) -> R;
+// backward(args..., R..., adjoints of R..., captures...) -> one adjoint per arg.
+std::vector<TensorType> custom_vjp(const Ctx& c) {
+  c.check_regions(2);
+  size_t n = static_cast<size_t>(c.a.carries);
+  c.require(c.a.carries >= 0 && n <= c.in.size(), "carries (the argument count) must be within the operand count");
+  c.check_region_params(c.regions[0], c.in, "primal");
+  std::vector<TensorType> res = c.regions[0].result_types();
+  std::vector<TensorType> want(c.in.begin(), c.in.begin() + static_cast<long>(n));
+  want.insert(want.end(), res.begin(), res.end());
+  want.insert(want.end(), res.begin(), res.end());
+  want.insert(want.end(), c.in.begin() + static_cast<long>(n), c.in.end());
+  c.check_region_params(c.regions[1], want, "backward");
+  std::vector<TensorType> args(c.in.begin(), c.in.begin() + static_cast<long>(n));
+  c.require(c.regions[1].result_types() == args, "the backward rule must return one adjoint per argument, typed like it; returns (" +
+                                                     types_str(c.regions[1].result_types()) + ")");
   return res;
 }
 
@@ -481,6 +510,7 @@ std::vector<TensorType> rule(const Ctx& c) {
     case OpClass::Scan: return scan(c);
     case OpClass::While: return while_loop(c);
     case OpClass::Cond: return cond(c);
+    case OpClass::CustomVjp: return custom_vjp(c);
     case OpClass::Convert:
     case OpClass::Constant:
     case OpClass::Iota:

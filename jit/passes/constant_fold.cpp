@@ -40,7 +40,11 @@ bool fold_constants(ir::Region& r) {
   for (ir::Node& n : r.nodes) {
     for (ir::Region& inner : n.regions) changed = fold_constants(inner) || changed;
     if (n.op == ir::Op::Constant) {
-      values[n.results[0]] = interp::evaluate(n, {}, {r.type(n.results[0])})[0];
+      // Only small constants are materialised: a large splat stays a splat, and folding never
+      // allocates more than kMaxFoldedElements per value.
+      if (r.type(n.results[0]).numel() <= kMaxFoldedElements) {
+        values[n.results[0]] = interp::evaluate(n, {}, {r.type(n.results[0])})[0];
+      }
       continue;
     }
     if (!foldable_shape(r, n)) continue;

@@ -27,6 +27,9 @@ std::vector<Tensor> emit_scan(int64_t length, bool reverse, const std::vector<Te
 // cond and body get the carries; cond returns one bool[], body the new carries.
 std::vector<Tensor> emit_while(const std::vector<Tensor>& carries, const RegionFn& cond,
                                const RegionFn& body, int64_t max_iters, const std::source_location& loc);
+// f(args) -> results and bwd(args..., results..., adjoints of results...) -> one adjoint per arg.
+std::vector<Tensor> emit_custom_vjp(const std::vector<Tensor>& args, const RegionFn& f, const RegionFn& bwd,
+                                    const std::source_location& loc);
 // Both branches take no arguments (they capture what they use) and return equal types.
 std::vector<Tensor> emit_cond(const Tensor& pred, const RegionFn& then_fn, const RegionFn& else_fn,
                               const std::source_location& loc);
@@ -130,6 +133,43 @@ auto cond(const Tensor& pred, Then then_fn, Else else_fn,
       },
       [&](const std::vector<Tensor>&) { return detail::leaves(R(else_fn())); }, loc);
   return detail::rebuild_like(*like, outs);
+}
+
+// A function with a user-given reverse rule, for numerically delicate functions: reverse mode
+// uses `bwd` instead of differentiating `f`. f takes Tensors (or trees) and returns one Tensor;
+// bwd takes the same arguments, then f's result and its adjoint, and returns a
+// std::vector<Tensor> with one adjoint per leaf of the arguments (typed like it). Composes with
+// jit, grad and loops; forward mode differentiates f itself.
+template <class F, class Bwd>
+class CustomVjp {
+ public:
+  CustomVjp(F f, Bwd bwd, std::source_location loc) : f_(std::move(f)), bwd_(std::move(bwd)), loc_(loc) {}
+
+  template <class... Args>
+  Tensor operator()(const Args&... args) const {
+    std::vector<Tensor> flat;
+    (tree::flatten<Tensor>(args, flat), ...);
+    auto rebuilt = [&](const std::vector<Tensor>& p) {
+      const Tensor* it = p.data();
+      return std::tuple<Args...>{tree::rebuild<Tensor, Tensor>(args, it)...};
+    };
+    auto primal = [&](const std::vector<Tensor>& p) { return std::vector<Tensor>{std::apply(f_, rebuilt(p))}; };
+    auto backward = [&](const std::vector<Tensor>& p) {
+      Tensor out = p[flat.size()], g = p[flat.size() + 1];
+      return std::apply([&](const auto&... a) { return std::vector<Tensor>(bwd_(a..., out, g)); }, rebuilt(p));
+    };
+    return detail::emit_custom_vjp(flat, primal, backward, loc_)[0];
+  }
+
+ private:
+  F f_;
+  Bwd bwd_;
+  std::source_location loc_;
+};
+
+template <class F, class Bwd>
+CustomVjp<F, Bwd> custom_vjp(F f, Bwd bwd, std::source_location loc = std::source_location::current()) {
+  return CustomVjp<F, Bwd>(std::move(f), std::move(bwd), loc);
 }
 
 }  // namespace fluxion
