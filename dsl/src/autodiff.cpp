@@ -94,6 +94,33 @@ std::vector<Tensor> jvp_flat(const std::function<std::vector<Tensor>(const std::
   return inline_region(r, bind, loc);
 }
 
+struct PullbackState {
+  ir::Region region;             // f, closed
+  std::vector<Tensor> operands;  // what its parameters are bound to
+  std::vector<bool> wrt;         // per parameter
+};
+
+std::pair<Tensor, Pullback> vjp_flat(const std::function<std::vector<Tensor>(const std::vector<Tensor>&)>& fn,
+                                     const std::vector<Tensor>& args, const std::vector<bool>& wrt,
+                                     const std::source_location& loc) {
+  auto state = std::make_shared<PullbackState>();
+  std::tie(state->region, state->operands) = trace_closed(fn, args, "vjp", loc);
+  if (state->region.results.size() != 1 || !is_float(state->region.type(state->region.results[0]).dtype)) {
+    fail("vjp", "the function must return one float Tensor", &loc);
+  }
+  state->wrt = wrt;
+  state->wrt.resize(state->region.params.size(), false);
+  for (size_t i = 0; i < wrt.size(); ++i) {
+    if (wrt[i] && !is_float(args[i].dtype())) {
+      fail("vjp", "argument " + args[i].type().str() + " is not a float: only float arguments can be differentiated", &loc);
+    }
+  }
+  Tensor y = inline_region(state->region, state->operands, loc)[0];
+  Pullback pullback;
+  pullback.state_ = std::move(state);
+  return {y, std::move(pullback)};
+}
+
 std::vector<Tensor> value_and_grad_flat(const std::function<std::vector<Tensor>(const std::vector<Tensor>&)>& fn,
                                         const std::vector<Tensor>& args, const std::vector<bool>& wrt,
                                         const std::source_location& loc) {
@@ -108,3 +135,32 @@ std::vector<Tensor> value_and_grad_flat(const std::function<std::vector<Tensor>(
 }
 
 }  // namespace fluxion::detail
+
+namespace fluxion {
+
+std::vector<Tensor> Pullback::operator()(const Tensor& g, std::source_location loc) const {
+  const detail::PullbackState& s = *state_;
+  const TensorType& out = s.region.type(s.region.results[0]);
+  if (!g.valid() || g.type() != out) {
+    detail::fail("vjp", "the adjoint " + g.type().str() + " must have the type of the result, " + out.str(), &loc);
+  }
+  // A region of (f's parameters, g) returning the adjoints of the differentiated parameters.
+  ir::Region r;
+  std::vector<ir::ValueId> params;
+  for (ir::ValueId p : s.region.params) params.push_back(r.add_param(s.region.type(p)));
+  ir::ValueId gid = r.add_param(out);
+  try {
+    std::vector<ir::ValueId> grads = autodiff::emit_vjp(r, s.region, params, {gid}, s.wrt, nullptr);
+    autodiff::Builder b(r);
+    for (size_t i = 0; i < params.size(); ++i) {
+      if (s.wrt[i]) r.results.push_back(grads[i] >= 0 ? grads[i] : b.splat_like(0, params[i]));
+    }
+  } catch (const Error& e) {
+    detail::rethrow_at(e, loc);
+  }
+  std::vector<Tensor> bind = s.operands;
+  bind.push_back(g);
+  return detail::inline_region(r, bind, loc);
+}
+
+}  // namespace fluxion

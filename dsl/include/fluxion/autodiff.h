@@ -25,6 +25,33 @@ std::vector<Tensor> value_and_grad_flat(const std::function<std::vector<Tensor>(
 // Traces `fn` on parameters like `args`, then records f's results and their tangents along
 // `tangents` (one per arg; an empty Tensor for a zero tangent). Returns [results..., tangents
 // of the results].
+struct PullbackState;
+}  // namespace detail
+
+class Pullback;
+namespace detail {
+// Traces fn like value_and_grad_flat, records its result, and returns it with its pullback.
+std::pair<Tensor, Pullback> vjp_flat(const std::function<std::vector<Tensor>(const std::vector<Tensor>&)>& fn,
+                                     const std::vector<Tensor>& args, const std::vector<bool>& wrt,
+                                     const std::source_location& loc);
+}  // namespace detail
+
+// The reverse-mode map of a vjp: from an adjoint of f's result (typed like it) to the adjoints
+// of the differentiated arguments (one per leaf, in argument order). It may be called several
+// times; each call records the adjoint computation in the current trace (the forward values are
+// shared with the vjp's, once simplify has merged the repeated forward ops).
+class Pullback {
+ public:
+  std::vector<Tensor> operator()(const Tensor& g, std::source_location loc = std::source_location::current()) const;
+
+ private:
+  friend std::pair<Tensor, Pullback> detail::vjp_flat(
+      const std::function<std::vector<Tensor>(const std::vector<Tensor>&)>&, const std::vector<Tensor>&,
+      const std::vector<bool>&, const std::source_location&);
+  std::shared_ptr<const detail::PullbackState> state_;
+};
+
+namespace detail {
 std::vector<Tensor> jvp_flat(const std::function<std::vector<Tensor>(const std::vector<Tensor>&)>& fn,
                              const std::vector<Tensor>& args, const std::vector<Tensor>& tangents,
                              const std::source_location& loc);
@@ -91,6 +118,35 @@ ValueAndGrad<F> value_and_grad(F f, std::vector<int> wrt = {0},
 template <class F>
 auto grad(F f, std::vector<int> wrt = {0}, std::source_location loc = std::source_location::current()) {
   return [vg = ValueAndGrad<F>(std::move(f), std::move(wrt), loc)](const auto&... args) { return vg(args...).second; };
+}
+
+// Reverse mode with an explicit pullback: vjp(f, wrt)(args...) returns {f(args), pullback},
+// where f returns one float Tensor (any shape) and pullback(g) gives g^T J for the arguments in
+// wrt. value_and_grad is the case of a scalar f and g = 1.
+template <class F>
+auto vjp(F f, std::vector<int> wrt = {0}, std::source_location loc = std::source_location::current()) {
+  return [f = std::move(f), wrt = std::move(wrt), loc](const auto&... args) {
+    std::vector<Tensor> flat;
+    std::vector<bool> mask;
+    int index = 0;
+    auto add_arg = [&](const auto& arg) {
+      size_t before = flat.size();
+      tree::flatten<Tensor>(arg, flat);
+      bool marked = false;
+      for (int w : wrt) marked = marked || w == index;
+      mask.insert(mask.end(), flat.size() - before, marked);
+      ++index;
+    };
+    (add_arg(args), ...);
+    detail::check_wrt(wrt, sizeof...(args), loc);
+    auto fn = [&](const std::vector<Tensor>& params) {
+      const Tensor* p = params.data();
+      // Braces, not make_tuple: the leaves must be taken in argument order.
+      std::tuple<std::decay_t<decltype(args)>...> rebuilt{tree::rebuild<Tensor, Tensor>(args, p)...};
+      return std::vector<Tensor>{std::apply(f, rebuilt)};
+    };
+    return detail::vjp_flat(fn, flat, mask, loc);
+  };
 }
 
 // Forward mode: f's result and its directional derivative J t, where f takes the Tensors (or
