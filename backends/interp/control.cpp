@@ -72,7 +72,8 @@ std::vector<Value> eval_control(const ir::Node& n, const std::vector<Value>& in)
   switch (n.op) {
     case ir::Op::Scan: return scan(n, in);
     case ir::Op::While: return while_loop(n, in);
-    case ir::Op::CustomVjp: return eval_region(n.regions[0], in);  // the rule matters only to autodiff
+    case ir::Op::CustomVjp:
+    case ir::Op::CustomJvp: return eval_region(n.regions[0], in);  // the rule matters only to autodiff
     case ir::Op::Cond: {
       std::vector<Value> args(in.begin() + 1, in.end());
       return eval_region(n.regions[in[0]->v[0] != 0 ? 0 : 1], args);

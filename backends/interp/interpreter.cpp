@@ -77,7 +77,8 @@ std::vector<Value> eval_node(const ir::Node& n, const std::vector<Value>& in, co
     case ir::OpClass::Scan:
     case ir::OpClass::While:
     case ir::OpClass::Cond:
-    case ir::OpClass::CustomVjp: return eval_control(n, in);
+    case ir::OpClass::CustomVjp:
+    case ir::OpClass::CustomJvp: return eval_control(n, in);
   }
   detail::fail(ir::op_name(n.op), "the interpreter has no rule for this op");
 }

@@ -218,6 +218,23 @@ std::vector<Tensor> emit_custom_vjp(const std::vector<Tensor>& args, const Regio
   return emit(ir::Op::CustomVjp, operands, std::move(a), {}, std::move(regions), loc);
 }
 
+std::vector<Tensor> emit_custom_jvp(const std::vector<Tensor>& args, const RegionFn& f, const RegionFn& tangent,
+                                    const std::source_location& loc) {
+  std::vector<TensorType> params = types_of(args, "custom_jvp", loc);
+  TracedRegion primal = trace_region(params, f, "custom_jvp", loc);
+  std::vector<TensorType> tparams = params;
+  tparams.insert(tparams.end(), params.begin(), params.end());
+  TracedRegion rule = trace_region(tparams, tangent, "custom_jvp", loc);
+  std::vector<Tensor> operands = args;
+  for (const Tensor& c : unify_captures({&primal, &rule}, "custom_jvp", loc)) operands.push_back(c);
+  ir::Attrs a;
+  a.carries = static_cast<int64_t>(args.size());
+  std::vector<ir::Region> regions;
+  regions.push_back(std::move(primal.region));
+  regions.push_back(std::move(rule.region));
+  return emit(ir::Op::CustomJvp, operands, std::move(a), {}, std::move(regions), loc);
+}
+
 Tensor offset_index(const Tensor& i, int64_t offset, const std::source_location& loc) {
   if (offset == 0) return i;
   return add(i, scalar(static_cast<double>(offset), DType::i32, loc), loc);

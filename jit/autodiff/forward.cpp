@@ -225,6 +225,13 @@ std::vector<ValueId> jvp_control(Builder& b, const ir::Node& n, const std::vecto
     case Op::While: return jvp_while(b, n, t);
     // Forward mode has no use for a reverse rule: it differentiates the primal.
     case Op::CustomVjp: return emit_jvp(b.region(), n.regions[0], n.operands, t, nullptr);
+    case Op::CustomJvp: {  // the user's tangent rule, on zero tangents where there are none
+      size_t na = static_cast<size_t>(n.attrs.carries);
+      std::vector<ValueId> args(n.operands.begin(), n.operands.begin() + static_cast<long>(na));
+      for (size_t i = 0; i < na; ++i) args.push_back(or_zero(b, t[i], n.operands[i]));
+      args.insert(args.end(), n.operands.begin() + static_cast<long>(na), n.operands.end());
+      return ir::inline_region(b.region(), n.regions[1], args);
+    }
     default: return jvp_cond(b, n, t);
   }
 }

@@ -178,6 +178,28 @@ std::vector<ValueId> vjp_custom(Builder& b, const ir::Node& n, const std::vector
   return out;
 }
 
+// custom_jvp in reverse mode: the tangent rule is linear in the tangents, so its transpose (the
+// reverse rule of the tangent region with respect to its tangent parameters, evaluated at zero
+// tangents) is the reverse rule the user's tangent rule implies.
+std::vector<ValueId> vjp_custom_jvp(Builder& b, const ir::Node& n, const std::vector<ValueId>& adjoints,
+                                    const std::vector<bool>& want) {
+  size_t na = static_cast<size_t>(n.attrs.carries);
+  const ir::Region& tangent = n.regions[1];
+  std::vector<ValueId> args(n.operands.begin(), n.operands.begin() + static_cast<long>(na));
+  for (size_t i = 0; i < na; ++i) args.push_back(b.splat_like(0, n.operands[i]));
+  args.insert(args.end(), n.operands.begin() + static_cast<long>(na), n.operands.end());
+  std::vector<bool> wrt(args.size(), false);
+  for (size_t i = 0; i < na; ++i) wrt[na + i] = want[i];
+  std::vector<ValueId> out_adjoints = adjoints;
+  ir::Region rule = tangent;  // emit_vjp reads it while the target region grows
+  std::vector<ValueId> g = emit_vjp(b.region(), rule, args, out_adjoints, wrt, nullptr);
+  std::vector<ValueId> out(n.operands.size(), -1);
+  for (size_t i = 0; i < na; ++i) {
+    if (want[i]) out[i] = g[na + i];
+  }
+  return out;
+}
+
 // while with max_iters: the same loop as a scan of max_iters steps whose steps past the exit
 // keep the carries unchanged (a running flag masks them), differentiated as a scan. The
 // forward while still computes the value (and raises past max_iters); the scan recomputes it

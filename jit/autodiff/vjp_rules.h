@@ -21,6 +21,8 @@ std::vector<ir::ValueId> vjp_cond(Builder& b, const ir::Node& n, const std::vect
                                   const std::vector<bool>& want);
 std::vector<ir::ValueId> vjp_custom(Builder& b, const ir::Node& n, const std::vector<ir::ValueId>& adjoints,
                                     const std::vector<bool>& want);
+std::vector<ir::ValueId> vjp_custom_jvp(Builder& b, const ir::Node& n, const std::vector<ir::ValueId>& adjoints,
+                                        const std::vector<bool>& want);
 std::vector<ir::ValueId> vjp_while(Builder& b, const ir::Node& n, const std::vector<ir::ValueId>& adjoints,
                                    const std::vector<bool>& want);
 std::vector<ir::ValueId> vjp_scan(Builder& b, const ir::Node& n, size_t index, const std::vector<ir::ValueId>& adjoints,

@@ -169,6 +169,7 @@ std::vector<ValueId> vjp(Builder& b, const ir::Node& n, size_t index, const std:
   if (n.op == Op::Cond) return vjp_cond(b, n, adjoints, want);
   if (n.op == Op::While) return vjp_while(b, n, adjoints, want);
   if (n.op == Op::CustomVjp) return vjp_custom(b, n, adjoints, want);
+  if (n.op == Op::CustomJvp) return vjp_custom_jvp(b, n, adjoints, want);
   if (ir::is_elementwise(n.op)) return vjp_elementwise(b, n, adjoints[0], want);
   return vjp_structural(b, n, adjoints[0], want);
 }

@@ -22,7 +22,7 @@ enum class Op : uint16_t {
 // How an op's shape rule and kernels are organised.
 enum class OpClass : uint8_t {
   Unary, Binary, Compare, Select, Convert, Constant, Iota, Reduce, ArgReduce, MatMul, Conv, Pool, ConvGrad, PoolGrad,
-  Reshape, Transpose, Broadcast, Slice, Pad, Concat, Gather, Take, Random, RngFold, Scan, While, Cond, CustomVjp,
+  Reshape, Transpose, Broadcast, Slice, Pad, Concat, Gather, Take, Random, RngFold, Scan, While, Cond, CustomVjp, CustomJvp,
 };
 
 // Which operand dtypes an op accepts: floats only, any but bool, bool only, any.
@@ -47,7 +47,8 @@ inline bool is_elementwise(Op op) {
 }
 inline bool has_regions(Op op) {
   auto c = op_info(op).cls;
-  return c == OpClass::Scan || c == OpClass::While || c == OpClass::Cond || c == OpClass::CustomVjp;
+  return c == OpClass::Scan || c == OpClass::While || c == OpClass::Cond || c == OpClass::CustomVjp ||
+         c == OpClass::CustomJvp;
 }
 
 // Op attributes. One struct for all ops; each op reads only the fields docs/ir.md lists for it,
@@ -82,7 +83,7 @@ struct Node {
   std::vector<ValueId> results;
   Attrs attrs;
   std::vector<Region> regions;  // scan: [body]; while: [cond, body]; cond: [then, else];
-                                // custom_vjp: [primal, backward]
+                                // custom_vjp: [primal, backward]; custom_jvp: [primal, tangent]
   // The user's call site that created the node (not part of the structure: not printed by
   // default, not hashed). line == 0 when unknown.
   const char* file = "";

@@ -169,6 +169,7 @@ std::vector<const char*> region_names(Op op) {
     case OpClass::While: return {"cond", "body"};
     case OpClass::Cond: return {"then", "else"};
     case OpClass::CustomVjp: return {"primal", "backward"};
+    case OpClass::CustomJvp: return {"primal", "tangent"};
     default: return {};
   }
 }

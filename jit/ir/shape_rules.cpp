@@ -377,6 +377,23 @@ std::vector<TensorType> custom_vjp(const Ctx& c) {
   return res;
 }
 
+// custom_jvp: operands [args (carries of them)..., captures...]; primal(operands) -> R;
+// tangent(args..., tangents of the args..., captures...) -> one tangent per result of R.
+std::vector<TensorType> custom_jvp(const Ctx& c) {
+  c.check_regions(2);
+  size_t n = static_cast<size_t>(c.a.carries);
+  c.require(c.a.carries >= 0 && n <= c.in.size(), "carries (the argument count) must be within the operand count");
+  c.check_region_params(c.regions[0], c.in, "primal");
+  std::vector<TensorType> want(c.in.begin(), c.in.begin() + static_cast<long>(n));
+  want.insert(want.end(), c.in.begin(), c.in.begin() + static_cast<long>(n));
+  want.insert(want.end(), c.in.begin() + static_cast<long>(n), c.in.end());
+  c.check_region_params(c.regions[1], want, "tangent");
+  std::vector<TensorType> res = c.regions[0].result_types();
+  c.require(c.regions[1].result_types() == res, "the tangent rule must return one tangent per result, typed like it; returns (" +
+                                                   types_str(c.regions[1].result_types()) + ")");
+  return res;
+}
+
 std::vector<TensorType> declared_op(const Ctx& c) {
   const TensorType& t = c.one_declared();
   switch (op_info(c.op).cls) {
@@ -511,6 +528,7 @@ std::vector<TensorType> rule(const Ctx& c) {
     case OpClass::While: return while_loop(c);
     case OpClass::Cond: return cond(c);
     case OpClass::CustomVjp: return custom_vjp(c);
+    case OpClass::CustomJvp: return custom_jvp(c);
     case OpClass::Convert:
     case OpClass::Constant:
     case OpClass::Iota:

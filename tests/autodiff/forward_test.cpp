@@ -112,3 +112,20 @@ TEST_P(Forward, MaxPooling) {
     return fx::max_pool2d(x[0] * x[0], {.window = {3, 2}, .stride = {2, 1}, .padding = {1, 0}});
   }, {make(fx::f64, xs, {2, 2, 5, 4})});
 }
+
+TEST_P(Forward, CustomJvpRuleIsUsedInBothModes) {
+  // A deliberately different rule (tangent 2 t, not the true cos(x) t) shows which is used:
+  // forward mode applies it, reverse mode its transpose.
+  auto f = fx::custom_jvp([](Tensor x) { return fx::sin(x); }, [](Tensor, Tensor t) { return t * 2.0; });
+  Array x = make(fx::f64, {0.5, -1}, {2}), v = make(fx::f64, {1, 3}, {2});
+  auto fwd = fx::jit([&](Tensor x, Tensor v) { return fx::jvp(f, std::make_tuple(x), {v}).second; }, backend());
+  EXPECT_ARRAY(fwd(x, v), fx::f64, {2}, {2, 6});
+  auto rev = fx::jit(fx::grad([&](Tensor x) { return fx::sum(f(x) * fx::constant(v)); }), backend());
+  EXPECT_ARRAY(rev(x)[0], fx::f64, {2}, {2, 6});
+  // With the true rule, gradients inside a loop with a captured weight pass finite differences.
+  auto g = fx::custom_jvp([](Tensor x) { return fx::log1p(fx::exp(x)); },
+                          [](Tensor x, Tensor t) { return t * fx::sigmoid(x); });
+  expect_gradients_match(backend(), [&](Tensor x, Tensor w) {
+    return fx::sum(fx::fori_loop(0, 3, [&](Tensor, Tensor s) { return g(s * w); }, x));
+  }, uniform64({3}, -1, 1, 60), uniform64({3}, -1, 1, 61));
+}

@@ -30,6 +30,9 @@ std::vector<Tensor> emit_while(const std::vector<Tensor>& carries, const RegionF
 // f(args) -> results and bwd(args..., results..., adjoints of results...) -> one adjoint per arg.
 std::vector<Tensor> emit_custom_vjp(const std::vector<Tensor>& args, const RegionFn& f, const RegionFn& bwd,
                                     const std::source_location& loc);
+// f(args) -> results and tangent(args..., tangents of args...) -> one tangent per result.
+std::vector<Tensor> emit_custom_jvp(const std::vector<Tensor>& args, const RegionFn& f, const RegionFn& tangent,
+                                    const std::source_location& loc);
 // Both branches take no arguments (they capture what they use) and return equal types.
 std::vector<Tensor> emit_cond(const Tensor& pred, const RegionFn& then_fn, const RegionFn& else_fn,
                               const std::source_location& loc);
@@ -166,6 +169,41 @@ class CustomVjp {
   Bwd bwd_;
   std::source_location loc_;
 };
+
+// A function with a user-given tangent rule: forward mode uses `tangent` instead of
+// differentiating `f`, and reverse mode uses its transpose. tangent(args..., tangents...)
+// takes the arguments and then one tangent per argument (same trees, same types) and returns
+// the tangent of f's result; it must be linear in the tangents. Composes with jit and loops.
+template <class F, class Tan>
+class CustomJvp {
+ public:
+  CustomJvp(F f, Tan tangent, std::source_location loc) : f_(std::move(f)), tangent_(std::move(tangent)), loc_(loc) {}
+
+  template <class... Args>
+  Tensor operator()(const Args&... args) const {
+    std::vector<Tensor> flat;
+    (tree::flatten<Tensor>(args, flat), ...);
+    auto rebuilt = [&](const std::vector<Tensor>& p, size_t offset) {
+      const Tensor* it = p.data() + offset;
+      return std::tuple<Args...>{tree::rebuild<Tensor, Tensor>(args, it)...};
+    };
+    auto primal = [&](const std::vector<Tensor>& p) { return std::vector<Tensor>{std::apply(f_, rebuilt(p, 0))}; };
+    auto rule = [&](const std::vector<Tensor>& p) {
+      return std::vector<Tensor>{std::apply(tangent_, std::tuple_cat(rebuilt(p, 0), rebuilt(p, flat.size())))};
+    };
+    return detail::emit_custom_jvp(flat, primal, rule, loc_)[0];
+  }
+
+ private:
+  F f_;
+  Tan tangent_;
+  std::source_location loc_;
+};
+
+template <class F, class Tan>
+CustomJvp<F, Tan> custom_jvp(F f, Tan tangent, std::source_location loc = std::source_location::current()) {
+  return CustomJvp<F, Tan>(std::move(f), std::move(tangent), loc);
+}
 
 template <class F, class Bwd>
 CustomVjp<F, Bwd> custom_vjp(F f, Bwd bwd, std::source_location loc = std::source_location::current()) {
