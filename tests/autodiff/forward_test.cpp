@@ -45,6 +45,28 @@ void expect_jvp_matches(fx::Backend backend, const VecFn& f, const std::vector<A
 
 }  // namespace
 
+TEST_P(Forward, UnaryOps) {
+  for (const UnaryCase& c : unary_cases()) {
+    SCOPED_TRACE(c.name);
+    for (fx::Shape s : {fx::Shape{}, fx::Shape{5}, fx::Shape{2, 3}}) {
+      auto op = c.op;
+      expect_jvp_matches(backend(), [op](std::vector<Tensor> x) { return op(x[0], fx::Loc::current()); },
+                         {uniform64(s, c.lo, c.hi, 30)});
+    }
+  }
+}
+
+TEST_P(Forward, BinaryOpsWithBroadcasting) {
+  for (const BinaryCase& c : binary_cases()) {
+    SCOPED_TRACE(c.name);
+    for (auto [sa, sb] : broadcast_pairs()) {
+      auto op = c.op;
+      expect_jvp_matches(backend(), [op](std::vector<Tensor> x) { return op(x[0], x[1], fx::Loc::current()); },
+                         {uniform64(sa, c.lo, c.hi, 31), uniform64(sb, c.lo, c.hi, 32)});
+    }
+  }
+}
+
 TEST_P(Forward, ElementwiseChains) {
   expect_jvp_matches(backend(), [](std::vector<Tensor> x) {
     Tensor a = x[0], b = x[1];

@@ -56,4 +56,33 @@ inline Array uniform64(const Shape& shape, double lo, double hi, uint32_t seed) 
   return make(DType::f64, random_doubles(numel(shape), lo, hi, seed), shape);
 }
 
+// The differentiable elementwise ops with input domains that avoid kinks (abs, relu at 0) and
+// poles (log, sqrt, rsqrt at 0): shared by the reverse and forward rule tests.
+struct UnaryCase {
+  const char* name;
+  Tensor (*op)(const Tensor&, Loc);
+  double lo, hi;
+};
+inline std::vector<UnaryCase> unary_cases() {
+  return {{"neg", neg, -2, 2},          {"abs", abs, 0.1, 2},         {"square", square, -2, 2},
+          {"relu", relu, 0.1, 2},       {"exp", exp, -2, 2},          {"expm1", expm1, -2, 2},
+          {"log", log, 0.5, 3},         {"log1p", log1p, -0.5, 3},    {"sqrt", sqrt, 0.5, 3},
+          {"rsqrt", rsqrt, 0.5, 3},     {"sin", sin, -3, 3},          {"cos", cos, -3, 3},
+          {"tanh", tanh, -2, 2},        {"sigmoid", sigmoid, -4, 4},  {"softplus", softplus, -4, 4},
+          {"erf", erf, -2, 2}};
+}
+
+struct BinaryCase {
+  const char* name;
+  Tensor (*op)(const Tensor&, const Tensor&, Loc);
+  double lo, hi;
+};
+inline std::vector<BinaryCase> binary_cases() {
+  return {{"add", add, -2, 2},   {"sub", sub, -2, 2},         {"mul", mul, -2, 2},         {"div", div, 0.5, 2},
+          {"pow", pow, 0.5, 2},  {"atan2", atan2, 0.2, 2},    {"maximum", maximum, -2, 2}, {"minimum", minimum, -2, 2}};
+}
+
+// Operand shapes with broadcasting edge cases: size-1 dims both ways, a scalar, a lower rank.
+inline std::vector<std::pair<Shape, Shape>> broadcast_pairs() { return {{{3, 1}, {1, 4}}, {{}, {2, 3}}, {{2, 3}, {3}}, {{4}, {4}}}; }
+
 }  // namespace fluxion::testing

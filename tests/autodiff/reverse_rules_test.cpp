@@ -20,21 +20,7 @@ Tensor weighted(const Tensor& y) {
 }  // namespace
 
 TEST_P(Reverse, UnaryOps) {
-  struct Case {
-    const char* name;
-    Tensor (*op)(const Tensor&, fx::Loc);
-    double lo, hi;
-  };
-  // Domains avoid kinks (abs, relu at 0) and poles (log, sqrt, rsqrt at 0).
-  const Case cases[] = {
-      {"neg", fx::neg, -2, 2},       {"abs", fx::abs, 0.1, 2},       {"square", fx::square, -2, 2},
-      {"relu", fx::relu, 0.1, 2},    {"exp", fx::exp, -2, 2},        {"expm1", fx::expm1, -2, 2},
-      {"log", fx::log, 0.5, 3},      {"log1p", fx::log1p, -0.5, 3},  {"sqrt", fx::sqrt, 0.5, 3},
-      {"rsqrt", fx::rsqrt, 0.5, 3},  {"sin", fx::sin, -3, 3},        {"cos", fx::cos, -3, 3},
-      {"tanh", fx::tanh, -2, 2},     {"sigmoid", fx::sigmoid, -4, 4}, {"softplus", fx::softplus, -4, 4},
-      {"erf", fx::erf, -2, 2},
-  };
-  for (const Case& c : cases) {
+  for (const UnaryCase& c : unary_cases()) {
     SCOPED_TRACE(c.name);
     for (fx::Shape s : {fx::Shape{}, fx::Shape{5}, fx::Shape{2, 3}}) {
       auto op = c.op;
@@ -47,18 +33,9 @@ TEST_P(Reverse, UnaryOps) {
 }
 
 TEST_P(Reverse, BinaryOpsWithBroadcasting) {
-  struct Case {
-    const char* name;
-    Tensor (*op)(const Tensor&, const Tensor&, fx::Loc);
-    double lo, hi;
-  };
-  const Case cases[] = {{"add", fx::add, -2, 2},         {"sub", fx::sub, -2, 2},     {"mul", fx::mul, -2, 2},
-                        {"div", fx::div, 0.5, 2},        {"pow", fx::pow, 0.5, 2},    {"atan2", fx::atan2, 0.2, 2},
-                        {"maximum", fx::maximum, -2, 2}, {"minimum", fx::minimum, -2, 2}};
-  const std::pair<fx::Shape, fx::Shape> shapes[] = {{{3, 1}, {1, 4}}, {{}, {2, 3}}, {{2, 3}, {3}}, {{4}, {4}}};
-  for (const Case& c : cases) {
+  for (const BinaryCase& c : binary_cases()) {
     SCOPED_TRACE(c.name);
-    for (auto [sa, sb] : shapes) {
+    for (auto [sa, sb] : broadcast_pairs()) {
       auto op = c.op;
       expect_gradients_match(backend(), [op](Tensor a, Tensor b) { return weighted(op(a, b, fx::Loc::current())); },
                              uniform64(sa, c.lo, c.hi, 3), uniform64(sb, c.lo, c.hi, 4));
