@@ -199,40 +199,44 @@ std::vector<Tensor> emit_cond(const Tensor& pred, const RegionFn& then_fn, const
   return emit(ir::Op::Cond, operands, {}, {}, std::move(regions), loc);
 }
 
-std::vector<Tensor> emit_custom_vjp(const std::vector<Tensor>& args, const RegionFn& f, const RegionFn& bwd,
-                                    const std::source_location& loc) {
-  std::vector<TensorType> params = types_of(args, "custom_vjp", loc);
-  TracedRegion primal = trace_region(params, f, "custom_vjp", loc);
-  std::vector<TensorType> bparams = params;
-  for (int twice = 0; twice < 2; ++twice) {
-    for (const TensorType& t : primal.region.result_types()) bparams.push_back(t);
+namespace {
+
+// custom_vjp and custom_jvp: a primal region on the arguments and a rule region on the
+// arguments followed by `extra` (the results and their adjoints, or the tangents).
+std::vector<Tensor> emit_custom_rule(ir::Op op, const std::vector<Tensor>& args, const RegionFn& f,
+                                     const RegionFn& rule, const std::vector<TensorType>& extra,
+                                     const std::source_location& loc) {
+  const char* name = ir::op_name(op);
+  std::vector<TensorType> params = types_of(args, name, loc);
+  TracedRegion primal = trace_region(params, f, name, loc);
+  std::vector<TensorType> rule_params = params;
+  rule_params.insert(rule_params.end(), extra.begin(), extra.end());
+  if (op == ir::Op::CustomVjp) {  // the results and their adjoints, known only once f is traced
+    for (int twice = 0; twice < 2; ++twice) {
+      for (const TensorType& t : primal.region.result_types()) rule_params.push_back(t);
+    }
   }
-  TracedRegion backward = trace_region(bparams, bwd, "custom_vjp", loc);
+  TracedRegion traced_rule = trace_region(rule_params, rule, name, loc);
   std::vector<Tensor> operands = args;
-  for (const Tensor& c : unify_captures({&primal, &backward}, "custom_vjp", loc)) operands.push_back(c);
+  for (const Tensor& c : unify_captures({&primal, &traced_rule}, name, loc)) operands.push_back(c);
   ir::Attrs a;
   a.carries = static_cast<int64_t>(args.size());
   std::vector<ir::Region> regions;
   regions.push_back(std::move(primal.region));
-  regions.push_back(std::move(backward.region));
-  return emit(ir::Op::CustomVjp, operands, std::move(a), {}, std::move(regions), loc);
+  regions.push_back(std::move(traced_rule.region));
+  return emit(op, operands, std::move(a), {}, std::move(regions), loc);
+}
+
+}  // namespace
+
+std::vector<Tensor> emit_custom_vjp(const std::vector<Tensor>& args, const RegionFn& f, const RegionFn& bwd,
+                                    const std::source_location& loc) {
+  return emit_custom_rule(ir::Op::CustomVjp, args, f, bwd, {}, loc);
 }
 
 std::vector<Tensor> emit_custom_jvp(const std::vector<Tensor>& args, const RegionFn& f, const RegionFn& tangent,
                                     const std::source_location& loc) {
-  std::vector<TensorType> params = types_of(args, "custom_jvp", loc);
-  TracedRegion primal = trace_region(params, f, "custom_jvp", loc);
-  std::vector<TensorType> tparams = params;
-  tparams.insert(tparams.end(), params.begin(), params.end());
-  TracedRegion rule = trace_region(tparams, tangent, "custom_jvp", loc);
-  std::vector<Tensor> operands = args;
-  for (const Tensor& c : unify_captures({&primal, &rule}, "custom_jvp", loc)) operands.push_back(c);
-  ir::Attrs a;
-  a.carries = static_cast<int64_t>(args.size());
-  std::vector<ir::Region> regions;
-  regions.push_back(std::move(primal.region));
-  regions.push_back(std::move(rule.region));
-  return emit(ir::Op::CustomJvp, operands, std::move(a), {}, std::move(regions), loc);
+  return emit_custom_rule(ir::Op::CustomJvp, args, f, tangent, types_of(args, "custom_jvp", loc), loc);
 }
 
 Tensor offset_index(const Tensor& i, int64_t offset, const std::source_location& loc) {

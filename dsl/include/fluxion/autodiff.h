@@ -57,6 +57,28 @@ std::vector<Tensor> jvp_flat(const std::function<std::vector<Tensor>(const std::
                              const std::source_location& loc);
 }  // namespace detail
 
+namespace detail {
+// Error unless every index of wrt is in [0, n).
+void check_wrt(const std::vector<int>& wrt, size_t n, const std::source_location& loc);
+
+// Flattens the arguments into leaves and marks the leaves of the arguments listed in wrt.
+template <class... Args>
+void flatten_marked(const std::vector<int>& wrt, std::vector<Tensor>& flat, std::vector<bool>& mask,
+                    const std::source_location& loc, const Args&... args) {
+  int index = 0;
+  auto add_arg = [&](const auto& arg) {
+    size_t before = flat.size();
+    tree::flatten<Tensor>(arg, flat);
+    bool marked = false;
+    for (int w : wrt) marked = marked || w == index;
+    mask.insert(mask.end(), flat.size() - before, marked);
+    ++index;
+  };
+  (add_arg(args), ...);
+  check_wrt(wrt, sizeof...(Args), loc);
+}
+}  // namespace detail
+
 // f's value and its gradient with respect to the arguments whose indices are in `wrt`.
 // f takes Tensors (or trees of Tensors) and returns one float scalar Tensor. Calling the
 // result with the same arguments returns {value, grads}, where grads holds one Tensor per leaf
@@ -71,17 +93,7 @@ class ValueAndGrad {
   std::pair<Tensor, std::vector<Tensor>> operator()(const Args&... args) const {
     std::vector<Tensor> flat;
     std::vector<bool> mask;
-    int index = 0;
-    auto add_arg = [&](const auto& arg) {
-      size_t before = flat.size();
-      tree::flatten<Tensor>(arg, flat);
-      bool marked = false;
-      for (int w : wrt_) marked = marked || w == index;
-      mask.insert(mask.end(), flat.size() - before, marked);
-      ++index;
-    };
-    (add_arg(args), ...);
-    check_indices(sizeof...(Args));
+    detail::flatten_marked(wrt_, flat, mask, loc_, args...);
     auto fn = [&](const std::vector<Tensor>& params) {
       const Tensor* p = params.data();
       std::tuple<Args...> rebuilt{tree::rebuild<Tensor, Tensor>(args, p)...};
@@ -92,21 +104,11 @@ class ValueAndGrad {
   }
 
  private:
-  void check_indices(size_t n) const;
   F f_;
   std::vector<int> wrt_;
   std::source_location loc_;
 };
 
-namespace detail {
-// Error unless every index of wrt is in [0, n).
-void check_wrt(const std::vector<int>& wrt, size_t n, const std::source_location& loc);
-}  // namespace detail
-
-template <class F>
-void ValueAndGrad<F>::check_indices(size_t n) const {
-  detail::check_wrt(wrt_, n, loc_);
-}
 
 template <class F>
 ValueAndGrad<F> value_and_grad(F f, std::vector<int> wrt = {0},
@@ -128,17 +130,7 @@ auto vjp(F f, std::vector<int> wrt = {0}, std::source_location loc = std::source
   return [f = std::move(f), wrt = std::move(wrt), loc](const auto&... args) {
     std::vector<Tensor> flat;
     std::vector<bool> mask;
-    int index = 0;
-    auto add_arg = [&](const auto& arg) {
-      size_t before = flat.size();
-      tree::flatten<Tensor>(arg, flat);
-      bool marked = false;
-      for (int w : wrt) marked = marked || w == index;
-      mask.insert(mask.end(), flat.size() - before, marked);
-      ++index;
-    };
-    (add_arg(args), ...);
-    detail::check_wrt(wrt, sizeof...(args), loc);
+    detail::flatten_marked(wrt, flat, mask, loc, args...);
     auto fn = [&](const std::vector<Tensor>& params) {
       const Tensor* p = params.data();
       // Braces, not make_tuple: the leaves must be taken in argument order.
@@ -157,22 +149,10 @@ template <class F, class... Args>
 std::pair<Tensor, Tensor> jvp(F f, const std::tuple<Args...>& primals, const std::vector<Tensor>& tangents,
                               std::vector<int> wrt = {0}, std::source_location loc = std::source_location::current()) {
   std::vector<Tensor> flat, flat_tangents;
+  std::vector<bool> mask;
+  std::apply([&](const auto&... args) { detail::flatten_marked(wrt, flat, mask, loc, args...); }, primals);
   size_t next = 0;
-  int index = 0;
-  std::apply([&](const auto&... args) {
-    auto add_arg = [&](const auto& arg) {
-      size_t before = flat.size();
-      tree::flatten<Tensor>(arg, flat);
-      bool marked = false;
-      for (int w : wrt) marked = marked || w == index;
-      for (size_t i = before; i < flat.size(); ++i) {
-        flat_tangents.push_back(marked && next < tangents.size() ? tangents[next++] : Tensor());
-      }
-      ++index;
-    };
-    (add_arg(args), ...);
-  }, primals);
-  detail::check_wrt(wrt, sizeof...(Args), loc);
+  for (bool marked : mask) flat_tangents.push_back(marked && next < tangents.size() ? tangents[next++] : Tensor());
   if (next != tangents.size()) {
     detail::fail("jvp", std::to_string(tangents.size()) + " tangents given for " + std::to_string(next) +
                             " differentiated leaves", &loc);
