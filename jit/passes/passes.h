@@ -23,7 +23,12 @@ bool eliminate_dead_code(ir::Region& r);
 // differentiating, which is over once a program reaches the pipeline).
 bool remove_stop_gradients(ir::Region& r);
 
-// Removes stop_gradients, then runs folding, CSE and DCE until none changes the program.
+// Replaces every custom_vjp and custom_jvp node by the nodes of its primal region (its rule
+// matters only while differentiating), so backends never see them.
+bool inline_custom_rules(ir::Region& r);
+
+// Removes stop_gradients and custom rules, then runs folding, CSE and DCE until none changes
+// the program.
 void simplify(ir::Program& p);
 
 }  // namespace fluxion::passes

@@ -276,3 +276,17 @@ TEST_P(Reverse, VjpPullbackOfAVectorFunction) {
   std::string ir = pulled.lower(W, x, g1, g2).ir();
   EXPECT_EQ(ir.find(" = tanh "), ir.rfind(" = tanh ")) << ir;
 }
+
+TEST_P(Reverse, CustomRulesLeaveNoTraceAfterSimplify) {
+  // Once differentiation is done, custom_vjp/custom_jvp nodes are replaced by their primal.
+  auto f = fx::custom_vjp([](Tensor x) { return fx::exp(x) * 2.0; },
+                          [](Tensor, Tensor y, Tensor g) { return std::vector<Tensor>{g * y}; });
+  auto h = fx::custom_jvp([](Tensor x) { return fx::sin(x); }, [](Tensor x, Tensor t) { return t * fx::cos(x); });
+  auto step = fx::jit(fx::value_and_grad([&](Tensor x) { return fx::sum(f(x) + h(x)); }), backend());
+  Array x = make(fx::f64, {0.5, -1}, {2});
+  fx::Compiled c = step.lower(x);
+  EXPECT_NE(c.traced_ir().find("custom_vjp"), std::string::npos);
+  EXPECT_EQ(c.ir().find("custom_"), std::string::npos) << c.ir();
+  auto [v, g] = step(x);
+  EXPECT_ARRAY(g[0], fx::f64, {2}, {2 * std::exp(0.5) + std::cos(0.5), 2 * std::exp(-1.0) + std::cos(-1.0)});
+}
