@@ -40,18 +40,10 @@ namespace {
 std::pair<ir::Region, std::vector<Tensor>> trace_closed(
     const std::function<std::vector<Tensor>(const std::vector<Tensor>&)>& fn, const std::vector<Tensor>& args,
     const char* op, const std::source_location& loc) {
-  std::shared_ptr<Frame> outer = current_frame(op, loc);
-  FrameScope scope(false);
-  std::vector<Tensor> params;
-  for (const Tensor& a : args) {
-    require_valid(a, op, loc);
-    params.push_back(scope.add_param(a.type()));
-  }
-  std::vector<Tensor> outs = fn(params);
-  auto [region, captures] = scope.finish(outs, op, loc);
+  TracedRegion r = trace_region(types_of(args, op, loc), fn, op, loc);
   std::vector<Tensor> operands = args;
-  for (auto [outer_id, param] : captures) operands.push_back(TensorAccess::make(outer, outer_id));
-  return {std::move(region), std::move(operands)};
+  for (const Tensor& c : unify_captures({&r}, op, loc)) operands.push_back(c);
+  return {std::move(r.region), std::move(operands)};
 }
 
 // Adds the differentiating call's location to an error from the transform.

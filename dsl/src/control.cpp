@@ -12,65 +12,6 @@
 namespace fluxion::detail {
 namespace {
 
-using ir::ValueId;
-
-struct TracedRegion {
-  ir::Region region;
-  std::vector<std::pair<ValueId, ValueId>> captures;  // (enclosing value, region param)
-  size_t declared = 0;                                // params before the captures
-};
-
-TracedRegion trace_region(const std::vector<TensorType>& params, const RegionFn& fn, const char* op,
-                          const std::source_location& loc) {
-  FrameScope scope(false);
-  std::vector<Tensor> args;
-  for (const TensorType& t : params) args.push_back(scope.add_param(t));
-  std::vector<Tensor> outs = fn(args);
-  auto [region, captures] = scope.finish(outs, op, loc);
-  return {std::move(region), std::move(captures), params.size()};
-}
-
-// Gives every region one parameter per value captured by any of them, in one shared order,
-// and returns those values (as Tensors of the enclosing frame) to append to the operands.
-std::vector<Tensor> unify_captures(std::vector<TracedRegion*> regions, const char* op,
-                                   const std::source_location& loc) {
-  std::vector<ValueId> all;
-  for (TracedRegion* r : regions) {
-    for (auto [outer, param] : r->captures) {
-      if (std::find(all.begin(), all.end(), outer) == all.end()) all.push_back(outer);
-    }
-  }
-  const std::shared_ptr<Frame>& f = current_frame(op, loc);
-  for (TracedRegion* r : regions) {
-    std::vector<ValueId> params(r->region.params.begin(), r->region.params.begin() + static_cast<long>(r->declared));
-    for (ValueId outer : all) {
-      ValueId p = -1;
-      for (auto [o, param] : r->captures) {
-        if (o == outer) p = param;
-      }
-      if (p < 0) p = r->region.new_value(f->region.type(outer));
-      params.push_back(p);
-    }
-    r->region.params = std::move(params);
-  }
-  std::vector<Tensor> out;
-  for (ValueId v : all) out.push_back(TensorAccess::make(f, v));
-  return out;
-}
-
-std::vector<TensorType> types_of(const std::vector<Tensor>& ts, const char* op, const std::source_location& loc) {
-  std::vector<TensorType> out;
-  for (const Tensor& t : ts) {
-    if (!t.valid()) fail(op, "an empty Tensor (default-constructed) was given as a loop value", &loc);
-    out.push_back(t.type());
-  }
-  return out;
-}
-
-}  // namespace
-
-namespace {
-
 // Rows [lo, hi) of x along its leading dimension.
 Tensor rows(const Tensor& x, int64_t lo, int64_t hi, const std::source_location& loc) {
   return slice_axis(x, 0, lo, hi, 1, loc);

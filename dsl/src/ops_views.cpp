@@ -21,10 +21,6 @@ int64_t clamp_index(int64_t i, int64_t dim) {
 
 }  // namespace
 
-int64_t Tensor::dim(int64_t axis, std::source_location loc) const {
-  return shape()[static_cast<size_t>(detail::norm_axis(axis, rank(), "dim", loc))];
-}
-
 Tensor reshape(const Tensor& x, std::vector<int64_t> shape, Loc loc) {
   require_valid(x, "reshape", loc);
   int64_t known = 1;

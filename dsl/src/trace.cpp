@@ -135,4 +135,58 @@ Tensor scalar_like(double value, const TensorType& like, const char* op, const s
   return splat(value, TensorType{like.dtype, {}}, loc);
 }
 
+TracedRegion trace_region(const std::vector<TensorType>& params,
+                          const std::function<std::vector<Tensor>(const std::vector<Tensor>&)>& fn, const char* op,
+                          const std::source_location& loc) {
+  FrameScope scope(false);
+  std::vector<Tensor> args;
+  for (const TensorType& t : params) args.push_back(scope.add_param(t));
+  std::vector<Tensor> outs = fn(args);
+  auto [region, captures] = scope.finish(outs, op, loc);
+  return {std::move(region), std::move(captures), params.size()};
+}
+
+std::vector<Tensor> unify_captures(std::vector<TracedRegion*> regions, const char* op,
+                                   const std::source_location& loc) {
+  std::vector<ir::ValueId> all;
+  for (TracedRegion* r : regions) {
+    for (auto [outer, param] : r->captures) {
+      if (std::find(all.begin(), all.end(), outer) == all.end()) all.push_back(outer);
+    }
+  }
+  const std::shared_ptr<Frame>& f = current_frame(op, loc);
+  for (TracedRegion* r : regions) {
+    std::vector<ir::ValueId> params(r->region.params.begin(), r->region.params.begin() + static_cast<long>(r->declared));
+    for (ir::ValueId outer : all) {
+      ir::ValueId p = -1;
+      for (auto [o, param] : r->captures) {
+        if (o == outer) p = param;
+      }
+      if (p < 0) p = r->region.new_value(f->region.type(outer));
+      params.push_back(p);
+    }
+    r->region.params = std::move(params);
+  }
+  std::vector<Tensor> out;
+  for (ir::ValueId v : all) out.push_back(TensorAccess::make(f, v));
+  return out;
+}
+
+std::vector<TensorType> types_of(const std::vector<Tensor>& ts, const char* op, const std::source_location& loc) {
+  std::vector<TensorType> out;
+  for (const Tensor& t : ts) {
+    if (!t.valid()) fail(op, "an empty Tensor (default-constructed) was given as an argument", &loc);
+    out.push_back(t.type());
+  }
+  return out;
+}
+
 }  // namespace fluxion::detail
+
+namespace fluxion {
+
+int64_t Tensor::dim(int64_t axis, std::source_location loc) const {
+  return shape()[static_cast<size_t>(detail::norm_axis(axis, rank(), "dim", loc))];
+}
+
+}  // namespace fluxion

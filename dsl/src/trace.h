@@ -2,6 +2,7 @@
 // (the top-level function, then one per loop body or branch inside it).
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <source_location>
 #include <utility>
@@ -69,6 +70,22 @@ std::vector<Tensor> emit(ir::Op op, const std::vector<Tensor>& operands, ir::Att
 // The common single-result case.
 Tensor emit1(ir::Op op, const std::vector<Tensor>& operands, const std::source_location& loc,
              ir::Attrs attrs = {}, std::vector<TensorType> declared = {});
+
+// ---- Regions of loops, branches and differentiated functions.
+struct TracedRegion {
+  ir::Region region;
+  std::vector<std::pair<ir::ValueId, ir::ValueId>> captures;  // (enclosing value, region param)
+  size_t declared = 0;                                        // params before the captures
+};
+// Traces fn as a region nested in the current trace, on parameters of the given types.
+TracedRegion trace_region(const std::vector<TensorType>& params,
+                          const std::function<std::vector<Tensor>(const std::vector<Tensor>&)>& fn, const char* op,
+                          const std::source_location& loc);
+// Gives every region one parameter per value captured by any of them, in one shared order,
+// and returns those values (as Tensors of the enclosing frame) to append to the operands.
+std::vector<Tensor> unify_captures(std::vector<TracedRegion*> regions, const char* op, const std::source_location& loc);
+// The types of ts; Error naming op for an empty Tensor.
+std::vector<TensorType> types_of(const std::vector<Tensor>& ts, const char* op, const std::source_location& loc);
 
 // ---- Helpers shared by the op files.
 // Error naming op when t is an empty (default-constructed) Tensor.
