@@ -98,12 +98,8 @@ class Printer {
   // The printer also shows broken IR in verifier and pass errors, so an id that is undefined
   // ("%?7", the raw id) or has no type ("?") is printed rather than thrown on.
   std::string name(const Names& names, ValueId v) const {
-    // Appended rather than "%" + to_string(...): GCC 12 at -O3 warns falsely (-Wrestrict) on
-    // the operator+ form.
     auto it = names.find(v);
-    std::string out = it == names.end() ? "%?" : "%";
-    out += std::to_string(it == names.end() ? v : it->second);
-    return out;
+    return it == names.end() ? "%?" + std::to_string(v) : "%" + std::to_string(it->second);
   }
 
   static std::string type(const Region& r, ValueId v) {
