@@ -1,0 +1,27 @@
+// Run-time settings and counters shared by every backend: the CPU thread pool's size, and the
+// counts a benchmark or test reads to check that a call did not bounce to the host.
+#pragma once
+
+#include <cstdint>
+
+namespace fluxion {
+
+// Threads the CPU backend runs parallel kernels on. The default is every core the machine
+// has (std::thread::hardware_concurrency), or FLUXION_NUM_THREADS when set. n < 1 raises
+// Error. Takes effect for the next call of a compiled program.
+void set_num_threads(int n);
+int num_threads();
+
+// Counts since the last reset_counters(), summed over all compiled programs and threads.
+struct RuntimeCounters {
+  uint64_t program_calls = 0;   // calls of a compiled program (Compiled::run and Jit calls)
+  uint64_t native_calls = 0;    // host calls into native code (CPU: one per program call)
+  uint64_t kernel_launches = 0; // kernels run, loop iterations included
+  uint64_t compiles = 0;        // programs compiled (a compile-cache hit does not count)
+  uint64_t cache_hits = 0;      // in-memory compile-cache hits
+  uint64_t disk_cache_hits = 0; // programs loaded from the on-disk cache instead of compiled
+};
+RuntimeCounters counters();
+void reset_counters();
+
+}  // namespace fluxion
