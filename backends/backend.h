@@ -2,6 +2,7 @@
 #pragma once
 
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "fluxion/array.h"
@@ -15,6 +16,11 @@ class Executable {
   virtual ~Executable() = default;
   // Runs on inputs already checked against the program's parameter types.
   virtual std::vector<Array> run(const std::vector<Array>& inputs) const = 0;
+  // Runs writing the results into `outputs` (checked against the result types). Outputs may
+  // share memory with inputs: results are then staged and copied after the inputs are read.
+  virtual void run_into(const std::vector<Array>& inputs, std::vector<Array>& outputs) const;
+  // The compiled form: kernels and the graph ops each contains (empty when there are none).
+  virtual std::string describe() const { return ""; }
 };
 
 // Compiles `p` for `backend`. Raises Error when the backend is not built or not usable here.

@@ -2,6 +2,10 @@
 #include <string>
 
 #include "backends/backend.h"
+#include <cstring>
+
+#include "backends/counters.h"
+#include "backends/cpu/executable.h"
 #include "backends/interp/interpreter.h"
 #include "fluxion/error.h"
 
@@ -16,9 +20,9 @@ const char* backend_name(Backend b) {
   return "?";
 }
 
-std::vector<Backend> available_backends() { return {Backend::Interp}; }
+std::vector<Backend> available_backends() { return {Backend::Interp, Backend::Cpu}; }
 
-Backend default_backend() { return Backend::Interp; }
+Backend default_backend() { return Backend::Cpu; }
 
 namespace backends {
 namespace {
@@ -27,7 +31,10 @@ namespace {
 class InterpExecutable final : public Executable {
  public:
   explicit InterpExecutable(const ir::Program& p) : program_(p) {}
-  std::vector<Array> run(const std::vector<Array>& inputs) const override { return interp::run(program_, inputs); }
+  std::vector<Array> run(const std::vector<Array>& inputs) const override {
+    counters().program_calls++;
+    return interp::run(program_, inputs);
+  }
 
  private:
   ir::Program program_;
@@ -35,14 +42,21 @@ class InterpExecutable final : public Executable {
 
 }  // namespace
 
+void Executable::run_into(const std::vector<Array>& inputs, std::vector<Array>& outputs) const {
+  std::vector<Array> results = run(inputs);
+  for (size_t k = 0; k < outputs.size(); ++k) {
+    std::memcpy(outputs[k].mutable_data(), results[k].data(), static_cast<size_t>(results[k].size() * dtype_size(results[k].dtype())));
+  }
+}
+
 std::unique_ptr<Executable> compile(const ir::Program& p, Backend backend) {
   switch (backend) {
     case Backend::Interp: return std::make_unique<InterpExecutable>(p);
-    case Backend::Cpu:
+    case Backend::Cpu: return cpu::compile(p);
     case Backend::Vulkan: break;
   }
   throw Error(std::string("fluxion: the ") + backend_name(backend) +
-              " backend is not part of this build (available: interp)");
+              " backend is not part of this build (available: interp, cpu)");
 }
 
 }  // namespace backends

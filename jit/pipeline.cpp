@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <string>
 
+#include "jit/compile_cache.h"
 #include "jit/passes/passes.h"
 
 namespace fluxion::compiler {
@@ -33,7 +34,9 @@ CompiledProgram compile(ir::Program traced, Backend backend) {
   out.optimized = traced;
   passes::simplify(out.optimized);
   checkpoint(out.optimized, "simplify");
-  out.executable = backends::compile(out.optimized, backend);
+  std::string key = std::string(backend_name(backend)) + "\n" + ir::print(out.optimized);
+  out.executable = cached_compile(key, [&] { return ExecutablePtr(backends::compile(out.optimized, backend)); });
+  if (dump_enabled()) std::fprintf(stderr, "// ---- kernels\n%s\n", out.executable->describe().c_str());
   out.traced = std::move(traced);
   return out;
 }

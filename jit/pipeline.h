@@ -12,10 +12,11 @@ namespace fluxion::compiler {
 struct CompiledProgram {
   ir::Program traced;     // as recorded from the user's function
   ir::Program optimized;  // after simplification: what the backend runs
-  std::unique_ptr<backends::Executable> executable;
+  std::shared_ptr<const backends::Executable> executable;  // shared through the compile cache
 };
 
-// verify -> simplify (constant folding, CSE, DCE) -> verify -> backend compile.
+// verify -> simplify (constant folding, CSE, DCE) -> verify -> compile-cache lookup -> backend compile
+// (fusion, memory plan, code generation).
 CompiledProgram compile(ir::Program traced, Backend backend);
 
 }  // namespace fluxion::compiler

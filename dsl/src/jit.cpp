@@ -50,17 +50,31 @@ Compiled compile_flat(const std::function<std::vector<Tensor>(const std::vector<
   return c;
 }
 
-std::vector<Array> Compiled::run(const std::vector<Array>& inputs) const {
-  const auto& want = impl_->inputs;
-  bool ok = inputs.size() == want.size();
-  for (size_t i = 0; ok && i < inputs.size(); ++i) ok = inputs[i].type() == want[i];
+namespace {
+
+// Raises Error unless `arrays` have exactly the types `want` (`what`: "input" or "output").
+void check_types(const std::vector<Array>& arrays, const std::vector<TensorType>& want, const char* what) {
+  bool ok = arrays.size() == want.size();
+  for (size_t i = 0; ok && i < arrays.size(); ++i) ok = arrays[i].type() == want[i];
   if (!ok) {
     std::vector<TensorType> got;
-    for (const Array& a : inputs) got.push_back(a.type());
-    detail::fail("call", "the program takes " + std::to_string(want.size()) + " input(s) " + types_str(want) +
-                             ", got " + std::to_string(inputs.size()) + " " + types_str(got));
+    for (const Array& a : arrays) got.push_back(a.type());
+    detail::fail("call", std::string("the program takes ") + std::to_string(want.size()) + " " + what + "(s) " +
+                             types_str(want) + ", got " + std::to_string(arrays.size()) + " " + types_str(got));
   }
+}
+
+}  // namespace
+
+std::vector<Array> Compiled::run(const std::vector<Array>& inputs) const {
+  check_types(inputs, impl_->inputs, "input");
   return impl_->program.executable->run(inputs);
+}
+
+void Compiled::run_into(const std::vector<Array>& inputs, std::vector<Array>& outputs) const {
+  check_types(inputs, impl_->inputs, "input");
+  check_types(outputs, impl_->outputs, "output");
+  impl_->program.executable->run_into(inputs, outputs);
 }
 
 const std::vector<TensorType>& Compiled::input_types() const { return impl_->inputs; }
@@ -68,6 +82,7 @@ const std::vector<TensorType>& Compiled::output_types() const { return impl_->ou
 Backend Compiled::backend() const { return impl_->backend; }
 std::string Compiled::ir() const { return ir::print(impl_->program.optimized); }
 std::string Compiled::traced_ir() const { return ir::print(impl_->program.traced); }
+std::string Compiled::kernels() const { return impl_->program.executable->describe(); }
 uint64_t Compiled::hash() const { return impl_->hash; }
 
 }  // namespace fluxion

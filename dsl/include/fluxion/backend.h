@@ -7,7 +7,7 @@ namespace fluxion {
 
 enum class Backend {
   Interp,  // the reference interpreter: simple, double precision inside, the test oracle
-  Cpu,     // native code through LLVM ORC (not built yet)
+  Cpu,     // native code through LLVM ORC: fused kernels, one native entry point per program
   Vulkan,  // SPIR-V compute shaders through Vulkan (not built yet)
 };
 

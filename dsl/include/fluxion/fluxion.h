@@ -9,5 +9,6 @@
 #include "fluxion/error.h"
 #include "fluxion/jit.h"
 #include "fluxion/ops.h"
+#include "fluxion/runtime.h"
 #include "fluxion/tensor.h"
 #include "fluxion/tree.h"

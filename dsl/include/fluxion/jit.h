@@ -31,6 +31,12 @@ class Compiled {
   // Runs the program. Raises Error when `inputs` do not match input_types() (count, dtype or
   // shape) or a run-time check fails; the inputs are never modified.
   std::vector<Array> run(const std::vector<Array>& inputs) const;
+  // Runs the program writing its results into `outputs`, which must match output_types(): the
+  // caller's preallocated buffers (gradients, updated parameters) are written in place, and on
+  // the CPU backend a call this way allocates nothing on the heap. An output may be the same
+  // Array as an input (an in-place update); it is written after every input is read. Raises
+  // Error when inputs or outputs do not match.
+  void run_into(const std::vector<Array>& inputs, std::vector<Array>& outputs) const;
   const std::vector<TensorType>& input_types() const;
   const std::vector<TensorType>& output_types() const;
   Backend backend() const;
@@ -38,6 +44,9 @@ class Compiled {
   std::string ir() const;
   // The IR as traced, before any pass.
   std::string traced_ir() const;
+  // The compiled form: one line per kernel naming the graph ops it contains (docs/kernels.md);
+  // empty for the interpreter, which runs the graph IR directly.
+  std::string kernels() const;
   // Structural hash of the traced program: equal for equal structure, whatever C++ function
   // produced it.
   uint64_t hash() const;

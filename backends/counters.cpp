@@ -1,0 +1,34 @@
+#include "backends/counters.h"
+
+#include "fluxion/runtime.h"
+
+namespace fluxion {
+
+backends::AtomicCounters& backends::counters() {
+  static AtomicCounters c;
+  return c;
+}
+
+RuntimeCounters counters() {
+  auto& c = backends::counters();
+  RuntimeCounters r;
+  r.program_calls = c.program_calls.load();
+  r.native_calls = c.native_calls.load();
+  r.kernel_launches = c.kernel_launches.load();
+  r.compiles = c.compiles.load();
+  r.cache_hits = c.cache_hits.load();
+  r.disk_cache_hits = c.disk_cache_hits.load();
+  return r;
+}
+
+void reset_counters() {
+  auto& c = backends::counters();
+  c.program_calls = 0;
+  c.native_calls = 0;
+  c.kernel_launches = 0;
+  c.compiles = 0;
+  c.cache_hits = 0;
+  c.disk_cache_hits = 0;
+}
+
+}  // namespace fluxion

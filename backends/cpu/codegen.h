@@ -1,0 +1,109 @@
+// Kernel IR to LLVM IR (docs/cpu.md). One module per program: a function per kernel, and one
+// entry point that runs every step of the top-level region, loops included, so that a call of
+// the program is a single call into native code.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <llvm/IR/IRBuilder.h>
+#include <llvm/IR/LLVMContext.h>
+#include <llvm/IR/Module.h>
+
+#include "jit/ir/ir.h"
+#include "jit/kernel/kernel_ir.h"
+
+namespace fluxion::cpu {
+
+// What the host needs to call the entry point: `int32_t fx_entry(void** io, char* arena)`, io
+// holding the parameters' then the results' data pointers. A non-zero return is an error code.
+struct ModuleInfo {
+  std::string entry = "fx_entry";
+  int64_t arena_bytes = 0;
+};
+
+// Host facts the generated code is specialised for.
+struct Target {
+  int vector_bytes = 32;  // widest profitable vector register
+};
+
+// Emits the module for program `p` with the top-level schedule `s`.
+ModuleInfo emit_program(const ir::Program& p, const kernel::RegionSchedule& s, const Target& target, llvm::Module& m);
+
+// Run-time error codes returned by the entry point.
+enum ErrorCode : int32_t { kOk = 0, kWhileMaxIters = 1 };
+
+using Index = std::vector<llvm::Value*>;
+
+// Emits `for (i = lo; i < hi; ++i)` around body(i) with loop-carried values `carried`;
+// returns the carried values after the loop.
+std::vector<llvm::Value*> emit_for(llvm::IRBuilder<>& b, llvm::Value* lo, llvm::Value* hi,
+                                   const std::vector<llvm::Value*>& carried,
+                                   const std::function<std::vector<llvm::Value*>(llvm::Value*, const std::vector<llvm::Value*>&)>& body);
+
+// LLVM type of a dtype held in a register (bool: i1) and in memory (bool: i8).
+llvm::Type* reg_type(llvm::LLVMContext& c, DType t);
+llvm::Type* mem_type(llvm::LLVMContext& c, DType t);
+
+// Emits the body of one kernel: values of the region computed at symbolic indices.
+class KernelEmitter {
+ public:
+  KernelEmitter(const ir::Region& r, const kernel::RegionSchedule& s, const kernel::Kernel& k, const Target& target,
+                llvm::Module& m, llvm::IRBuilder<>& b);
+
+  // The kernel's function `void name(ptr bufs, i64 begin, i64 end)` and the values whose data
+  // pointers `bufs` must hold, in order.
+  llvm::Function* emit(const std::string& name);
+  const std::vector<ir::ValueId>& buffers() const { return buffer_values_; }
+
+  // The value of v at index `idx` (one i64 per dimension of v's type).
+  llvm::Value* at(ir::ValueId v, const Index& idx);
+
+ private:
+  llvm::Value* compute(const ir::Node& n, const Index& idx);
+  llvm::Value* elementwise(const ir::Node& n, const std::vector<llvm::Value*>& x, DType in, DType out);
+  llvm::Value* view(const ir::Node& n, ir::ValueId v, const Index& idx);
+  llvm::Value* gathering(const ir::Node& n, const Index& idx);
+  llvm::Value* conv(const ir::Node& n, const Index& idx);
+  llvm::Value* pool(const ir::Node& n, const Index& idx);
+  llvm::Value* load(ir::ValueId v, const Index& idx);
+  llvm::Value* pointer(ir::ValueId v);
+  llvm::Value* flat(const Index& idx, const Shape& shape);
+  llvm::Value* constant(DType t, double v);
+  llvm::Value* math(const char* f32_name, const char* f64_name, DType t, std::vector<llvm::Value*> args);
+  llvm::Value* intrinsic(llvm::Intrinsic::ID id, std::vector<llvm::Value*> args);
+  llvm::Value* reduce_identity(ir::Op op, DType t);
+  llvm::Value* combine(ir::Op op, DType t, llvm::Value* acc, llvm::Value* x);
+  llvm::Value* is_nan(llvm::Value* x);
+  llvm::Value* i64(int64_t v);
+  void store(ir::ValueId v, const Index& idx, llvm::Value* x);
+  // The first-maximum position of a pooling window (as input h, w) for output (p, oh, ow).
+  std::pair<llvm::Value*, llvm::Value*> pool_select(ir::ValueId x, const Index& out_idx, const ir::Attrs& a);
+  // Loop nest over dims [from, shape.size()) of `shape`, dim 0 restricted to [lo, hi).
+  void nest(const Shape& shape, llvm::Value* lo, llvm::Value* hi, const std::function<void(const Index&)>& body);
+  void body_at(const Index& idx);
+  void init_reductions(llvm::Value* lo, llvm::Value* hi);
+  void matmul(llvm::Value* lo, llvm::Value* hi);
+  void epilogue(const Index& idx);
+
+  const ir::Region& r_;
+  const kernel::RegionSchedule& s_;
+  const kernel::Kernel& k_;
+  Target target_;
+  llvm::Module& m_;
+  llvm::IRBuilder<>& b_;
+  llvm::LLVMContext& c_;
+  std::vector<int32_t> producer_;
+  std::vector<bool> computed_;  // per value: computed in this kernel (not loaded)
+  std::vector<ir::ValueId> buffer_values_;
+  std::map<ir::ValueId, llvm::Value*> pointers_;
+  llvm::Value* bufs_ = nullptr;
+  std::map<std::pair<ir::ValueId, Index>, llvm::Value*> memo_;
+  bool in_epilogue_ = false;
+};
+
+}  // namespace fluxion::cpu

@@ -1,0 +1,146 @@
+// A program compiled for the CPU: its schedule, its native code, and a pool of arenas so that
+// concurrent calls do not share scratch memory and a steady-state call allocates nothing.
+#include "backends/cpu/executable.h"
+
+#include <cstring>
+#include <mutex>
+#include <new>
+
+#include "backends/counters.h"
+#include "backends/cpu/codegen.h"
+#include "backends/cpu/native.h"
+#include "fluxion/error.h"
+
+namespace fluxion::cpu {
+namespace {
+
+// Bump when generated code changes meaning, so stale on-disk cache entries are not used.
+constexpr const char* kCodegenVersion = "fluxion-cpu-codegen 1";
+
+struct ArenaDeleter {
+  void operator()(char* p) const { ::operator delete[](p, std::align_val_t(64)); }
+};
+using Arena = std::unique_ptr<char[], ArenaDeleter>;
+
+class CpuExecutable final : public backends::Executable {
+ public:
+  explicit CpuExecutable(const ir::Program& p) : program_(p) {
+    schedule_ = kernel::schedule(program_.body, true);
+    Target target;
+    target.vector_bytes = host().vector_bytes;
+    std::string key = std::string(kCodegenVersion) + "\nvector " + std::to_string(target.vector_bytes) + "\n" + ir::print(program_);
+    code_ = build_native(key, [&](llvm::Module& m) { emit_program(program_, schedule_, target, m); });
+    backends::counters().compiles++;
+    if (code_->from_disk_cache) backends::counters().disk_cache_hits++;
+    for (ir::ValueId v : program_.body.results) outputs_.push_back(program_.body.type(v));
+  }
+
+  std::vector<Array> run(const std::vector<Array>& inputs) const override {
+    std::vector<Array> out;
+    out.reserve(outputs_.size());
+    for (const TensorType& t : outputs_) out.emplace_back(t.dtype, t.shape);
+    run_into(inputs, out);
+    return out;
+  }
+
+  void run_into(const std::vector<Array>& inputs, std::vector<Array>& outputs) const override {
+    size_t ni = inputs.size(), n = ni + outputs.size();
+    constexpr size_t kStackSlots = 64;
+    void* stack_io[kStackSlots];
+    std::vector<void*> heap_io;
+    void** io = stack_io;
+    if (n > kStackSlots) {
+      heap_io.resize(n);
+      io = heap_io.data();
+    }
+    for (size_t i = 0; i < ni; ++i) io[i] = const_cast<void*>(inputs[i].data());
+    Arena arena = take_arena();
+    // An output buffer that overlaps an input or another output is written through its arena
+    // slot and copied out after the call, so no input is read after being overwritten.
+    uint64_t staged = 0;
+    for (size_t k = 0; k < outputs.size(); ++k) {
+      char* p = static_cast<char*>(outputs[k].mutable_data());
+      int64_t bytes = outputs_[k].numel() * dtype_size(outputs_[k].dtype);
+      bool overlaps = false;
+      for (size_t i = 0; i < ni && !overlaps; ++i) overlaps = overlap(p, bytes, inputs[i]);
+      for (size_t j = 0; j < k && !overlaps; ++j) overlaps = overlap(p, bytes, outputs[j]);
+      int64_t slot = output_slot(k);
+      if (overlaps && slot >= 0 && k < 64) {
+        staged |= uint64_t{1} << k;
+        p = arena.get() + slot;
+      }
+      io[ni + k] = p;
+    }
+    int64_t launches = 0;
+    int32_t rc = code_->entry(io, arena.get(), &launches);
+    auto& c = backends::counters();
+    c.program_calls++;
+    c.native_calls++;
+    c.kernel_launches += static_cast<uint64_t>(launches);
+    for (size_t k = 0; k < outputs.size() && staged; ++k) {
+      if (staged & (uint64_t{1} << k)) {
+        std::memcpy(outputs[k].mutable_data(), arena.get() + output_slot(k),
+                    static_cast<size_t>(outputs_[k].numel() * dtype_size(outputs_[k].dtype)));
+      }
+    }
+    give_arena(std::move(arena));
+    if (rc == kWhileMaxIters) detail::fail("while", "the loop exceeded its max_iters (its condition was still true)");
+  }
+
+  std::string describe() const override { return kernel::print(program_.body, schedule_); }
+
+ private:
+  static bool overlap(const char* p, int64_t bytes, const Array& a) {
+    const char* q = static_cast<const char*>(a.data());
+    int64_t qb = a.size() * dtype_size(a.dtype());
+    return bytes > 0 && qb > 0 && p < q + qb && q < p + bytes;
+  }
+
+  // The arena offset planned for result k when it is written in place, else -1.
+  int64_t output_slot(size_t k) const {
+    ir::ValueId v = program_.body.results[k];
+    size_t vi = static_cast<size_t>(v);
+    return schedule_.storage[vi] == kernel::Storage::Output && schedule_.output_index[vi] == static_cast<int32_t>(k)
+               ? schedule_.offset[vi]
+               : -1;
+  }
+
+  Arena take_arena() const {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (!free_.empty()) {
+        Arena a = std::move(free_.back());
+        free_.pop_back();
+        return a;
+      }
+    }
+    size_t bytes = static_cast<size_t>(std::max<int64_t>(schedule_.arena_bytes, 64));
+    try {
+      return Arena(static_cast<char*>(::operator new[](bytes, std::align_val_t(64))));
+    } catch (const std::bad_alloc&) {
+      detail::fail("call", "cannot allocate the program's " + std::to_string(bytes) + "-byte working memory");
+    }
+  }
+  void give_arena(Arena a) const {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (free_.capacity() == free_.size()) return;  // keep the pool allocation-free
+    free_.push_back(std::move(a));
+  }
+
+  ir::Program program_;
+  kernel::RegionSchedule schedule_;
+  std::unique_ptr<NativeCode> code_;
+  std::vector<TensorType> outputs_;
+  mutable std::mutex mu_;
+  mutable std::vector<Arena> free_ = [] {
+    std::vector<Arena> v;
+    v.reserve(16);
+    return v;
+  }();
+};
+
+}  // namespace
+
+std::unique_ptr<backends::Executable> compile(const ir::Program& p) { return std::make_unique<CpuExecutable>(p); }
+
+}  // namespace fluxion::cpu

@@ -1,0 +1,247 @@
+// Ops computed one output element at a time by an inner loop over materialized operands:
+// conv2d and its gradients, pooling and its gradients, argmax/argmin, random numbers, and the
+// integer matmul. Written in gather form (each output element reads what contributes to it), so
+// a kernel never scatters and parallel chunks never write the same element.
+#include "backends/cpu/codegen.h"
+#include "fluxion/error.h"
+
+namespace fluxion::cpu {
+
+using ir::Op;
+using llvm::Value;
+
+namespace {
+
+// The input coordinate that window/tap offset k of output coordinate o reads, and whether it
+// lies inside the input.
+struct Tap {
+  Value* pos;
+  Value* valid;
+};
+
+}  // namespace
+
+// Position (h, w) of the element max pooling selects in output (p0, p1, oh, ow)'s window: the
+// first maximum, or the first NaN, in row-major window order; padding excluded.
+std::pair<Value*, Value*> KernelEmitter::pool_select(ir::ValueId x, const Index& o, const ir::Attrs& a) {
+  const Shape& xs = r_.type(x).shape;
+  DType t = r_.type(x).dtype;
+  auto tap = [&](Value* out, int64_t stride, int64_t pad, Value* k, int64_t dim) {
+    Value* pos = b_.CreateAdd(b_.CreateSub(b_.CreateMul(out, i64(stride)), i64(pad)), k);
+    Value* valid = b_.CreateAnd(b_.CreateICmpSGE(pos, i64(0)), b_.CreateICmpSLT(pos, i64(dim)));
+    return Tap{pos, valid};
+  };
+  std::vector<Value*> init{constant(t, 0), i64(0), i64(0), b_.getFalse()};
+  auto res = emit_for(b_, i64(0), i64(a.window[0]), init, [&](Value* kh, const std::vector<Value*>& acc) {
+    Tap th = tap(o[2], a.strides[0], a.padding[0], kh, xs[2]);
+    return emit_for(b_, i64(0), i64(a.window[1]), acc, [&](Value* kw, const std::vector<Value*>& acc2) {
+      Tap tw = tap(o[3], a.strides[1], a.padding[2], kw, xs[3]);
+      Value* valid = b_.CreateAnd(th.valid, tw.valid);
+      Value* h = b_.CreateSelect(valid, th.pos, i64(0));
+      Value* w = b_.CreateSelect(valid, tw.pos, i64(0));
+      Value* v = load(x, {o[0], o[1], h, w});
+      Value* best = acc2[0];
+      Value* found = acc2[3];
+      Value* better = b_.CreateAnd(b_.CreateNot(is_nan(best)), b_.CreateOr(is_nan(v), b_.CreateFCmpOGT(v, best)));
+      Value* take = b_.CreateAnd(valid, b_.CreateOr(b_.CreateNot(found), better));
+      return std::vector<Value*>{b_.CreateSelect(take, v, best), b_.CreateSelect(take, h, acc2[1]),
+                                 b_.CreateSelect(take, w, acc2[2]), b_.CreateOr(found, valid)};
+    });
+  });
+  return {res[1], res[2]};
+}
+
+Value* KernelEmitter::conv(const ir::Node& n, const Index& o) {
+  const ir::Attrs& a = n.attrs;
+  DType t = r_.type(n.results[0]).dtype;
+  ir::ValueId op0 = n.operands[0], op1 = n.operands[1];
+  // Input coordinate read by output coordinate `out` through kernel offset k, with its validity.
+  auto fwd = [&](Value* out, int d, Value* k, int64_t dim) {
+    Value* pos = b_.CreateAdd(b_.CreateSub(b_.CreateMul(out, i64(a.strides[static_cast<size_t>(d)])),
+                                           i64(a.padding[static_cast<size_t>(2 * d)])),
+                              b_.CreateMul(k, i64(a.dilation[static_cast<size_t>(d)])));
+    Value* valid = b_.CreateAnd(b_.CreateICmpSGE(pos, i64(0)), b_.CreateICmpSLT(pos, i64(dim)));
+    return Tap{b_.CreateSelect(valid, pos, i64(0)), valid};
+  };
+  // Output coordinate that reads input coordinate `in` through kernel offset k, if any.
+  auto back = [&](Value* in, int d, Value* k, int64_t out_dim) {
+    int64_t s = a.strides[static_cast<size_t>(d)];
+    Value* t0 = b_.CreateSub(b_.CreateAdd(in, i64(a.padding[static_cast<size_t>(2 * d)])),
+                             b_.CreateMul(k, i64(a.dilation[static_cast<size_t>(d)])));
+    Value* q = b_.CreateSDiv(t0, i64(s));
+    Value* valid = b_.CreateAnd(b_.CreateICmpSGE(t0, i64(0)), b_.CreateICmpEQ(b_.CreateSRem(t0, i64(s)), i64(0)));
+    valid = b_.CreateAnd(valid, b_.CreateICmpSLT(q, i64(out_dim)));
+    return Tap{b_.CreateSelect(valid, q, i64(0)), valid};
+  };
+  auto mac = [&](Value* acc, Value* valid, Value* x, Value* y) {
+    return b_.CreateSelect(valid, b_.CreateFAdd(acc, b_.CreateFMul(x, y)), acc);
+  };
+  auto loop3 = [&](int64_t n0, int64_t n1, int64_t n2, const std::function<Value*(Value*, Value*, Value*, Value*)>& f) {
+    return emit_for(b_, i64(0), i64(n0), {constant(t, 0)}, [&](Value* i0, const std::vector<Value*>& a0) {
+      return emit_for(b_, i64(0), i64(n1), a0, [&](Value* i1, const std::vector<Value*>& a1) {
+        return emit_for(b_, i64(0), i64(n2), a1, [&](Value* i2, const std::vector<Value*>& a2) {
+          return std::vector<Value*>{f(i0, i1, i2, a2[0])};
+        });
+      });
+    })[0];
+  };
+  if (n.op == Op::Conv2d) {  // x, w -> y[n, o, oh, ow]
+    const Shape &xs = r_.type(op0).shape, &ws = r_.type(op1).shape;
+    int64_t per_group = ws[0] / a.groups;
+    Value* c0 = b_.CreateMul(b_.CreateSDiv(o[1], i64(per_group)), i64(ws[1]));
+    return loop3(ws[1], ws[2], ws[3], [&](Value* c, Value* kh, Value* kw, Value* acc) {
+      Tap h = fwd(o[2], 0, kh, xs[2]), w = fwd(o[3], 1, kw, xs[3]);
+      Value* x = load(op0, {o[0], b_.CreateAdd(c0, c), h.pos, w.pos});
+      return mac(acc, b_.CreateAnd(h.valid, w.valid), x, load(op1, {o[1], c, kh, kw}));
+    });
+  }
+  if (n.op == Op::Conv2dInputGrad) {  // g, w -> dx[n, c, h, w]
+    const Shape &gs = r_.type(op0).shape, &ws = r_.type(op1).shape;
+    int64_t per_group = ws[0] / a.groups;
+    Value* group = b_.CreateSDiv(o[1], i64(ws[1]));
+    Value* cl = b_.CreateSRem(o[1], i64(ws[1]));
+    Value* o0 = b_.CreateMul(group, i64(per_group));
+    return loop3(per_group, ws[2], ws[3], [&](Value* oi, Value* kh, Value* kw, Value* acc) {
+      Tap oh = back(o[2], 0, kh, gs[2]), ow = back(o[3], 1, kw, gs[3]);
+      Value* oc = b_.CreateAdd(o0, oi);
+      Value* g = load(op0, {o[0], oc, oh.pos, ow.pos});
+      return mac(acc, b_.CreateAnd(oh.valid, ow.valid), g, load(op1, {oc, cl, kh, kw}));
+    });
+  }
+  // Conv2dWeightGrad: x, g -> dw[o, c, kh, kw]
+  const Shape &xs = r_.type(op0).shape, &gs = r_.type(op1).shape;
+  const Shape& ws = r_.type(n.results[0]).shape;
+  int64_t per_group = ws[0] / a.groups;
+  Value* c0 = b_.CreateMul(b_.CreateSDiv(o[0], i64(per_group)), i64(ws[1]));
+  return loop3(gs[0], gs[2], gs[3], [&](Value* bn, Value* oh, Value* ow, Value* acc) {
+    Tap h = fwd(oh, 0, o[2], xs[2]), w = fwd(ow, 1, o[3], xs[3]);
+    Value* x = load(op0, {bn, b_.CreateAdd(c0, o[1]), h.pos, w.pos});
+    return mac(acc, b_.CreateAnd(h.valid, w.valid), x, load(op1, {bn, o[0], oh, ow}));
+  });
+}
+
+Value* KernelEmitter::pool(const ir::Node& n, const Index& o) {
+  const ir::Attrs& a = n.attrs;
+  ir::ValueId res = n.results[0];
+  DType t = r_.type(res).dtype;
+  Value* area = constant(t, static_cast<double>(a.window[0] * a.window[1]));
+  if (n.op == Op::MaxPool2d || n.op == Op::MaxPool2dSelect) {
+    auto [h, w] = pool_select(n.operands[0], o, a);
+    return load(n.operands[n.op == Op::MaxPool2d ? 0 : 1], {o[0], o[1], h, w});
+  }
+  if (n.op == Op::AvgPool2d) {
+    const Shape& xs = r_.type(n.operands[0]).shape;
+    Value* sum = emit_for(b_, i64(0), i64(a.window[0]), {constant(t, 0)}, [&](Value* kh, const std::vector<Value*>& acc) {
+      return emit_for(b_, i64(0), i64(a.window[1]), acc, [&](Value* kw, const std::vector<Value*>& acc2) {
+        Value* h = b_.CreateAdd(b_.CreateSub(b_.CreateMul(o[2], i64(a.strides[0])), i64(a.padding[0])), kh);
+        Value* w = b_.CreateAdd(b_.CreateSub(b_.CreateMul(o[3], i64(a.strides[1])), i64(a.padding[2])), kw);
+        Value* valid = b_.CreateAnd(b_.CreateAnd(b_.CreateICmpSGE(h, i64(0)), b_.CreateICmpSLT(h, i64(xs[2]))),
+                                    b_.CreateAnd(b_.CreateICmpSGE(w, i64(0)), b_.CreateICmpSLT(w, i64(xs[3]))));
+        Value* x = load(n.operands[0], {o[0], o[1], b_.CreateSelect(valid, h, i64(0)), b_.CreateSelect(valid, w, i64(0))});
+        return std::vector<Value*>{b_.CreateSelect(valid, b_.CreateFAdd(acc2[0], x), acc2[0])};
+      });
+    })[0];
+    return b_.CreateFDiv(sum, area);
+  }
+  // The gradients, in gather form: input element (p0, p1, h, w) sums over the windows that hold it.
+  ir::ValueId g = n.operands[n.op == Op::MaxPool2dGrad ? 1 : 0];
+  const Shape& gs = r_.type(g).shape;
+  auto window_of = [&](Value* in, int64_t stride, int64_t pad, Value* k, int64_t out_dim) {
+    Value* t0 = b_.CreateSub(b_.CreateAdd(in, i64(pad)), k);
+    Value* q = b_.CreateSDiv(t0, i64(stride));
+    Value* valid = b_.CreateAnd(b_.CreateICmpSGE(t0, i64(0)), b_.CreateICmpEQ(b_.CreateSRem(t0, i64(stride)), i64(0)));
+    valid = b_.CreateAnd(valid, b_.CreateICmpSLT(q, i64(out_dim)));
+    return Tap{b_.CreateSelect(valid, q, i64(0)), valid};
+  };
+  return emit_for(b_, i64(0), i64(a.window[0]), {constant(t, 0)}, [&](Value* kh, const std::vector<Value*>& acc) {
+    return emit_for(b_, i64(0), i64(a.window[1]), acc, [&](Value* kw, const std::vector<Value*>& acc2) {
+      Tap oh = window_of(o[2], a.strides[0], a.padding[0], kh, gs[2]);
+      Tap ow = window_of(o[3], a.strides[1], a.padding[2], kw, gs[3]);
+      Value* valid = b_.CreateAnd(oh.valid, ow.valid);
+      Index out{o[0], o[1], oh.pos, ow.pos};
+      Value* gv = load(g, out);
+      if (n.op == Op::AvgPool2dGrad) {
+        return std::vector<Value*>{b_.CreateSelect(valid, b_.CreateFAdd(acc2[0], b_.CreateFDiv(gv, area)), acc2[0])};
+      }
+      auto [sh, sw] = pool_select(n.operands[0], out, a);
+      Value* mine = b_.CreateAnd(valid, b_.CreateAnd(b_.CreateICmpEQ(sh, o[2]), b_.CreateICmpEQ(sw, o[3])));
+      return std::vector<Value*>{b_.CreateSelect(mine, b_.CreateFAdd(acc2[0], gv), acc2[0])};
+    });
+  })[0];
+}
+
+Value* KernelEmitter::gathering(const ir::Node& n, const Index& o) {
+  // Values computed inside an inner loop do not dominate the code after it.
+  auto saved = memo_;
+  Value* result = nullptr;
+  ir::ValueId res = n.results[0];
+  DType t = r_.type(res).dtype;
+  switch (ir::op_info(n.op).cls) {
+    case ir::OpClass::Conv:
+    case ir::OpClass::ConvGrad: result = conv(n, o); break;
+    case ir::OpClass::Pool:
+    case ir::OpClass::PoolGrad: result = pool(n, o); break;
+    case ir::OpClass::ArgReduce: {
+      ir::ValueId x = n.operands[0];
+      DType xt = r_.type(x).dtype;
+      size_t ax = static_cast<size_t>(n.attrs.axes[0]);
+      auto index_at = [&](Value* k) {
+        Index i(o.begin(), o.begin() + static_cast<long>(ax));
+        i.push_back(k);
+        i.insert(i.end(), o.begin() + static_cast<long>(ax), o.end());
+        return i;
+      };
+      Value* first = load(x, index_at(i64(0)));
+      auto best = emit_for(b_, i64(1), i64(r_.type(x).shape[ax]), {first, i64(0)}, [&](Value* k, const std::vector<Value*>& acc) {
+        Value* v = load(x, index_at(k));
+        Value* better;
+        if (is_float(xt)) {
+          Value* cmp = n.op == Op::Argmax ? b_.CreateFCmpOGT(v, acc[0]) : b_.CreateFCmpOLT(v, acc[0]);
+          better = b_.CreateAnd(b_.CreateNot(is_nan(acc[0])), b_.CreateOr(is_nan(v), cmp));
+        } else {
+          better = n.op == Op::Argmax ? b_.CreateICmpSGT(v, acc[0]) : b_.CreateICmpSLT(v, acc[0]);
+        }
+        return std::vector<Value*>{b_.CreateSelect(better, v, acc[0]), b_.CreateSelect(better, k, acc[1])};
+      });
+      result = b_.CreateTrunc(best[1], b_.getInt32Ty());
+      break;
+    }
+    case ir::OpClass::Random:
+    case ir::OpClass::RngFold: {
+      ir::ValueId key = n.operands[0];
+      Value* k0 = load(key, {i64(0)});
+      Value* k1 = load(key, {i64(1)});
+      if (n.op == Op::RngFold) {
+        auto f = m_.getOrInsertFunction("fx_rng_fold", b_.getInt32Ty(), b_.getInt32Ty(), b_.getInt32Ty(), b_.getInt32Ty(), b_.getInt64Ty());
+        result = b_.CreateCall(f, {k0, k1, load(n.operands[1], {}), o[0]});
+      } else {
+        auto f = m_.getOrInsertFunction("fx_rng", b_.getDoubleTy(), b_.getInt32Ty(), b_.getInt32Ty(), b_.getInt64Ty(), b_.getInt32Ty());
+        int kind = n.op == Op::RngNormal ? 2 : t == DType::f32 ? 0 : 1;
+        Value* x = b_.CreateCall(f, {k0, k1, flat(o, r_.type(res).shape), b_.getInt32(static_cast<uint32_t>(kind))});
+        result = t == DType::f32 ? b_.CreateFPTrunc(x, b_.getFloatTy()) : x;
+      }
+      break;
+    }
+    case ir::OpClass::MatMul: {
+      ir::ValueId a = n.operands[0], bb = n.operands[1];
+      size_t rank = o.size();
+      int64_t k = r_.type(a).shape.back();
+      result = emit_for(b_, i64(0), i64(k), {constant(t, 0)}, [&](Value* q, const std::vector<Value*>& acc) {
+        Index ai(o.begin(), o.end() - 1), bi(o.begin(), o.end() - 2);
+        ai.back() = o[rank - 2];
+        ai.push_back(q);
+        bi.push_back(q);
+        bi.push_back(o[rank - 1]);
+        Value* x = load(a, ai);
+        Value* y = load(bb, bi);
+        return std::vector<Value*>{is_float(t) ? b_.CreateFAdd(acc[0], b_.CreateFMul(x, y)) : b_.CreateAdd(acc[0], b_.CreateMul(x, y))};
+      })[0];
+      break;
+    }
+    default: detail::fail(ir::op_name(n.op), "internal error: no CPU code generation rule for this op");
+  }
+  memo_ = std::move(saved);
+  return result;
+}
+
+}  // namespace fluxion::cpu

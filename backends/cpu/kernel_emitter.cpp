@@ -1,0 +1,262 @@
+// KernelEmitter: the loop nest of a Loop kernel, index math for views, loads and stores.
+#include <llvm/IR/MDBuilder.h>
+
+#include "backends/cpu/codegen.h"
+#include "fluxion/error.h"
+
+namespace fluxion::cpu {
+
+using llvm::Value;
+
+llvm::Type* reg_type(llvm::LLVMContext& c, DType t) {
+  switch (t) {
+    case DType::f32: return llvm::Type::getFloatTy(c);
+    case DType::f64: return llvm::Type::getDoubleTy(c);
+    case DType::i32: return llvm::Type::getInt32Ty(c);
+    case DType::boolean: return llvm::Type::getInt1Ty(c);
+  }
+  return nullptr;
+}
+
+llvm::Type* mem_type(llvm::LLVMContext& c, DType t) {
+  return t == DType::boolean ? llvm::Type::getInt8Ty(c) : reg_type(c, t);
+}
+
+std::vector<Value*> emit_for(llvm::IRBuilder<>& b, Value* lo, Value* hi, const std::vector<Value*>& carried,
+                             const std::function<std::vector<Value*>(Value*, const std::vector<Value*>&)>& body) {
+  llvm::Function* f = b.GetInsertBlock()->getParent();
+  llvm::LLVMContext& c = b.getContext();
+  llvm::BasicBlock* pre = b.GetInsertBlock();
+  auto* head = llvm::BasicBlock::Create(c, "loop", f);
+  auto* loop_body = llvm::BasicBlock::Create(c, "body", f);
+  auto* exit = llvm::BasicBlock::Create(c, "exit", f);
+  b.CreateBr(head);
+  b.SetInsertPoint(head);
+  llvm::PHINode* i = b.CreatePHI(b.getInt64Ty(), 2, "i");
+  i->addIncoming(lo, pre);
+  std::vector<llvm::PHINode*> phis;
+  std::vector<Value*> cur;
+  for (Value* v : carried) {
+    llvm::PHINode* p = b.CreatePHI(v->getType(), 2);
+    p->addIncoming(v, pre);
+    phis.push_back(p);
+    cur.push_back(p);
+  }
+  b.CreateCondBr(b.CreateICmpSLT(i, hi), loop_body, exit);
+  b.SetInsertPoint(loop_body);
+  std::vector<Value*> next = body(i, cur);
+  Value* inc = b.CreateAdd(i, b.getInt64(1), "", true, true);
+  llvm::BasicBlock* latch = b.GetInsertBlock();
+  b.CreateBr(head);
+  i->addIncoming(inc, latch);
+  for (size_t k = 0; k < phis.size(); ++k) phis[k]->addIncoming(next[k], latch);
+  b.SetInsertPoint(exit);
+  return cur;
+}
+
+KernelEmitter::KernelEmitter(const ir::Region& r, const kernel::RegionSchedule& s, const kernel::Kernel& k,
+                             const Target& target, llvm::Module& m, llvm::IRBuilder<>& b)
+    : r_(r), s_(s), k_(k), target_(target), m_(m), b_(b), c_(m.getContext()) {
+  producer_ = kernel::producers(r);
+  computed_.assign(r.types.size(), false);
+  auto mark = [&](size_t n) {
+    const ir::Node& node = r.nodes[n];
+    bool stored_result = ir::op_info(node.op).cls == ir::OpClass::Reduce ||
+                         (k.kind == kernel::KernelKind::MatMul && n == k.root);
+    if (!stored_result) {
+      for (ir::ValueId v : node.results) computed_[static_cast<size_t>(v)] = true;
+    }
+  };
+  for (size_t n : k.nodes) mark(n);
+  for (size_t n : k.recomputed) mark(n);
+}
+
+Value* KernelEmitter::i64(int64_t v) { return b_.getInt64(static_cast<uint64_t>(v)); }
+
+Value* KernelEmitter::constant(DType t, double v) {
+  switch (t) {
+    case DType::f32: return llvm::ConstantFP::get(llvm::Type::getFloatTy(c_), static_cast<double>(static_cast<float>(v)));
+    case DType::f64: return llvm::ConstantFP::get(llvm::Type::getDoubleTy(c_), v);
+    case DType::i32: return b_.getInt32(static_cast<uint32_t>(static_cast<int32_t>(v)));
+    case DType::boolean: return b_.getInt1(v != 0);
+  }
+  return nullptr;
+}
+
+Value* KernelEmitter::flat(const Index& idx, const Shape& shape) {
+  Value* f = i64(0);
+  for (size_t d = 0; d < shape.size(); ++d) {
+    f = d == 0 ? idx[0] : b_.CreateAdd(b_.CreateMul(f, i64(shape[d]), "", true, true), idx[d], "", true, true);
+  }
+  return f;
+}
+
+Value* KernelEmitter::pointer(ir::ValueId v) {
+  if (v >= 0 && s_.storage[static_cast<size_t>(v)] == kernel::Storage::Alias) v = s_.alias_of[static_cast<size_t>(v)];
+  auto it = pointers_.find(v);
+  if (it != pointers_.end()) return it->second;
+  // Loaded once, in the entry block, so every use is dominated.
+  llvm::IRBuilder<> eb(&*b_.GetInsertBlock()->getParent()->getEntryBlock().getTerminator());
+  Value* slot = eb.CreateConstInBoundsGEP1_64(eb.getPtrTy(), bufs_, buffer_values_.size());
+  auto* p = eb.CreateLoad(eb.getPtrTy(), slot);
+  buffer_values_.push_back(v);
+  pointers_[v] = p;
+  return p;
+}
+
+Value* KernelEmitter::load(ir::ValueId v, const Index& idx) {
+  const TensorType& t = r_.type(v);
+  ir::ValueId base = s_.storage[static_cast<size_t>(v)] == kernel::Storage::Alias ? s_.alias_of[static_cast<size_t>(v)] : v;
+  if (s_.storage[static_cast<size_t>(base)] == kernel::Storage::None ||
+      s_.storage[static_cast<size_t>(base)] == kernel::Storage::View) {
+    detail::fail("cpu codegen", "internal error: value %" + std::to_string(v) + " is read but has no storage");
+  }
+  Value* p = b_.CreateInBoundsGEP(mem_type(c_, t.dtype), pointer(v), flat(idx, t.shape));
+  Value* x = b_.CreateLoad(mem_type(c_, t.dtype), p);
+  return t.dtype == DType::boolean ? b_.CreateICmpNE(x, b_.getInt8(0)) : x;
+}
+
+void KernelEmitter::store(ir::ValueId v, const Index& idx, Value* x) {
+  const TensorType& t = r_.type(v);
+  Value* p = b_.CreateInBoundsGEP(mem_type(c_, t.dtype), pointer(v), flat(idx, t.shape));
+  if (t.dtype == DType::boolean) x = b_.CreateZExt(x, b_.getInt8Ty());
+  b_.CreateStore(x, p);
+}
+
+Value* KernelEmitter::at(ir::ValueId v, const Index& idx) {
+  auto key = std::make_pair(v, idx);
+  if (auto it = memo_.find(key); it != memo_.end()) return it->second;
+  size_t vi = static_cast<size_t>(v);
+  int p = producer_[vi];
+  Value* x;
+  if (computed_[vi]) {
+    x = compute(r_.nodes[static_cast<size_t>(p)], idx);
+  } else {
+    switch (s_.storage[vi]) {
+      case kernel::Storage::Inline: x = constant(r_.type(v).dtype, r_.nodes[static_cast<size_t>(p)].attrs.data[0]); break;
+      case kernel::Storage::View: x = view(r_.nodes[static_cast<size_t>(p)], v, idx); break;
+      default: x = load(v, idx); break;
+    }
+  }
+  memo_[key] = x;
+  return x;
+}
+
+void KernelEmitter::nest(const Shape& shape, Value* lo, Value* hi, const std::function<void(const Index&)>& body) {
+  Index idx;
+  std::function<void(size_t)> level = [&](size_t d) {
+    if (d == shape.size()) {
+      body(idx);
+      return;
+    }
+    Value* from = d == 0 ? lo : i64(0);
+    Value* to = d == 0 ? hi : i64(shape[d]);
+    emit_for(b_, from, to, {}, [&](Value* i, const std::vector<Value*>&) {
+      idx.push_back(i);
+      level(d + 1);
+      idx.pop_back();
+      return std::vector<Value*>{};
+    });
+  };
+  level(0);
+}
+
+// Reduction results are accumulated in place: set them to the identity over the part of the
+// output this call (dimension-0 range) touches.
+void KernelEmitter::init_reductions(Value* lo, Value* hi) {
+  for (size_t n : k_.nodes) {
+    const ir::Node& node = r_.nodes[n];
+    if (ir::op_info(node.op).cls != ir::OpClass::Reduce) continue;
+    ir::ValueId out = node.results[0];
+    const TensorType& t = r_.type(out);
+    bool keeps_dim0 = k_.parallel;  // parallel kernels never reduce dimension 0
+    Value* init = reduce_identity(node.op, t.dtype);
+    if (t.shape.empty()) {
+      store(out, {}, init);
+    } else if (keeps_dim0) {
+      nest(t.shape, lo, hi, [&](const Index& idx) { store(out, idx, init); });
+    } else {
+      nest(t.shape, i64(0), i64(t.shape[0]), [&](const Index& idx) { store(out, idx, init); });
+    }
+  }
+}
+
+// Everything the kernel owns at one index of its space: stores of materialized values and
+// accumulation of reductions.
+void KernelEmitter::body_at(const Index& idx) {
+  memo_.clear();
+  for (size_t n : k_.nodes) {
+    const ir::Node& node = r_.nodes[n];
+    if (k_.kind == kernel::KernelKind::MatMul && n == k_.root) continue;
+    if (ir::op_info(node.op).cls == ir::OpClass::Reduce) {
+      Index out;
+      for (size_t d = 0; d < idx.size(); ++d) {
+        if (std::find(node.attrs.axes.begin(), node.attrs.axes.end(), static_cast<int64_t>(d)) == node.attrs.axes.end()) {
+          out.push_back(idx[d]);
+        }
+      }
+      ir::ValueId res = node.results[0];
+      Value* x = at(node.operands[0], idx);
+      store(res, out, combine(node.op, r_.type(res).dtype, load(res, out), x));
+      continue;
+    }
+    for (ir::ValueId v : node.results) {
+      kernel::Storage st = s_.storage[static_cast<size_t>(v)];
+      if (st == kernel::Storage::Slot || st == kernel::Storage::Output) store(v, idx, at(v, idx));
+    }
+  }
+}
+
+llvm::Function* KernelEmitter::emit(const std::string& name) {
+  auto* fty = llvm::FunctionType::get(b_.getVoidTy(), {b_.getPtrTy(), b_.getInt64Ty(), b_.getInt64Ty()}, false);
+  auto* f = llvm::Function::Create(fty, llvm::Function::InternalLinkage, name, m_);
+  f->addFnAttr(llvm::Attribute::NoUnwind);
+  bufs_ = f->getArg(0);
+  Value* lo = f->getArg(1);
+  Value* hi = f->getArg(2);
+  auto* entry = llvm::BasicBlock::Create(c_, "entry", f);
+  auto* start = llvm::BasicBlock::Create(c_, "start", f);
+  b_.SetInsertPoint(entry);
+  b_.CreateBr(start);
+  b_.SetInsertPoint(start);
+  if (k_.kind == kernel::KernelKind::MatMul) {
+    init_reductions(lo, hi);
+    matmul(lo, hi);
+  } else {
+    init_reductions(lo, hi);
+    if (k_.space.empty()) {
+      body_at({});
+    } else {
+      nest(k_.space, lo, hi, [&](const Index& idx) { body_at(idx); });
+    }
+  }
+  b_.CreateRetVoid();
+  // Distinct buffers never overlap where one is written (the memory plan guarantees it): say so
+  // with one alias scope per buffer, so loops vectorize without run-time overlap checks.
+  llvm::MDBuilder mdb(c_);
+  llvm::MDNode* domain = mdb.createAnonymousAliasScopeDomain(name);
+  std::vector<llvm::Metadata*> scopes;
+  for (size_t i = 0; i < buffer_values_.size(); ++i) scopes.push_back(mdb.createAnonymousAliasScope(domain));
+  std::map<Value*, size_t> which;
+  for (size_t i = 0; i < buffer_values_.size(); ++i) which[pointers_[buffer_values_[i]]] = i;
+  for (llvm::BasicBlock& bb : *f) {
+    for (llvm::Instruction& in : bb) {
+      Value* ptr = nullptr;
+      if (auto* l = llvm::dyn_cast<llvm::LoadInst>(&in)) ptr = l->getPointerOperand();
+      if (auto* st = llvm::dyn_cast<llvm::StoreInst>(&in)) ptr = st->getPointerOperand();
+      if (!ptr) continue;
+      ptr = ptr->stripInBoundsOffsets();
+      auto it = which.find(ptr);
+      if (it == which.end()) continue;
+      std::vector<llvm::Metadata*> others;
+      for (size_t j = 0; j < scopes.size(); ++j) {
+        if (j != it->second) others.push_back(scopes[j]);
+      }
+      in.setMetadata(llvm::LLVMContext::MD_alias_scope, llvm::MDNode::get(c_, {scopes[it->second]}));
+      in.setMetadata(llvm::LLVMContext::MD_noalias, llvm::MDNode::get(c_, others));
+    }
+  }
+  return f;
+}
+
+}  // namespace fluxion::cpu

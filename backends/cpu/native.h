@@ -1,0 +1,39 @@
+// Native code from an LLVM module: optimisation for the host CPU, object code generation, the
+// on-disk object cache and ORC LLJIT linking (native.cpp). LLVM stays behind this interface.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+
+namespace llvm {
+class Module;
+}
+
+namespace fluxion::cpu {
+
+using EntryFn = int32_t (*)(void** io, char* arena, int64_t* launches);
+
+// Linked code of one program; the entry point stays valid while this lives.
+class NativeCode {
+ public:
+  virtual ~NativeCode() = default;
+  EntryFn entry = nullptr;
+  bool from_disk_cache = false;
+};
+
+// Facts about the host the generated code is specialised for, and the cache key part they form.
+struct HostInfo {
+  std::string cpu;
+  std::string features;
+  int vector_bytes = 16;
+};
+const HostInfo& host();
+
+// Produces native code for the program whose cache key is `key`: from the on-disk cache when it
+// holds the object, otherwise by calling `emit` to fill a module, optimising it (O3, host CPU)
+// and generating code, which is then stored in the cache. Raises Error on failure.
+std::unique_ptr<NativeCode> build_native(const std::string& key, const std::function<void(llvm::Module&)>& emit);
+
+}  // namespace fluxion::cpu

@@ -1,0 +1,22 @@
+// What generated code calls at run time: the thread pool that splits a kernel's outermost
+// dimension, and the random-number helpers (the same Philox recipes as the interpreter).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+namespace fluxion::cpu {
+
+struct RuntimeSymbol {
+  const char* name;
+  void* address;
+};
+// Every helper generated code may call, for registration with the JIT.
+const std::vector<RuntimeSymbol>& runtime_symbols();
+
+using KernelFn = void (*)(void** bufs, int64_t begin, int64_t end);
+// Runs fn over [0, n) split into chunks across the pool's threads (the caller takes part);
+// `work_per_item` sizes the chunks. Returns when every chunk is done.
+void parallel_for(KernelFn fn, void** bufs, int64_t n, int64_t work_per_item);
+
+}  // namespace fluxion::cpu

@@ -1,0 +1,505 @@
+// The fuser: cuts a graph-IR region into kernels (docs/kernels.md, "Fusion rules").
+//
+// Nodes are visited in program order. An elementwise node joins the kernel of the producers it
+// consumes directly (same index space), merging their kernels when that creates no cycle; a
+// reduction joins the kernel of its input; a matmul starts a MatMul kernel whose elementwise
+// consumers become its epilogue. Views (transpose, broadcast, slice, reshape, pad, concat,
+// gather, take) are folded into the index math of whoever reads them, so their operands are
+// materialized. A value read across kernels is stored, unless it is a short chain of cheap
+// elementwise ops, which the reader recomputes from the chain's inputs.
+#include <algorithm>
+#include <functional>
+#include <set>
+
+#include "fluxion/error.h"
+#include "jit/kernel/kernel_ir.h"
+
+namespace fluxion::kernel {
+namespace {
+
+using ir::Op;
+using ir::OpClass;
+using ir::ValueId;
+
+enum class Role : uint8_t { Inline, Global, View, Elementwise, Reduce, Gathering, MatMul, Control };
+
+// Longest chain of cheap ops a reader recomputes instead of reading a stored value.
+constexpr int kMaxRecomputedNodes = 6;
+
+Role role_of(const ir::Region& r, const ir::Node& n) {
+  if (n.op == Op::Constant) return n.attrs.data.size() == 1 ? Role::Inline : Role::Global;
+  if (is_view_op(n.op)) return Role::View;
+  if (has_regions(n.op)) return Role::Control;
+  if (n.op == Op::MatMul) return is_float(r.type(n.results[0]).dtype) ? Role::MatMul : Role::Gathering;
+  if (is_gathering_op(n.op)) return Role::Gathering;
+  if (ir::op_info(n.op).cls == OpClass::Reduce) return Role::Reduce;
+  return Role::Elementwise;
+}
+
+struct Group {
+  KernelKind kind = KernelKind::Loop;
+  Shape space;
+  std::vector<size_t> nodes, recomputed;
+  std::set<int> preds;
+  std::set<ValueId> leaves;  // stored values it reads
+  int parent = -1;           // union-find: merged into
+  int control_node = -1;     // a control-flow step, not a kernel
+  int root = -1;             // MatMul: the matmul node
+  bool copy = false;         // materializes a view or constant; takes no other nodes
+};
+
+class Fuser {
+ public:
+  Fuser(const ir::Region& r, bool top_level) : r_(r), top_level_(top_level) {
+    producer_ = producers(r);
+    for (const ir::Node& n : r.nodes) roles_.push_back(role_of(r, n));
+    must_.assign(r.types.size(), false);
+    group_of_.assign(r.nodes.size(), -1);
+  }
+
+  RegionSchedule run() {
+    for (size_t i = 0; i < r_.nodes.size(); ++i) visit(i);
+    for (ValueId v : r_.results) need_buffer(v, -1);
+    return finish();
+  }
+
+ private:
+  int find(int g) {
+    while (groups_[static_cast<size_t>(g)].parent >= 0) g = groups_[static_cast<size_t>(g)].parent;
+    return g;
+  }
+  Group& G(int g) { return groups_[static_cast<size_t>(find(g))]; }
+  Role role(ValueId v) const {
+    int p = producer_[static_cast<size_t>(v)];
+    return p < 0 ? Role::Global : roles_[static_cast<size_t>(p)];  // a parameter reads like a global
+  }
+  int group_of_value(ValueId v) {
+    int p = producer_[static_cast<size_t>(v)];
+    return p < 0 || group_of_[static_cast<size_t>(p)] < 0 ? -1 : find(group_of_[static_cast<size_t>(p)]);
+  }
+
+  // Whether group a depends, directly or not, on group b.
+  bool depends(int a, int b) {
+    a = find(a), b = find(b);
+    std::vector<int> stack{a};
+    std::set<int> seen{a};
+    while (!stack.empty()) {
+      int g = stack.back();
+      stack.pop_back();
+      for (int p : G(g).preds) {
+        p = find(p);
+        if (p == b) return true;
+        if (seen.insert(p).second) stack.push_back(p);
+      }
+    }
+    return false;
+  }
+
+  int new_group(KernelKind kind, Shape space) {
+    Group g;
+    g.kind = kind;
+    g.space = std::move(space);
+    groups_.push_back(std::move(g));
+    return static_cast<int>(groups_.size() - 1);
+  }
+
+  // The value v must exist as a buffer before `reader` runs (-1: at the region's end). Views
+  // and splat constants get a copy kernel; a reshape of a buffer aliases it. Returns the groups
+  // the reader then depends on.
+  std::set<int> need_buffer(ValueId v, int reader) {
+    int p = producer_[static_cast<size_t>(v)];
+    if (p < 0) return {};
+    size_t pn = static_cast<size_t>(p);
+    Role ro = roles_[pn];
+    if (ro == Role::Global) return {};
+    if (ro == Role::View && r_.nodes[pn].op == Op::Reshape && role(r_.nodes[pn].operands[0]) != Role::View &&
+        role(r_.nodes[pn].operands[0]) != Role::Inline) {
+      return need_buffer(r_.nodes[pn].operands[0], reader);
+    }
+    if ((ro == Role::View || ro == Role::Inline) && group_of_[pn] < 0) {
+      int c = new_group(KernelKind::Loop, r_.type(v).shape);
+      groups_[static_cast<size_t>(c)].copy = true;
+      groups_[static_cast<size_t>(c)].nodes.push_back(pn);
+      group_of_[pn] = c;
+      for (int g : view_base_groups(v)) groups_[static_cast<size_t>(c)].preds.insert(g);
+    }
+    must_[static_cast<size_t>(v)] = true;
+    int g = group_of_value(v);
+    if (g < 0) return {};
+    (void)reader;
+    return {g};
+  }
+
+  // Groups whose stored values a view of v reads (marking those values stored).
+  std::set<int> view_base_groups(ValueId v) {
+    int p = producer_[static_cast<size_t>(v)];
+    if (p < 0) return {};
+    size_t pn = static_cast<size_t>(p);
+    if (roles_[pn] == Role::View && group_of_[pn] < 0) {
+      std::set<int> out;
+      for (ValueId o : r_.nodes[pn].operands) {
+        auto s = view_base_groups(o);
+        out.insert(s.begin(), s.end());
+      }
+      return out;
+    }
+    if (roles_[pn] == Role::Inline || roles_[pn] == Role::Global) return {};
+    must_[static_cast<size_t>(v)] = true;
+    int g = group_of_value(v);
+    return g < 0 ? std::set<int>{} : std::set<int>{g};
+  }
+
+  // Stored leaves of a view chain (for sibling matching).
+  void view_leaves(ValueId v, std::set<ValueId>& out) {
+    int p = producer_[static_cast<size_t>(v)];
+    if (p >= 0 && roles_[static_cast<size_t>(p)] == Role::View && group_of_[static_cast<size_t>(p)] < 0) {
+      for (ValueId o : r_.nodes[static_cast<size_t>(p)].operands) view_leaves(o, out);
+    } else if (p < 0 || roles_[static_cast<size_t>(p)] != Role::Inline) {
+      out.insert(v);
+    }
+  }
+
+  // The cheap elementwise chain computing v inside its kernel, down to stored values; empty
+  // when v is too expensive to recompute.
+  bool cheap_chain(ValueId v, int g, std::vector<size_t>& chain) {
+    int p = producer_[static_cast<size_t>(v)];
+    if (p < 0) return true;
+    size_t pn = static_cast<size_t>(p);
+    if (roles_[pn] != Role::Elementwise || group_of_[pn] < 0 || find(group_of_[pn]) != g) return true;
+    if (!is_cheap_op(r_.nodes[pn].op) || static_cast<int>(chain.size()) >= kMaxRecomputedNodes) return false;
+    if (std::find(chain.begin(), chain.end(), pn) != chain.end()) return true;
+    for (ValueId o : r_.nodes[pn].operands) {
+      if (!cheap_chain(o, g, chain)) return false;
+    }
+    chain.push_back(pn);
+    return true;
+  }
+
+  bool can_merge(int a, int b) {
+    a = find(a), b = find(b);
+    if (a == b) return true;
+    const Group &ga = G(a), &gb = G(b);
+    if (ga.copy || gb.copy || ga.control_node >= 0 || gb.control_node >= 0) return false;
+    if (ga.kind == KernelKind::MatMul && gb.kind == KernelKind::MatMul) return false;
+    return !depends(a, b) && !depends(b, a);
+  }
+
+  int merge(int a, int b) {
+    a = find(a), b = find(b);
+    if (a == b) return a;
+    if (G(b).kind == KernelKind::MatMul) std::swap(a, b);  // the MatMul group stays the root
+    Group& ga = groups_[static_cast<size_t>(a)];
+    Group& gb = groups_[static_cast<size_t>(b)];
+    ga.nodes.insert(ga.nodes.end(), gb.nodes.begin(), gb.nodes.end());
+    ga.recomputed.insert(ga.recomputed.end(), gb.recomputed.begin(), gb.recomputed.end());
+    ga.preds.insert(gb.preds.begin(), gb.preds.end());
+    ga.leaves.insert(gb.leaves.begin(), gb.leaves.end());
+    gb.parent = a;
+    return a;
+  }
+
+  void visit(size_t i) {
+    const ir::Node& n = r_.nodes[i];
+    Role ro = roles_[i];
+    if (ro == Role::Inline || ro == Role::Global || ro == Role::View) return;
+    if (ro == Role::Control) {
+      int g = new_group(KernelKind::Loop, {});
+      groups_[static_cast<size_t>(g)].control_node = static_cast<int>(i);
+      for (ValueId o : n.operands) {
+        for (int d : need_buffer(o, g)) groups_[static_cast<size_t>(g)].preds.insert(d);
+      }
+      group_of_[i] = g;
+      return;
+    }
+    if (ro == Role::MatMul) {
+      int g = new_group(KernelKind::MatMul, r_.type(n.results[0]).shape);
+      Group& gr = groups_[static_cast<size_t>(g)];
+      gr.root = static_cast<int>(i);
+      gr.nodes.push_back(i);
+      std::set<int> deps;
+      for (ValueId o : n.operands) {
+        std::set<int> d;
+        StridedView sv;
+        if (strided_operand(o, &sv)) {
+          d = view_base_groups(o);
+        } else {
+          d = need_buffer(o, g);
+        }
+        deps.insert(d.begin(), d.end());
+        view_leaves(o, groups_[static_cast<size_t>(g)].leaves);
+      }
+      groups_[static_cast<size_t>(g)].preds = deps;
+      group_of_[i] = g;
+      must_[static_cast<size_t>(n.results[0])] = true;
+      return;
+    }
+    Shape space = ro == Role::Reduce ? r_.type(n.operands[0]).shape : r_.type(n.results[0]).shape;
+    std::set<int> fused;  // kernels whose values this node reads at its own index
+    std::vector<ValueId> fused_values;
+    std::set<int> stored;  // kernels whose stored values it reads
+    std::set<ValueId> leaves;
+    for (ValueId o : n.operands) {
+      int p = producer_[static_cast<size_t>(o)];
+      Role pr = role(o);
+      bool direct = ro != Role::Gathering && p >= 0 &&
+                    (pr == Role::Elementwise || pr == Role::Gathering || pr == Role::MatMul) &&
+                    group_of_[static_cast<size_t>(p)] >= 0 && G(group_of_[static_cast<size_t>(p)]).space == space &&
+                    !G(group_of_[static_cast<size_t>(p)]).copy;
+      if (direct) {
+        fused.insert(find(group_of_[static_cast<size_t>(p)]));
+        fused_values.push_back(o);
+      } else {
+        auto d = view_base_groups(o);
+        stored.insert(d.begin(), d.end());
+        view_leaves(o, leaves);
+      }
+    }
+    // Pick the most recent producer kernel and merge the others into it where legal.
+    int target = fused.empty() ? -1 : *fused.rbegin();
+    std::vector<size_t> recompute;
+    for (ValueId o : fused_values) {
+      int g = group_of_value(o);
+      if (target >= 0 && can_merge(g, target)) {
+        target = merge(g, target);
+        continue;
+      }
+      std::vector<size_t> chain;
+      if (cheap_chain(o, g, chain)) {
+        recompute.insert(recompute.end(), chain.begin(), chain.end());
+        for (size_t c : chain) {
+          for (ValueId co : r_.nodes[c].operands) {
+            if (int cp = producer_[static_cast<size_t>(co)];
+                cp < 0 || std::find(chain.begin(), chain.end(), static_cast<size_t>(cp)) == chain.end()) {
+              auto d = view_base_groups(co);
+              stored.insert(d.begin(), d.end());
+              view_leaves(co, leaves);
+            }
+          }
+        }
+      } else {
+        must_[static_cast<size_t>(o)] = true;
+        stored.insert(g);
+        leaves.insert(o);
+      }
+    }
+    auto legal = [&](int t) {
+      if (t < 0) return false;
+      const Group& gt = G(t);
+      if (gt.copy || gt.control_node >= 0) return false;
+      if (gt.kind == KernelKind::MatMul && ro == Role::Gathering) return false;
+      for (int s : stored) {
+        if (find(s) == find(t) || depends(s, t)) return false;
+      }
+      return true;
+    };
+    if (!legal(target)) target = -1;
+    if (target < 0 && !leaves.empty()) {
+      // A sibling: an earlier loop kernel over the same space that reads one of the same inputs.
+      for (int g = static_cast<int>(groups_.size()) - 1; g >= 0 && g >= static_cast<int>(groups_.size()) - 16; --g) {
+        const Group& gg = groups_[static_cast<size_t>(g)];
+        if (gg.parent >= 0 || gg.kind != KernelKind::Loop || gg.space != space || !legal(g)) continue;
+        bool shares = std::any_of(leaves.begin(), leaves.end(), [&](ValueId l) { return gg.leaves.count(l); });
+        if (shares) {
+          target = g;
+          break;
+        }
+      }
+    }
+    if (target < 0) target = new_group(KernelKind::Loop, space);
+    Group& gt = G(target);
+    gt.nodes.push_back(i);
+    gt.recomputed.insert(gt.recomputed.end(), recompute.begin(), recompute.end());
+    for (int s : stored) gt.preds.insert(s);
+    gt.leaves.insert(leaves.begin(), leaves.end());
+    group_of_[i] = find(target);
+    if (ro == Role::Reduce) must_[static_cast<size_t>(n.results[0])] = true;
+  }
+
+  bool strided_operand(ValueId v, StridedView* sv) {
+    // Storage is not final yet: a value counts as a buffer unless it is a view or a splat.
+    RegionSchedule probe;
+    probe.storage.assign(r_.types.size(), Storage::Slot);
+    for (size_t i = 0; i < r_.nodes.size(); ++i) {
+      Storage s = roles_[i] == Role::View ? Storage::View : roles_[i] == Role::Inline ? Storage::Inline : Storage::Slot;
+      for (ValueId res : r_.nodes[i].results) probe.storage[static_cast<size_t>(res)] = s;
+    }
+    return strided_view(r_, probe, producer_, v, sv) && role(sv->base) != Role::Inline;
+  }
+
+  RegionSchedule finish() {
+    RegionSchedule s;
+    size_t nv = r_.types.size();
+    s.storage.assign(nv, Storage::None);
+    s.offset.assign(nv, -1);
+    s.alias_of.assign(nv, -1);
+    s.output_index.assign(nv, -1);
+    for (ValueId p : r_.params) s.storage[static_cast<size_t>(p)] = Storage::Param;
+    for (size_t i = 0; i < r_.nodes.size(); ++i) {
+      const ir::Node& n = r_.nodes[i];
+      for (ValueId v : n.results) {
+        size_t vi = static_cast<size_t>(v);
+        switch (roles_[i]) {
+          case Role::Inline: s.storage[vi] = must_[vi] ? Storage::Slot : Storage::Inline; break;
+          case Role::Global: s.storage[vi] = Storage::Global; break;
+          case Role::View:
+            if (group_of_[i] >= 0) {
+              s.storage[vi] = Storage::Slot;
+            } else if (n.op == Op::Reshape && s.storage[static_cast<size_t>(n.operands[0])] != Storage::View &&
+                       s.storage[static_cast<size_t>(n.operands[0])] != Storage::Inline &&
+                       s.storage[static_cast<size_t>(n.operands[0])] != Storage::None) {
+              s.storage[vi] = Storage::Alias;
+              ValueId base = n.operands[0];
+              while (s.storage[static_cast<size_t>(base)] == Storage::Alias) base = s.alias_of[static_cast<size_t>(base)];
+              s.alias_of[vi] = base;
+            } else {
+              s.storage[vi] = Storage::View;
+            }
+            break;
+          case Role::Control: s.storage[vi] = Storage::Slot; break;
+          default: s.storage[vi] = must_[vi] ? Storage::Slot : Storage::None; break;
+        }
+      }
+    }
+    if (top_level_) {
+      // A result computed by a kernel here and returned once is written into the caller's buffer.
+      for (size_t k = 0; k < r_.results.size(); ++k) {
+        ValueId v = r_.results[k];
+        int p = producer_[static_cast<size_t>(v)];
+        bool once = std::count(r_.results.begin(), r_.results.end(), v) == 1;
+        if (p >= 0 && once && s.storage[static_cast<size_t>(v)] == Storage::Slot && roles_[static_cast<size_t>(p)] != Role::Control) {
+          s.storage[static_cast<size_t>(v)] = Storage::Output;
+          s.output_index[static_cast<size_t>(v)] = static_cast<int32_t>(k);
+        }
+      }
+    }
+    order(s);
+    return s;
+  }
+
+  // Kernels and steps in an order that respects every dependency (a topological sort of the
+  // groups, taking the earliest-created ready group first so the order stays close to the
+  // program's).
+  void order(RegionSchedule& s) {
+    std::vector<int> live;
+    for (int g = 0; g < static_cast<int>(groups_.size()); ++g) {
+      if (groups_[static_cast<size_t>(g)].parent < 0) live.push_back(g);
+    }
+    std::map<int, std::set<int>> preds;
+    for (int g : live) {
+      for (int p : groups_[static_cast<size_t>(g)].preds) {
+        if (find(p) != g) preds[g].insert(find(p));
+      }
+    }
+    std::set<int> done;
+    while (done.size() < live.size()) {
+      bool progressed = false;
+      for (int g : live) {
+        if (done.count(g)) continue;
+        bool ready = std::all_of(preds[g].begin(), preds[g].end(), [&](int p) { return done.count(p) > 0; });
+        if (!ready) continue;
+        emit(s, groups_[static_cast<size_t>(g)]);
+        done.insert(g);
+        progressed = true;
+        break;
+      }
+      if (!progressed) detail::fail("fuse", "internal error: the kernel dependency graph has a cycle");
+    }
+  }
+
+  void emit(RegionSchedule& s, Group& g) {
+    if (g.control_node >= 0) {
+      s.steps.push_back({Step::Kind::Control, static_cast<size_t>(g.control_node)});
+      return;
+    }
+    Kernel k;
+    k.kind = g.kind;
+    k.space = g.space;
+    std::sort(g.nodes.begin(), g.nodes.end());
+    k.nodes = g.nodes;
+    std::sort(g.recomputed.begin(), g.recomputed.end());
+    g.recomputed.erase(std::unique(g.recomputed.begin(), g.recomputed.end()), g.recomputed.end());
+    for (size_t c : g.recomputed) {
+      if (!std::binary_search(k.nodes.begin(), k.nodes.end(), c)) k.recomputed.push_back(c);
+    }
+    k.root = g.root >= 0 ? static_cast<size_t>(g.root) : 0;
+    // Threads split the outermost dimension unless a reduction folds it.
+    k.parallel = !k.space.empty() && k.space[0] > 1;
+    for (size_t i : k.nodes) {
+      const ir::Node& n = r_.nodes[i];
+      if (ir::op_info(n.op).cls == OpClass::Reduce &&
+          std::find(n.attrs.axes.begin(), n.attrs.axes.end(), 0) != n.attrs.axes.end()) {
+        k.parallel = false;
+      }
+    }
+    s.steps.push_back({Step::Kind::Kernel, s.kernels.size()});
+    s.kernels.push_back(std::move(k));
+  }
+
+  const ir::Region& r_;
+  bool top_level_;
+  std::vector<int32_t> producer_;
+  std::vector<Role> roles_;
+  std::vector<bool> must_;
+  std::vector<int> group_of_;
+  std::vector<Group> groups_;
+};
+
+}  // namespace
+
+std::vector<int32_t> producers(const ir::Region& r) {
+  std::vector<int32_t> p(r.types.size(), -1);
+  for (size_t i = 0; i < r.nodes.size(); ++i) {
+    for (ValueId v : r.nodes[i].results) p[static_cast<size_t>(v)] = static_cast<int32_t>(i);
+  }
+  return p;
+}
+
+bool is_view_op(Op op) {
+  switch (ir::op_info(op).cls) {
+    case OpClass::Reshape:
+    case OpClass::Transpose:
+    case OpClass::Broadcast:
+    case OpClass::Slice:
+    case OpClass::Pad:
+    case OpClass::Concat:
+    case OpClass::Gather:
+    case OpClass::Take: return true;
+    default: return false;
+  }
+}
+
+bool is_gathering_op(Op op) {
+  switch (ir::op_info(op).cls) {
+    case OpClass::ArgReduce:
+    case OpClass::MatMul:
+    case OpClass::Conv:
+    case OpClass::ConvGrad:
+    case OpClass::Pool:
+    case OpClass::PoolGrad:
+    case OpClass::Random:
+    case OpClass::RngFold: return true;
+    default: return false;
+  }
+}
+
+bool is_cheap_op(Op op) {
+  switch (op) {
+    case Op::Neg: case Op::Abs: case Op::Sign: case Op::Square: case Op::Relu: case Op::Floor: case Op::Not:
+    case Op::Add: case Op::Sub: case Op::Mul: case Op::Max: case Op::Min: case Op::And: case Op::Or:
+    case Op::Eq: case Op::Ne: case Op::Lt: case Op::Le: case Op::Gt: case Op::Ge: case Op::Select:
+    case Op::Convert: return true;
+    default: return false;
+  }
+}
+
+RegionSchedule schedule(const ir::Region& r, bool top_level) {
+  RegionSchedule s = Fuser(r, top_level).run();
+  for (size_t i = 0; i < r.nodes.size(); ++i) {
+    if (!has_regions(r.nodes[i].op)) continue;
+    for (const ir::Region& sub : r.nodes[i].regions) s.nested[i].push_back(schedule(sub, false));
+  }
+  plan_memory(r, s);
+  return s;
+}
+
+}  // namespace fluxion::kernel

@@ -1,0 +1,111 @@
+// Kernel IR: what the fuser makes of a graph-IR region and what the CPU and Vulkan backends
+// consume. A region becomes an ordered list of steps; a step is either a kernel (a loop over an
+// index space that computes a fused group of graph-IR nodes at each index) or a control-flow
+// node whose regions have kernel IR of their own. Every value that crosses a kernel boundary is
+// materialized: it gets storage from the memory plan. docs/kernels.md has the fusion rules.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "jit/ir/ir.h"
+
+namespace fluxion::kernel {
+
+enum class KernelKind : uint8_t {
+  // A loop nest over `space`; each node is computed at each index. Elementwise nodes, reductions
+  // (accumulated into their materialized result), and "gathering" nodes (conv, pooling and their
+  // gradients, argmax, fallback matmul) that compute one output element from materialized
+  // operands with an inner loop.
+  Loop,
+  // A register-blocked matrix multiply (`root`) over `space` = its output shape, with the other
+  // nodes as an epilogue evaluated on each finished output tile.
+  MatMul,
+};
+
+struct Kernel {
+  KernelKind kind = KernelKind::Loop;
+  Shape space;
+  std::vector<size_t> nodes;       // owned nodes (region node indices), in execution order
+  std::vector<size_t> recomputed;  // cheap nodes of other kernels computed here again, not stored
+  size_t root = 0;                 // MatMul: the matmul node
+  bool parallel = false;           // the outermost dimension may be split across threads
+};
+
+struct Step {
+  enum class Kind : uint8_t { Kernel, Control };
+  Kind kind = Kind::Kernel;
+  size_t index = 0;  // into kernels, or the control node's index in the region
+};
+
+// Where a value lives at run time.
+enum class Storage : uint8_t {
+  None,    // never needed as a buffer (computed inside kernels only)
+  Param,   // a region parameter: the caller's buffer
+  Slot,    // a slot of the region's arena (offset[v])
+  Output,  // top-level region result written in place (output_index[v])
+  Alias,   // shares another value's bytes (a reshape of a materialized value): alias_of[v]
+  Global,  // a constant baked into the compiled code
+  Inline,  // a splat constant, emitted as an immediate where used
+  View,    // a view (transpose, broadcast, slice, ...) of other values, folded into index math
+};
+
+struct RegionSchedule {
+  std::vector<Kernel> kernels;
+  std::vector<Step> steps;
+  // Per value id of the region.
+  std::vector<Storage> storage;
+  std::vector<int64_t> offset;        // Slot: byte offset in the region arena
+  std::vector<ir::ValueId> alias_of;  // Alias: the value whose bytes it shares
+  std::vector<int32_t> output_index;  // Output: which program result
+  int64_t arena_bytes = 0;
+  // Control nodes: their regions' schedules and where their arenas sit in this arena.
+  std::map<size_t, std::vector<RegionSchedule>> nested;
+  std::map<size_t, int64_t> nested_offset;
+  // Per kernel: scratch bytes (packed matmul operands) and their offset in the arena.
+  std::vector<int64_t> scratch_offset;
+};
+
+// Splits `r` into kernels and steps (fuse.cpp). `top_level`: results may be written in place into
+// the caller's output buffers.
+RegionSchedule schedule(const ir::Region& r, bool top_level);
+
+// Assigns arena offsets to every Slot value, nested arena and kernel scratch (memory_plan.cpp):
+// slots whose lifetimes do not overlap share bytes.
+void plan_memory(const ir::Region& r, RegionSchedule& s);
+
+// The strided views a MatMul kernel reads its operands through (matmul.cpp).
+struct StridedView;
+bool matmul_operands(const ir::Region& r, const RegionSchedule& s, const Kernel& k, StridedView* a, StridedView* b);
+// Scratch bytes a MatMul kernel needs to pack operands that are not unit-stride (matmul.cpp).
+int64_t matmul_scratch_bytes(const ir::Region& r, const RegionSchedule& s, const Kernel& k);
+
+// One line per kernel and step, naming the graph ops each kernel contains; nested regions
+// indented. Used by Compiled::kernels() and FLUXION_DUMP_IR.
+std::string print(const ir::Region& r, const RegionSchedule& s, int indent = 0);
+
+// A view of a buffer as offset + strides (in elements) over a shape.
+struct StridedView {
+  ir::ValueId base = -1;  // a value with its own storage
+  int64_t offset = 0;
+  std::vector<int64_t> strides;
+};
+
+// Follows transpose, broadcast, slice and compatible reshapes from `v` down to a value whose
+// storage is not View; false when the chain cannot be expressed by strides.
+bool strided_view(const ir::Region& r, const RegionSchedule& s, const std::vector<int32_t>& producer, ir::ValueId v,
+                  StridedView* out);
+
+// The node index producing each value of r, or -1 for parameters.
+std::vector<int32_t> producers(const ir::Region& r);
+
+// Ops whose node is a data-movement view (no arithmetic).
+bool is_view_op(ir::Op op);
+// Ops computed per output element with an inner loop over materialized operands.
+bool is_gathering_op(ir::Op op);
+// Elementwise ops cheap enough to recompute instead of storing (no math-library call).
+bool is_cheap_op(ir::Op op);
+
+}  // namespace fluxion::kernel

@@ -1,0 +1,113 @@
+// The memory plan: every Slot value of a region gets a byte range of one arena, planned once at
+// compile time from liveness, so a call allocates nothing. Ranges of values whose lifetimes do
+// not overlap are shared (greedy by size, first fit).
+#include <algorithm>
+#include <climits>
+#include <functional>
+
+#include "jit/kernel/kernel_ir.h"
+
+namespace fluxion::kernel {
+namespace {
+
+constexpr int64_t kAlign = 64;  // a cache line, and the widest vector load
+
+int64_t aligned(int64_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
+
+struct Interval {
+  int64_t first, last, bytes;
+  int64_t* offset;
+};
+
+}  // namespace
+
+void plan_memory(const ir::Region& r, RegionSchedule& s) {
+  std::vector<int32_t> producer = producers(r);
+  size_t nsteps = s.steps.size();
+  // The step at which each node runs (views and inline constants: when read).
+  std::vector<int64_t> node_step(r.nodes.size(), -1);
+  for (size_t t = 0; t < nsteps; ++t) {
+    const Step& st = s.steps[t];
+    if (st.kind == Step::Kind::Control) {
+      node_step[st.index] = static_cast<int64_t>(t);
+    } else {
+      for (size_t n : s.kernels[st.index].nodes) node_step[n] = static_cast<int64_t>(t);
+    }
+  }
+  std::vector<int64_t> first(r.types.size(), INT64_MAX), last(r.types.size(), -1);
+  for (size_t i = 0; i < r.nodes.size(); ++i) {
+    for (ir::ValueId v : r.nodes[i].results) first[static_cast<size_t>(v)] = std::max<int64_t>(node_step[i], 0);
+  }
+  // A read through views and aliases keeps every value underneath alive.
+  std::function<void(ir::ValueId, int64_t)> use = [&](ir::ValueId v, int64_t t) {
+    size_t vi = static_cast<size_t>(v);
+    last[vi] = std::max(last[vi], t);
+    Storage st = s.storage[vi];
+    int p = producer[vi];
+    if (p >= 0 && (st == Storage::View || st == Storage::Alias || st == Storage::None)) {
+      for (ir::ValueId o : r.nodes[static_cast<size_t>(p)].operands) use(o, t);
+    }
+  };
+  for (size_t t = 0; t < nsteps; ++t) {
+    const Step& st = s.steps[t];
+    std::vector<size_t> nodes;
+    if (st.kind == Step::Kind::Control) {
+      nodes.push_back(st.index);
+    } else {
+      nodes = s.kernels[st.index].nodes;
+      nodes.insert(nodes.end(), s.kernels[st.index].recomputed.begin(), s.kernels[st.index].recomputed.end());
+    }
+    for (size_t n : nodes) {
+      for (ir::ValueId o : r.nodes[n].operands) use(o, static_cast<int64_t>(t));
+    }
+  }
+  for (ir::ValueId v : r.results) use(v, static_cast<int64_t>(nsteps));
+  std::vector<Interval> intervals;
+  for (size_t v = 0; v < r.types.size(); ++v) {
+    if (s.storage[v] != Storage::Slot && s.storage[v] != Storage::Output) continue;
+    int64_t f = first[v] == INT64_MAX ? 0 : first[v];
+    int64_t l = std::max(last[v], f);
+    // Output values get a slot too: the caller may pass an output buffer that aliases an input,
+    // and then the result is written here and copied out after the call.
+    intervals.push_back({f, l, aligned(r.type(static_cast<ir::ValueId>(v)).numel() * dtype_size(r.type(static_cast<ir::ValueId>(v)).dtype)),
+                         &s.offset[v]});
+  }
+  s.scratch_offset.assign(s.kernels.size(), -1);
+  std::vector<int64_t> scratch_bytes(s.kernels.size(), 0);
+  for (size_t t = 0; t < nsteps; ++t) {
+    const Step& st = s.steps[t];
+    if (st.kind == Step::Kind::Kernel && s.kernels[st.index].kind == KernelKind::MatMul) {
+      scratch_bytes[st.index] = aligned(matmul_scratch_bytes(r, s, s.kernels[st.index]));
+      if (scratch_bytes[st.index] > 0) {
+        intervals.push_back({static_cast<int64_t>(t), static_cast<int64_t>(t), scratch_bytes[st.index], &s.scratch_offset[st.index]});
+      }
+    } else if (st.kind == Step::Kind::Control) {
+      int64_t bytes = 0;
+      for (const RegionSchedule& sub : s.nested[st.index]) bytes = std::max(bytes, sub.arena_bytes);
+      s.nested_offset[st.index] = 0;
+      if (bytes > 0) intervals.push_back({static_cast<int64_t>(t), static_cast<int64_t>(t), aligned(bytes), &s.nested_offset[st.index]});
+    }
+  }
+  std::stable_sort(intervals.begin(), intervals.end(), [](const Interval& a, const Interval& b) { return a.bytes > b.bytes; });
+  std::vector<const Interval*> placed;
+  int64_t top = 0;
+  for (Interval& iv : intervals) {
+    // Lowest offset that overlaps no placed interval live at the same time.
+    std::vector<std::pair<int64_t, int64_t>> busy;
+    for (const Interval* p : placed) {
+      if (p->first <= iv.last && iv.first <= p->last) busy.push_back({*p->offset, *p->offset + p->bytes});
+    }
+    std::sort(busy.begin(), busy.end());
+    int64_t off = 0;
+    for (auto [b, e] : busy) {
+      if (off + iv.bytes <= b) break;
+      off = std::max(off, e);
+    }
+    *iv.offset = off;
+    top = std::max(top, off + iv.bytes);
+    placed.push_back(&iv);
+  }
+  s.arena_bytes = top;
+}
+
+}  // namespace fluxion::kernel
