@@ -36,7 +36,6 @@ CompiledProgram compile(ir::Program traced, Backend backend) {
   checkpoint(out.optimized, "simplify");
   std::string key = std::string(backend_name(backend)) + "\n" + ir::print(out.optimized);
   out.executable = cached_compile(key, [&] { return ExecutablePtr(backends::compile(out.optimized, backend)); });
-  if (dump_enabled()) std::fprintf(stderr, "// ---- kernels\n%s\n", out.executable->describe().c_str());
   out.traced = std::move(traced);
   return out;
 }

@@ -2,6 +2,8 @@
 // concurrent calls do not share scratch memory and a steady-state call allocates nothing.
 #include "backends/cpu/executable.h"
 
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <mutex>
 #include <new>
@@ -26,6 +28,9 @@ class CpuExecutable final : public backends::Executable {
  public:
   explicit CpuExecutable(const ir::Program& p) : program_(p) {
     schedule_ = kernel::schedule(program_.body, true);
+    if (const char* dump = std::getenv("FLUXION_DUMP_IR"); dump && *dump && std::string(dump) != "0") {
+      std::fprintf(stderr, "// ---- kernels\n%s\n", describe().c_str());
+    }
     Target target;
     target.vector_bytes = host().vector_bytes;
     std::string key = std::string(kCodegenVersion) + "\nvector " + std::to_string(target.vector_bytes) + "\n" + ir::print(program_);

@@ -134,6 +134,11 @@ std::unique_ptr<NativeCode> build_native(const std::string& key, const std::func
   auto process = llvm::orc::DynamicLibrarySearchGenerator::GetForCurrentProcess((*jit)->getDataLayout().getGlobalPrefix());
   if (!process) fail_llvm("cannot search the process for symbols", process.takeError());
   lib.addGenerator(std::move(*process));
+  if (libmvec_loaded()) {
+    auto mvec = llvm::orc::DynamicLibrarySearchGenerator::Load("libmvec.so.1", (*jit)->getDataLayout().getGlobalPrefix());
+    if (!mvec) fail_llvm("cannot search libmvec for symbols", mvec.takeError());
+    lib.addGenerator(std::move(*mvec));
+  }
   llvm::orc::SymbolMap helpers;
   for (const RuntimeSymbol& s : runtime_symbols()) {
     helpers[(*jit)->mangleAndIntern(s.name)] = {llvm::orc::ExecutorAddr::fromPtr(s.address), llvm::JITSymbolFlags::Exported};

@@ -254,50 +254,71 @@ class Fuser {
         view_leaves(o, leaves);
       }
     }
-    // Pick the most recent producer kernel and merge the others into it where legal.
-    int target = fused.empty() ? -1 : *fused.rbegin();
-    std::vector<size_t> recompute;
-    for (ValueId o : fused_values) {
-      int g = group_of_value(o);
-      if (target >= 0 && can_merge(g, target)) {
-        target = merge(g, target);
-        continue;
-      }
-      std::vector<size_t> chain;
-      if (cheap_chain(o, g, chain)) {
-        recompute.insert(recompute.end(), chain.begin(), chain.end());
-        for (size_t c : chain) {
-          for (ValueId co : r_.nodes[c].operands) {
-            if (int cp = producer_[static_cast<size_t>(co)];
-                cp < 0 || std::find(chain.begin(), chain.end(), static_cast<size_t>(cp)) == chain.end()) {
-              auto d = view_base_groups(co);
-              stored.insert(d.begin(), d.end());
-              view_leaves(co, leaves);
-            }
-          }
-        }
-      } else {
-        must_[static_cast<size_t>(o)] = true;
-        stored.insert(g);
-        leaves.insert(o);
-      }
-    }
-    auto legal = [&](int t) {
+    auto legal = [&](int t, const std::set<int>& reads) {
       if (t < 0) return false;
       const Group& gt = G(t);
       if (gt.copy || gt.control_node >= 0) return false;
       if (gt.kind == KernelKind::MatMul && ro == Role::Gathering) return false;
-      for (int s : stored) {
+      for (int s : reads) {
         if (find(s) == find(t) || depends(s, t)) return false;
       }
       return true;
     };
-    if (!legal(target)) target = -1;
+    // Join the most recent producer kernel, merging the others into it where that creates no
+    // cycle; a value of a kernel that cannot be joined is recomputed when cheap, else stored.
+    int target = fused.empty() ? -1 : *fused.rbegin();
+    std::vector<size_t> recompute;
+    for (int attempt = 0; attempt < 2; ++attempt) {
+      std::set<int> reads = stored;
+      std::set<ValueId> read_leaves = leaves;
+      std::vector<size_t> redo;
+      std::vector<ValueId> materialize;
+      std::vector<int> merges;
+      for (ValueId o : fused_values) {
+        int g = group_of_value(o);
+        if (target >= 0 && (g == find(target) || can_merge(g, target))) {
+          merges.push_back(g);
+          continue;
+        }
+        std::vector<size_t> chain;
+        if (cheap_chain(o, g, chain)) {
+          redo.insert(redo.end(), chain.begin(), chain.end());
+          for (size_t c : chain) {
+            for (ValueId co : r_.nodes[c].operands) {
+              int cp = producer_[static_cast<size_t>(co)];
+              if (cp < 0 || std::find(chain.begin(), chain.end(), static_cast<size_t>(cp)) == chain.end()) {
+                auto d = view_base_groups(co);
+                reads.insert(d.begin(), d.end());
+                view_leaves(co, read_leaves);
+              }
+            }
+          }
+        } else {
+          materialize.push_back(o);
+          reads.insert(g);
+          read_leaves.insert(o);
+        }
+      }
+      bool ok = target < 0 || legal(target, reads);
+      for (int g : merges) {
+        ok = ok && !std::any_of(reads.begin(), reads.end(), [&](int r) { return find(r) == find(g) || depends(r, g); });
+      }
+      if (!ok) {
+        target = -1;
+        continue;
+      }
+      for (int g : merges) target = merge(g, target);
+      for (ValueId o : materialize) must_[static_cast<size_t>(o)] = true;
+      recompute = redo;
+      stored = reads;
+      leaves = read_leaves;
+      break;
+    }
     if (target < 0 && !leaves.empty()) {
       // A sibling: an earlier loop kernel over the same space that reads one of the same inputs.
       for (int g = static_cast<int>(groups_.size()) - 1; g >= 0 && g >= static_cast<int>(groups_.size()) - 16; --g) {
         const Group& gg = groups_[static_cast<size_t>(g)];
-        if (gg.parent >= 0 || gg.kind != KernelKind::Loop || gg.space != space || !legal(g)) continue;
+        if (gg.parent >= 0 || gg.kind != KernelKind::Loop || gg.space != space || !legal(g, stored)) continue;
         bool shares = std::any_of(leaves.begin(), leaves.end(), [&](ValueId l) { return gg.leaves.count(l); });
         if (shares) {
           target = g;
