@@ -9,6 +9,7 @@
 #include <new>
 
 #include "backends/counters.h"
+#include "codegen_version.h"
 #include "backends/cpu/codegen.h"
 #include "backends/cpu/native.h"
 #include "fluxion/error.h"
@@ -16,8 +17,6 @@
 namespace fluxion::cpu {
 namespace {
 
-// Bump when generated code changes meaning, so stale on-disk cache entries are not used.
-constexpr const char* kCodegenVersion = "fluxion-cpu-codegen 1";
 
 struct ArenaDeleter {
   void operator()(char* p) const { ::operator delete[](p, std::align_val_t(64)); }
@@ -33,7 +32,7 @@ class CpuExecutable final : public backends::Executable {
     }
     Target target;
     target.vector_bytes = host().vector_bytes;
-    std::string key = std::string(kCodegenVersion) + "\nvector " + std::to_string(target.vector_bytes) + "\n" + ir::print(program_);
+    std::string key = std::string("fluxion codegen " FLUXION_CODEGEN_HASH) + "\nvector " + std::to_string(target.vector_bytes) + "\n" + ir::print(program_);
     code_ = build_native(key, [&](llvm::Module& m) { emit_program(program_, schedule_, target, m); });
     backends::counters().compiles++;
     if (code_->from_disk_cache) backends::counters().disk_cache_hits++;

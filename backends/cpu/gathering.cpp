@@ -39,7 +39,7 @@ std::pair<Value*, Value*> KernelEmitter::pool_select(ir::ValueId x, const Index&
       Value* valid = b_.CreateAnd(th.valid, tw.valid);
       Value* h = b_.CreateSelect(valid, th.pos, i64(0));
       Value* w = b_.CreateSelect(valid, tw.pos, i64(0));
-      Value* v = load(x, {o[0], o[1], h, w});
+      Value* v = at(x, {o[0], o[1], h, w});
       Value* best = acc2[0];
       Value* found = acc2[3];
       Value* better = b_.CreateAnd(b_.CreateNot(is_nan(best)), b_.CreateOr(is_nan(v), b_.CreateFCmpOGT(v, best)));
@@ -91,8 +91,8 @@ Value* KernelEmitter::conv(const ir::Node& n, const Index& o) {
     Value* c0 = b_.CreateMul(b_.CreateSDiv(o[1], i64(per_group)), i64(ws[1]));
     return loop3(ws[1], ws[2], ws[3], [&](Value* c, Value* kh, Value* kw, Value* acc) {
       Tap h = fwd(o[2], 0, kh, xs[2]), w = fwd(o[3], 1, kw, xs[3]);
-      Value* x = load(op0, {o[0], b_.CreateAdd(c0, c), h.pos, w.pos});
-      return mac(acc, b_.CreateAnd(h.valid, w.valid), x, load(op1, {o[1], c, kh, kw}));
+      Value* x = at(op0, {o[0], b_.CreateAdd(c0, c), h.pos, w.pos});
+      return mac(acc, b_.CreateAnd(h.valid, w.valid), x, at(op1, {o[1], c, kh, kw}));
     });
   }
   if (n.op == Op::Conv2dInputGrad) {  // g, w -> dx[n, c, h, w]
@@ -104,8 +104,8 @@ Value* KernelEmitter::conv(const ir::Node& n, const Index& o) {
     return loop3(per_group, ws[2], ws[3], [&](Value* oi, Value* kh, Value* kw, Value* acc) {
       Tap oh = back(o[2], 0, kh, gs[2]), ow = back(o[3], 1, kw, gs[3]);
       Value* oc = b_.CreateAdd(o0, oi);
-      Value* g = load(op0, {o[0], oc, oh.pos, ow.pos});
-      return mac(acc, b_.CreateAnd(oh.valid, ow.valid), g, load(op1, {oc, cl, kh, kw}));
+      Value* g = at(op0, {o[0], oc, oh.pos, ow.pos});
+      return mac(acc, b_.CreateAnd(oh.valid, ow.valid), g, at(op1, {oc, cl, kh, kw}));
     });
   }
   // Conv2dWeightGrad: x, g -> dw[o, c, kh, kw]
@@ -115,8 +115,8 @@ Value* KernelEmitter::conv(const ir::Node& n, const Index& o) {
   Value* c0 = b_.CreateMul(b_.CreateSDiv(o[0], i64(per_group)), i64(ws[1]));
   return loop3(gs[0], gs[2], gs[3], [&](Value* bn, Value* oh, Value* ow, Value* acc) {
     Tap h = fwd(oh, 0, o[2], xs[2]), w = fwd(ow, 1, o[3], xs[3]);
-    Value* x = load(op0, {bn, b_.CreateAdd(c0, o[1]), h.pos, w.pos});
-    return mac(acc, b_.CreateAnd(h.valid, w.valid), x, load(op1, {bn, o[0], oh, ow}));
+    Value* x = at(op0, {bn, b_.CreateAdd(c0, o[1]), h.pos, w.pos});
+    return mac(acc, b_.CreateAnd(h.valid, w.valid), x, at(op1, {bn, o[0], oh, ow}));
   });
 }
 
@@ -127,7 +127,7 @@ Value* KernelEmitter::pool(const ir::Node& n, const Index& o) {
   Value* area = constant(t, static_cast<double>(a.window[0] * a.window[1]));
   if (n.op == Op::MaxPool2d || n.op == Op::MaxPool2dSelect) {
     auto [h, w] = pool_select(n.operands[0], o, a);
-    return load(n.operands[n.op == Op::MaxPool2d ? 0 : 1], {o[0], o[1], h, w});
+    return at(n.operands[n.op == Op::MaxPool2d ? 0 : 1], {o[0], o[1], h, w});
   }
   if (n.op == Op::AvgPool2d) {
     const Shape& xs = r_.type(n.operands[0]).shape;
@@ -137,7 +137,7 @@ Value* KernelEmitter::pool(const ir::Node& n, const Index& o) {
         Value* w = b_.CreateAdd(b_.CreateSub(b_.CreateMul(o[3], i64(a.strides[1])), i64(a.padding[2])), kw);
         Value* valid = b_.CreateAnd(b_.CreateAnd(b_.CreateICmpSGE(h, i64(0)), b_.CreateICmpSLT(h, i64(xs[2]))),
                                     b_.CreateAnd(b_.CreateICmpSGE(w, i64(0)), b_.CreateICmpSLT(w, i64(xs[3]))));
-        Value* x = load(n.operands[0], {o[0], o[1], b_.CreateSelect(valid, h, i64(0)), b_.CreateSelect(valid, w, i64(0))});
+        Value* x = at(n.operands[0], {o[0], o[1], b_.CreateSelect(valid, h, i64(0)), b_.CreateSelect(valid, w, i64(0))});
         return std::vector<Value*>{b_.CreateSelect(valid, b_.CreateFAdd(acc2[0], x), acc2[0])};
       });
     })[0];
@@ -159,7 +159,7 @@ Value* KernelEmitter::pool(const ir::Node& n, const Index& o) {
       Tap ow = window_of(o[3], a.strides[1], a.padding[2], kw, gs[3]);
       Value* valid = b_.CreateAnd(oh.valid, ow.valid);
       Index out{o[0], o[1], oh.pos, ow.pos};
-      Value* gv = load(g, out);
+      Value* gv = at(g, out);
       if (n.op == Op::AvgPool2dGrad) {
         return std::vector<Value*>{b_.CreateSelect(valid, b_.CreateFAdd(acc2[0], b_.CreateFDiv(gv, area)), acc2[0])};
       }
@@ -191,9 +191,9 @@ Value* KernelEmitter::gathering(const ir::Node& n, const Index& o) {
         i.insert(i.end(), o.begin() + static_cast<long>(ax), o.end());
         return i;
       };
-      Value* first = load(x, index_at(i64(0)));
+      Value* first = at(x, index_at(i64(0)));
       auto best = emit_for(b_, i64(1), i64(r_.type(x).shape[ax]), {first, i64(0)}, [&](Value* k, const std::vector<Value*>& acc) {
-        Value* v = load(x, index_at(k));
+        Value* v = at(x, index_at(k));
         Value* better;
         if (is_float(xt)) {
           Value* cmp = n.op == Op::Argmax ? b_.CreateFCmpOGT(v, acc[0]) : b_.CreateFCmpOLT(v, acc[0]);
@@ -209,11 +209,11 @@ Value* KernelEmitter::gathering(const ir::Node& n, const Index& o) {
     case ir::OpClass::Random:
     case ir::OpClass::RngFold: {
       ir::ValueId key = n.operands[0];
-      Value* k0 = load(key, {i64(0)});
-      Value* k1 = load(key, {i64(1)});
+      Value* k0 = at(key, {i64(0)});
+      Value* k1 = at(key, {i64(1)});
       if (n.op == Op::RngFold) {
         auto f = m_.getOrInsertFunction("fx_rng_fold", b_.getInt32Ty(), b_.getInt32Ty(), b_.getInt32Ty(), b_.getInt32Ty(), b_.getInt64Ty());
-        result = b_.CreateCall(f, {k0, k1, load(n.operands[1], {}), o[0]});
+        result = b_.CreateCall(f, {k0, k1, at(n.operands[1], {}), o[0]});
       } else {
         auto f = m_.getOrInsertFunction("fx_rng", b_.getDoubleTy(), b_.getInt32Ty(), b_.getInt32Ty(), b_.getInt64Ty(), b_.getInt32Ty());
         int kind = n.op == Op::RngNormal ? 2 : t == DType::f32 ? 0 : 1;
@@ -232,8 +232,8 @@ Value* KernelEmitter::gathering(const ir::Node& n, const Index& o) {
         ai.push_back(q);
         bi.push_back(q);
         bi.push_back(o[rank - 1]);
-        Value* x = load(a, ai);
-        Value* y = load(bb, bi);
+        Value* x = at(a, ai);
+        Value* y = at(bb, bi);
         return std::vector<Value*>{is_float(t) ? b_.CreateFAdd(acc[0], b_.CreateFMul(x, y)) : b_.CreateAdd(acc[0], b_.CreateMul(x, y))};
       })[0];
       break;

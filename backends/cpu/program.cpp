@@ -198,12 +198,13 @@ class ProgramEmitter {
       }
       for (size_t j = nc + nx; j < n.operands.size(); ++j) params.push_back(ptr[static_cast<size_t>(n.operands[j])]);
       std::vector<Value*> res = region(body, sub, arena, params, false);
-      update_carries(body, 0, 1, res, carries);
+      // Per-step outputs first: one may be a carry parameter, which the update overwrites.
       for (size_t j = nc; j < n.results.size(); ++j) {
         int64_t slice = bytes(body.type(body.results[j]));
         Value* dst = b_.CreateInBoundsGEP(b_.getInt8Ty(), ptr[static_cast<size_t>(n.results[j])], b_.CreateMul(t, b_.getInt64(static_cast<uint64_t>(slice))));
         copy(dst, res[j], slice);
       }
+      update_carries(body, 0, 1, res, carries);
       return std::vector<Value*>{};
     });
   }
