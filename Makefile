@@ -2,10 +2,13 @@
 #   make demo   install what is missing, build in Release, run the demo sample
 #   make test   install what is missing, build the tests, run every test through ctest
 #   make test-sanitize  the tests under ASan + UBSan
+#   make bench  the benchmarks against libtorch and hand-written C++ (bench/README.md);
+#               BENCH_ARGS=--quick for a fast smoke run
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
+BENCH_ARGS ?=
 
-.PHONY: deps demo test test-sanitize build-release build-test clean
+.PHONY: deps demo test test-sanitize build-release build-test bench clean
 
 deps:
 	scripts/install-deps.sh
@@ -30,6 +33,14 @@ test-sanitize: deps
 	cmake -S . -B build/sanitize -G Ninja -DCMAKE_BUILD_TYPE=Debug -DFLUXION_SANITIZE=ON $(CMAKE_FLAGS)
 	cmake --build build/sanitize -j $(JOBS)
 	cd build/sanitize && ASAN_OPTIONS=allocator_may_return_null=1 ctest --output-on-failure -j $(JOBS)
+
+# Both thread counts append to one results file: 1 thread first (it rewrites the file), then all cores.
+bench:
+	scripts/install-deps.sh --bench
+	cmake -S . -B build/bench -G Ninja -DCMAKE_BUILD_TYPE=Release -DFLUXION_BUILD_TESTS=OFF -DFLUXION_BUILD_BENCH=ON $(CMAKE_FLAGS)
+	cmake --build build/bench -j $(JOBS) --target fluxion_bench
+	build/bench/bench/fluxion_bench --threads 1 --json bench/results.json $(BENCH_ARGS)
+	build/bench/bench/fluxion_bench --threads all --json bench/results.json --append $(BENCH_ARGS)
 
 clean:
 	rm -rf build
