@@ -34,7 +34,8 @@ struct Target {
 // Emits the module for program `p` with the top-level schedule `s`.
 ModuleInfo emit_program(const ir::Program& p, const kernel::RegionSchedule& s, const Target& target, llvm::Module& m);
 
-// Run-time error codes returned by the entry point.
+// Run-time error codes returned by the entry point: kWhileMaxIters + m when a while loop with
+// max_iters = m would start iteration m + 1.
 enum ErrorCode : int32_t { kOk = 0, kWhileMaxIters = 1 };
 
 using Index = std::vector<llvm::Value*>;

@@ -88,7 +88,10 @@ class CpuExecutable final : public backends::Executable {
       }
     }
     give_arena(std::move(arena));
-    if (rc == kWhileMaxIters) detail::fail("while", "the loop exceeded its max_iters (its condition was still true)");
+    if (rc >= kWhileMaxIters) {
+      detail::fail("while", "the loop exceeded max_iters=" + std::to_string(rc - kWhileMaxIters) +
+                                " (its condition was still true)");
+    }
   }
 
   std::string describe() const override { return kernel::print(program_.body, schedule_); }

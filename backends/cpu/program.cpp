@@ -235,7 +235,7 @@ class ProgramEmitter {
     Value* over = n.attrs.max_iters >= 0 ? b_.CreateICmpSGE(iter, b_.getInt64(static_cast<uint64_t>(n.attrs.max_iters))) : b_.getFalse();
     b_.CreateCondBr(over, fail, body);
     b_.SetInsertPoint(fail);
-    b_.CreateRet(b_.getInt32(kWhileMaxIters));
+    b_.CreateRet(b_.getInt32(static_cast<uint32_t>(kWhileMaxIters + n.attrs.max_iters)));
     b_.SetInsertPoint(body);
     std::vector<Value*> res = region(n.regions[1], subs[1], arena, params, false);
     update_carries(n.regions[1], 0, 0, res, carries);

@@ -117,11 +117,16 @@ class Fuser {
       return need_buffer(r_.nodes[pn].operands[0], reader);
     }
     if ((ro == Role::View || ro == Role::Inline) && group_of_[pn] < 0) {
+      std::set<int> bases;
+      for (ValueId o : r_.nodes[pn].operands) {
+        auto b = view_base_groups(o);
+        bases.insert(b.begin(), b.end());
+      }
       int c = new_group(KernelKind::Loop, r_.type(v).shape);
       groups_[static_cast<size_t>(c)].copy = true;
       groups_[static_cast<size_t>(c)].nodes.push_back(pn);
+      groups_[static_cast<size_t>(c)].preds = bases;
       group_of_[pn] = c;
-      for (int g : view_base_groups(v)) groups_[static_cast<size_t>(c)].preds.insert(g);
     }
     must_[static_cast<size_t>(v)] = true;
     int g = group_of_value(v);
