@@ -4,6 +4,8 @@
 #include "backends/cpu/codegen.h"
 #include "fluxion/error.h"
 
+using fluxion::ir::Op;
+
 namespace fluxion::cpu {
 
 using llvm::Value;
@@ -129,14 +131,18 @@ Value* KernelEmitter::at(ir::ValueId v, const Index& idx) {
   size_t vi = static_cast<size_t>(v);
   int p = producer_[vi];
   Value* x;
+  const ir::Node* node = p >= 0 ? &r_.nodes[static_cast<size_t>(p)] : nullptr;
+  kernel::Storage st = s_.storage[vi];
   if (computed_[vi]) {
-    x = compute(r_.nodes[static_cast<size_t>(p)], idx);
+    x = compute(*node, idx);
+  } else if (node && node->op == Op::Constant && node->attrs.data.size() == 1) {
+    x = constant(r_.type(v).dtype, node->attrs.data[0]);
+  } else if (node && kernel::is_view_op(node->op) && st != kernel::Storage::Alias) {
+    // Read through the view even when a copy kernel also materializes it: this kernel was
+    // ordered after the view's operands, not necessarily after the copy.
+    x = view(*node, v, idx);
   } else {
-    switch (s_.storage[vi]) {
-      case kernel::Storage::Inline: x = constant(r_.type(v).dtype, r_.nodes[static_cast<size_t>(p)].attrs.data[0]); break;
-      case kernel::Storage::View: x = view(r_.nodes[static_cast<size_t>(p)], v, idx); break;
-      default: x = load(v, idx); break;
-    }
+    x = load(v, idx);
   }
   memo_[key] = x;
   return x;
