@@ -1,0 +1,98 @@
+// What the fuser makes of the workloads: the number of kernels and the graph ops in each
+// (docs/kernels.md states the rules these follow).
+#include <gtest/gtest.h>
+
+#include <fluxion/fluxion.h>
+
+#include <cmath>
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace fx = fluxion;
+using fx::Array;
+using fx::Tensor;
+
+namespace {
+
+std::vector<std::string> lines(const std::string& s) {
+  std::vector<std::string> out;
+  std::istringstream in(s);
+  for (std::string l; std::getline(in, l);) {
+    if (!l.empty()) out.push_back(l);
+  }
+  return out;
+}
+
+Tensor mlp(Tensor W1, Tensor b1, Tensor W2, Tensor b2, Tensor x) {
+  Tensor h = fx::tanh(fx::matmul(W1, fx::reshape(x, {784, 128})) + b1);
+  Tensor y = fx::matmul(W2, h) + b2;
+  return fx::sum(y * y);
+}
+
+}  // namespace
+
+TEST(Fusion, W1ValueAndGradIsOneKernel) {
+  auto f = fx::jit(fx::value_and_grad([](Tensor x) { return fx::sum(x * x); }), fx::Backend::Cpu);
+  auto k = lines(f.lower(Array(fx::f32, {28, 28, 1, 128})).kernels());
+  ASSERT_EQ(k.size(), 1u) << f.lower(Array(fx::f32, {28, 28, 1, 128})).kernels();
+  EXPECT_EQ(k[0], "kernel 0 loop [28,28,1,128]: mul reduce_sum mul add");
+}
+
+TEST(Fusion, W3ForwardAndBackwardAreFiveMatmulKernelsWithEpilogues) {
+  auto f = fx::jit(fx::value_and_grad(mlp, {0, 1, 2, 3}), fx::Backend::Cpu);
+  std::string text = f.lower(Array(fx::f32, {32, 784}), Array(fx::f32, {32, 1}), Array(fx::f32, {10, 32}),
+                             Array(fx::f32, {10, 1}), Array(fx::f32, {28, 28, 1, 128}))
+                         .kernels();
+  auto k = lines(text);
+  ASSERT_EQ(k.size(), 5u) << text;
+  // Bias and tanh are the first matmul's epilogue, which also stores tanh's derivative factor.
+  EXPECT_EQ(k[0], "kernel 0 matmul [32,128] parallel: matmul add tanh mul sub") << text;
+  // The loss, its seed gradient and b2's gradient ride on the second matmul.
+  EXPECT_EQ(k[1], "kernel 1 matmul [10,128]: matmul add mul reduce_sum mul add reduce_sum") << text;
+  EXPECT_EQ(k[2], "kernel 2 matmul [10,32] parallel: matmul") << text;
+  EXPECT_EQ(k[3], "kernel 3 matmul [32,128] parallel: matmul mul reduce_sum") << text;
+  EXPECT_EQ(k[4], "kernel 4 matmul [32,784] parallel: matmul") << text;
+  // The data's adjoint is never computed: no kernel has the shape of x.
+  EXPECT_EQ(text.find("[784,128]"), std::string::npos) << text;
+}
+
+TEST(Fusion, LstmCellGatesAreOneKernelAfterTheMatmuls) {
+  auto cell = [](Tensor Wx, Tensor Wh, Tensor b, Tensor x, Tensor h, Tensor c) {
+    int64_t H = h.dim(0);
+    Tensor gates = fx::matmul(Wx, x) + fx::matmul(Wh, h) + b;
+    Tensor i = fx::sigmoid(fx::slice_axis(gates, 0, 0, H));
+    Tensor f = fx::sigmoid(fx::slice_axis(gates, 0, H, 2 * H));
+    Tensor g = fx::tanh(fx::slice_axis(gates, 0, 2 * H, 3 * H));
+    Tensor o = fx::sigmoid(fx::slice_axis(gates, 0, 3 * H, 4 * H));
+    Tensor c2 = f * c + i * g;
+    return std::make_pair(o * fx::tanh(c2), c2);
+  };
+  auto f = fx::jit(cell, fx::Backend::Cpu);
+  std::string text = f.lower(Array(fx::f32, {256, 64}), Array(fx::f32, {256, 64}), Array(fx::f32, {256, 1}),
+                             Array(fx::f32, {64, 32}), Array(fx::f32, {64, 32}), Array(fx::f32, {64, 32}))
+                         .kernels();
+  auto k = lines(text);
+  // Two matmuls (the second with the sum and bias as epilogue), then every gate op in one kernel.
+  ASSERT_EQ(k.size(), 3u) << text;
+  EXPECT_EQ(k[1], "kernel 1 matmul [256,32] parallel: matmul add add") << text;
+  EXPECT_EQ(k[2], "kernel 2 loop [64,32] parallel: sigmoid sigmoid tanh sigmoid mul mul add tanh mul") << text;
+}
+
+TEST(Fusion, CheapValuesAreRecomputedExpensiveOnesStored) {
+  // a*b is cheap: the second kernel (after the reduction) recomputes it. exp(a) is stored.
+  auto f = fx::jit([](Tensor a, Tensor b) {
+    Tensor p = a * b;
+    Tensor e = fx::exp(a);
+    Tensor m = fx::max(p + e, {1}, true);
+    return (p - m) * e;
+  }, fx::Backend::Cpu);
+  std::string text = f.lower(Array(fx::f32, {8, 16}), Array(fx::f32, {8, 16})).kernels();
+  auto k = lines(text);
+  ASSERT_EQ(k.size(), 2u) << text;
+  EXPECT_NE(k[1].find("(recomputes mul)"), std::string::npos) << text;
+  EXPECT_EQ(k[1].find("exp"), std::string::npos) << text;
+  auto r = f(Array(std::vector<float>(128, 0.5f), {8, 16}), Array(std::vector<float>(128, 2.0f), {8, 16}));
+  float e = std::exp(0.5f);
+  EXPECT_NEAR(r.to_vector<float>()[5], (1.0f - (1.0f + e)) * e, 1e-5);
+}
