@@ -28,10 +28,15 @@ double norm(const std::vector<const std::vector<float>*>& grads) {
 }
 
 // Calls body(lo, hi) on [0, n) cut into one contiguous range per thread and returns the sum
-// of its results. At one thread it is a plain call: no OpenMP runtime on the path.
+// of its results. At one thread, or below 64K elements (where a parallel region costs
+// more than it saves), it is a plain call with no
+// OpenMP runtime on the path. Only W1 and W2 use it: where OpenBLAS runs the matmuls with its
+// own threads, an OpenMP team beside them fights for the cores (its workers and OpenBLAS's
+// spin after their work), so W3's and W5's elementwise passes stay on the calling thread
+// (measured on 2 cores: W5 16 ms with both pools instead of 6 ms with OpenBLAS alone).
 template <class Body>
 double split_sum(int64_t n, Body body) {
-  if (g_threads == 1) return body(int64_t{0}, n);
+  if (g_threads == 1 || n < 65536) return body(int64_t{0}, n);
   double total = 0;
 #pragma omp parallel num_threads(g_threads) reduction(+ : total)
   {
@@ -106,21 +111,20 @@ std::vector<CaseSpec> elementwise(const char* w, const Buf& x, Elementwise kerne
           {w, "handwritten", "grad", [make] { return make(true); }}};
 }
 
-// ---- Row kernels: rows [lo, hi) of a row-major matrix with `cols` columns, one bias per row.
+// ---- Row kernels over a row-major matrix of `rows` x `cols`, one bias per row.
 
-double bias_tanh_rows(float* h, const float* b, int64_t cols, int64_t lo, int64_t hi) {  // h = tanh(h + b)
-  for (int64_t r = lo; r < hi; ++r) {
+void bias_tanh_rows(float* h, const float* b, int64_t rows, int64_t cols) {  // h = tanh(h + b)
+  for (int64_t r = 0; r < rows; ++r) {
     float* hr = h + r * cols;
 #pragma omp simd
     for (int64_t c = 0; c < cols; ++c) hr[c] = std::tanh(hr[c] + b[r]);
   }
-  return 0;
 }
 
 // Returns sum((y + b)^2); with dy, also dy = 2 (y + b) (dy may be y) and db = row sums of dy.
-double bias_square_rows(float* y, const float* b, float* dy, float* db, int64_t cols, int64_t lo, int64_t hi) {
+double bias_square_rows(float* y, const float* b, float* dy, float* db, int64_t rows, int64_t cols) {
   double total = 0;
-  for (int64_t r = lo; r < hi; ++r) {
+  for (int64_t r = 0; r < rows; ++r) {
     float* yr = y + r * cols;
     float acc = 0, row = 0;
     if (dy) {
@@ -143,8 +147,8 @@ double bias_square_rows(float* y, const float* b, float* dy, float* db, int64_t 
 }
 
 // dz = dh (1 - h^2) in place of dh; db = row sums of dz.
-double tanh_grad_rows(const float* h, float* dh, float* db, int64_t cols, int64_t lo, int64_t hi) {
-  for (int64_t r = lo; r < hi; ++r) {
+void tanh_grad_rows(const float* h, float* dh, float* db, int64_t rows, int64_t cols) {
+  for (int64_t r = 0; r < rows; ++r) {
     const float* hr = h + r * cols;
     float* dr = dh + r * cols;
     float row = 0;
@@ -156,13 +160,12 @@ double tanh_grad_rows(const float* h, float* dh, float* db, int64_t cols, int64_
     }
     db[r] = row;
   }
-  return 0;
 }
 
-// Returns sum(exp(z + b)) and puts each row's sum in rows[r]; with keep, z = exp(z + b) in place.
-double bias_exp_rows(float* z, const float* b, float* rows, bool keep, int64_t cols, int64_t lo, int64_t hi) {
+// Returns sum(exp(z + b)) and puts each row's sum in sums[r]; with keep, z = exp(z + b) in place.
+double bias_exp_rows(float* z, const float* b, float* sums, bool keep, int64_t rows, int64_t cols) {
   double total = 0;
-  for (int64_t r = lo; r < hi; ++r) {
+  for (int64_t r = 0; r < rows; ++r) {
     float* zr = z + r * cols;
     float acc = 0;
     if (keep) {
@@ -176,7 +179,7 @@ double bias_exp_rows(float* z, const float* b, float* rows, bool keep, int64_t c
 #pragma omp simd reduction(+ : acc)
       for (int64_t c = 0; c < cols; ++c) acc += std::exp(zr[c] + b[r]);
     }
-    rows[r] = acc;
+    sums[r] = acc;
     total += acc;
   }
   return total;
@@ -196,14 +199,14 @@ std::vector<CaseSpec> w3(const Inputs& in) {
       float *hp = h.data(), *yp = y.data(), *dhp = dh.data(), *db1p = db1.data();
       const float* b1p = m.b1.data();
       gemm(false, false, H, B, D, m.W1.data(), D, m.x.data(), B, hp, B);  // h = tanh(W1 x + b1)
-      split_sum(H, [=](int64_t lo, int64_t hi) { return bias_tanh_rows(hp, b1p, B, lo, hi); });
+      bias_tanh_rows(hp, b1p, H, B);
       gemm(false, false, O, B, H, m.W2.data(), H, hp, B, yp, B);  // y = W2 h, then + b2 below
       // The loss; for the gradient dy = 2 (y + b2) in place of y and db2 in the same pass.
-      loss = bias_square_rows(yp, m.b2.data(), grad ? yp : nullptr, db2.data(), B, 0, O);
+      loss = bias_square_rows(yp, m.b2.data(), grad ? yp : nullptr, db2.data(), O, B);
       if (!grad) return;
       gemm(false, true, O, H, B, yp, B, hp, B, dW2.data(), H);           // dW2 = dy h^T
       gemm(true, false, H, B, O, m.W2.data(), H, yp, B, dhp, B);         // dh = W2^T dy
-      split_sum(H, [=](int64_t lo, int64_t hi) { return tanh_grad_rows(hp, dhp, db1p, B, lo, hi); });
+      tanh_grad_rows(hp, dhp, db1p, H, B);
       gemm(false, true, H, D, B, dhp, B, m.x.data(), B, dW1.data(), D);  // dW1 = dz x^T
     }
   };
@@ -233,7 +236,7 @@ std::vector<CaseSpec> w5(const Inputs& in) {
       const float* bp = e.b.data();
       gemm(false, false, M, N, K, e.W.data(), K, e.x.data(), N, zp, N);  // Z = W x
       // E = exp(Z + b), kept for the gradient; db = row sums of E; the loss is their sum.
-      loss = split_sum(M, [=](int64_t lo, int64_t hi) { return bias_exp_rows(zp, bp, dbp, grad, N, lo, hi); });
+      loss = bias_exp_rows(zp, bp, dbp, grad, M, N);
       if (grad) gemm(false, true, M, K, N, zp, N, e.x.data(), N, dW.data(), K);  // dW = E x^T
     }
   };
