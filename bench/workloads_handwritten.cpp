@@ -2,7 +2,8 @@
 // gradient. One pass over the data where the math allows it, OpenBLAS sgemm for every matmul,
 // output buffers allocated once outside the timed call. Compiled with -O3 -march=native
 // -ffast-math -fopenmp: glibc's vector math library (libmvec) supplies vectorised expf, tanhf
-// and atan2f, and OpenMP splits the elementwise loops when more than one thread is asked for.
+// and atan2f. With more than one thread, OpenBLAS runs the matmuls in parallel and OpenMP splits
+// W1's and W2's loops (see split_sum).
 #include <cblas.h>
 #include <omp.h>
 
