@@ -104,30 +104,37 @@ void KernelEmitter::matmul(Value* lo, Value* hi) {
       emit_for(b_, i64(0), i64(full_cols / NR), {}, [&](Value* jb, const std::vector<Value*>&) {
         Value* j0 = b_.CreateMul(jb, i64(NR));
         Value* ntiles = b_.CreateSDiv(rows, i64(kRows));
-        emit_for(b_, i64(0), ntiles, {}, [&](Value* ib, const std::vector<Value*>&) {
-          Value* i0 = b_.CreateAdd(r0, b_.CreateMul(ib, i64(kRows)));
-          std::vector<Value*> init(2 * kRows, llvm::ConstantAggregateZero::get(vt));
+        // A tile of `rows` rows from i0: accumulated over k in registers, stored, epilogue.
+        auto vector_tile = [&](Value* i0, int rows) {
+          std::vector<Value*> init(2 * static_cast<size_t>(rows), llvm::ConstantAggregateZero::get(vt));
           std::vector<Value*> acc = emit_for(b_, i64(0), i64(K), init, [&](Value* kk, const std::vector<Value*>& a) {
             Value* b0 = b_.CreateAlignedLoad(vt, elem(bbase, b_off(kk, j0)), llvm::Align(static_cast<uint64_t>(esize)));
             Value* b1 = b_.CreateAlignedLoad(vt, elem(bbase, b_off(kk, b_.CreateAdd(j0, i64(W)))), llvm::Align(static_cast<uint64_t>(esize)));
             std::vector<Value*> next;
-            for (int r = 0; r < kRows; ++r) {
+            for (int r = 0; r < rows; ++r) {
               Value* x = b_.CreateLoad(et, elem(ap, offset(av, bidx, b_.CreateAdd(i0, i64(r)), kk)));
               Value* xs = b_.CreateVectorSplat(static_cast<unsigned>(W), x);
-              next.push_back(b_.CreateIntrinsic(llvm::Intrinsic::fmuladd, {vt}, {xs, b0, a[2 * r]}));
-              next.push_back(b_.CreateIntrinsic(llvm::Intrinsic::fmuladd, {vt}, {xs, b1, a[2 * r + 1]}));
+              next.push_back(b_.CreateIntrinsic(llvm::Intrinsic::fmuladd, {vt}, {xs, b0, a[2 * static_cast<size_t>(r)]}));
+              next.push_back(b_.CreateIntrinsic(llvm::Intrinsic::fmuladd, {vt}, {xs, b1, a[2 * static_cast<size_t>(r) + 1]}));
             }
             return next;
           });
-          for (int r = 0; r < kRows; ++r) {
+          for (int r = 0; r < rows; ++r) {
             Value* i = b_.CreateAdd(i0, i64(r));
-            b_.CreateAlignedStore(acc[2 * r], elem(cp, c_off(i, j0)), llvm::Align(static_cast<uint64_t>(esize)));
-            b_.CreateAlignedStore(acc[2 * r + 1], elem(cp, c_off(i, b_.CreateAdd(j0, i64(W)))), llvm::Align(static_cast<uint64_t>(esize)));
+            b_.CreateAlignedStore(acc[2 * static_cast<size_t>(r)], elem(cp, c_off(i, j0)), llvm::Align(static_cast<uint64_t>(esize)));
+            b_.CreateAlignedStore(acc[2 * static_cast<size_t>(r) + 1], elem(cp, c_off(i, b_.CreateAdd(j0, i64(W)))), llvm::Align(static_cast<uint64_t>(esize)));
           }
-          run_epilogue(i0, b_.CreateAdd(i0, i64(kRows)), j0, b_.CreateAdd(j0, i64(NR)));
+          run_epilogue(i0, b_.CreateAdd(i0, i64(rows)), j0, b_.CreateAdd(j0, i64(NR)));
+        };
+        emit_for(b_, i64(0), ntiles, {}, [&](Value* ib, const std::vector<Value*>&) {
+          vector_tile(b_.CreateAdd(r0, b_.CreateMul(ib, i64(kRows))), kRows);
           return std::vector<Value*>{};
         });
-        scalar_tile(full_rows_end, r1, j0, b_.CreateAdd(j0, i64(NR)));
+        // The rows left over, one vector row at a time.
+        emit_for(b_, full_rows_end, r1, {}, [&](Value* i, const std::vector<Value*>&) {
+          vector_tile(i, 1);
+          return std::vector<Value*>{};
+        });
         return std::vector<Value*>{};
       });
     }
