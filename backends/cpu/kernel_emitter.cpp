@@ -94,7 +94,7 @@ Value* KernelEmitter::flat(const Index& idx, const Shape& shape) {
 }
 
 Value* KernelEmitter::pointer(ir::ValueId v) {
-  if (v >= 0 && s_.storage[static_cast<size_t>(v)] == kernel::Storage::Alias) v = s_.alias_of[static_cast<size_t>(v)];
+  if (s_.storage[static_cast<size_t>(v)] == kernel::Storage::Alias) v = s_.alias_of[static_cast<size_t>(v)];
   auto it = pointers_.find(v);
   if (it != pointers_.end()) return it->second;
   // Loaded once, in the entry block, so every use is dominated.

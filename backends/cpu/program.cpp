@@ -103,7 +103,7 @@ class ProgramEmitter {
     (void)top;
     for (const kernel::Step& st : s.steps) {
       if (st.kind == kernel::Step::Kind::Kernel) {
-        call_kernel(r, s, st.index, arena, ptr);
+        call_kernel(r, s, st.index, ptr);
         continue;
       }
       const ir::Node& n = r.nodes[st.index];
@@ -124,7 +124,7 @@ class ProgramEmitter {
     return results;
   }
 
-  void call_kernel(const ir::Region& r, const RegionSchedule& s, size_t ki, Value* arena, const std::vector<Value*>& ptr) {
+  void call_kernel(const ir::Region& r, const RegionSchedule& s, size_t ki, const std::vector<Value*>& ptr) {
     const kernel::Kernel& k = s.kernels[ki];
     llvm::IRBuilder<> kb(c_);
     KernelEmitter ke(r, s, k, target_, m_, kb);
@@ -132,18 +132,16 @@ class ProgramEmitter {
     const auto& bufs = ke.buffers();
     Value* args = entry_alloca(b_.getPtrTy(), std::max<uint64_t>(1, bufs.size()));
     for (size_t i = 0; i < bufs.size(); ++i) {
-      Value* p = bufs[i] == -2 ? b_.CreateConstInBoundsGEP1_64(b_.getInt8Ty(), arena, static_cast<uint64_t>(s.scratch_offset[ki]))
-                               : ptr[static_cast<size_t>(bufs[i])];
+      Value* p = ptr[static_cast<size_t>(bufs[i])];
       if (!p) detail::fail("cpu codegen", "internal error: kernel reads a value without storage");
       b_.CreateStore(p, b_.CreateConstInBoundsGEP1_64(b_.getPtrTy(), args, i));
     }
     int64_t n0 = k.space.empty() ? 1 : k.space[0];
     int64_t work = numel(k.space);
     if (k.kind == kernel::KernelKind::MatMul) work *= r.type(r.nodes[k.root].operands[0]).shape.back();
-    bool packs_shared = k.kind == kernel::KernelKind::MatMul && k.space.size() == 2 && kernel::matmul_scratch_bytes(r, s, k) > 0;
     Value* count = b_.CreateLoad(b_.getInt64Ty(), launches_);
     b_.CreateStore(b_.CreateAdd(count, b_.getInt64(1)), launches_);
-    if (k.parallel && !packs_shared && work >= kParallelWork && n0 > 1) {
+    if (k.parallel && work >= kParallelWork && n0 > 1) {
       auto pf = m_.getOrInsertFunction("fx_parallel_for", b_.getVoidTy(), b_.getPtrTy(), b_.getPtrTy(), b_.getInt64Ty(), b_.getInt64Ty());
       b_.CreateCall(pf, {fn, args, b_.getInt64(static_cast<uint64_t>(n0)), b_.getInt64(static_cast<uint64_t>(work / n0))});
     } else {

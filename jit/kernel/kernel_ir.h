@@ -64,23 +64,19 @@ struct RegionSchedule {
   // Control nodes: their regions' schedules and where their arenas sit in this arena.
   std::map<size_t, std::vector<RegionSchedule>> nested;
   std::map<size_t, int64_t> nested_offset;
-  // Per kernel: scratch bytes (packed matmul operands) and their offset in the arena.
-  std::vector<int64_t> scratch_offset;
 };
 
 // Splits `r` into kernels and steps (fuse.cpp). `top_level`: results may be written in place into
 // the caller's output buffers.
 RegionSchedule schedule(const ir::Region& r, bool top_level);
 
-// Assigns arena offsets to every Slot value, nested arena and kernel scratch (memory_plan.cpp):
+// Assigns arena offsets to every Slot value and nested arena (memory_plan.cpp):
 // slots whose lifetimes do not overlap share bytes.
 void plan_memory(const ir::Region& r, RegionSchedule& s);
 
-// The strided views a MatMul kernel reads its operands through (matmul.cpp).
+// The strided views a MatMul kernel reads its operands through (views.cpp).
 struct StridedView;
 bool matmul_operands(const ir::Region& r, const RegionSchedule& s, const Kernel& k, StridedView* a, StridedView* b);
-// Scratch bytes a MatMul kernel needs to pack operands that are not unit-stride (matmul.cpp).
-int64_t matmul_scratch_bytes(const ir::Region& r, const RegionSchedule& s, const Kernel& k);
 
 // One line per kernel and step, naming the graph ops each kernel contains; nested regions
 // indented. Used by Compiled::kernels() and FLUXION_DUMP_IR.

@@ -72,16 +72,9 @@ void plan_memory(const ir::Region& r, RegionSchedule& s) {
     intervals.push_back({f, l, aligned(r.type(static_cast<ir::ValueId>(v)).numel() * dtype_size(r.type(static_cast<ir::ValueId>(v)).dtype)),
                          &s.offset[v]});
   }
-  s.scratch_offset.assign(s.kernels.size(), -1);
-  std::vector<int64_t> scratch_bytes(s.kernels.size(), 0);
   for (size_t t = 0; t < nsteps; ++t) {
     const Step& st = s.steps[t];
-    if (st.kind == Step::Kind::Kernel && s.kernels[st.index].kind == KernelKind::MatMul) {
-      scratch_bytes[st.index] = aligned(matmul_scratch_bytes(r, s, s.kernels[st.index]));
-      if (scratch_bytes[st.index] > 0) {
-        intervals.push_back({static_cast<int64_t>(t), static_cast<int64_t>(t), scratch_bytes[st.index], &s.scratch_offset[st.index]});
-      }
-    } else if (st.kind == Step::Kind::Control) {
+    if (st.kind == Step::Kind::Control) {
       int64_t bytes = 0;
       for (const RegionSchedule& sub : s.nested[st.index]) bytes = std::max(bytes, sub.arena_bytes);
       s.nested_offset[st.index] = 0;

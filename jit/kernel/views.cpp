@@ -96,11 +96,4 @@ bool matmul_operands(const ir::Region& r, const RegionSchedule& s, const Kernel&
   return strided_view(r, s, producer, n.operands[0], a) && strided_view(r, s, producer, n.operands[1], b);
 }
 
-int64_t matmul_scratch_bytes(const ir::Region& r, const RegionSchedule& s, const Kernel& k) {
-  StridedView a, b;
-  if (!matmul_operands(r, s, k, &a, &b)) return 0;
-  const TensorType& bt = r.type(r.nodes[k.root].operands[1]);
-  return b.strides.back() == 1 ? 0 : bt.numel() * dtype_size(bt.dtype);
-}
-
 }  // namespace fluxion::kernel
