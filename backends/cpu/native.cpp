@@ -37,6 +37,40 @@ bool libmvec_loaded() {
   return loaded;
 }
 
+// glibc >= 2.35 has vector variants of these too, which LLVM 19's LIBMVEC-X86 table lacks:
+// 'b' is the SSE variant (4 floats / 2 doubles), 'd' the AVX2 one (8 / 4).
+std::vector<llvm::VecDesc> more_libmvec_functions(bool avx2) {
+  using llvm::ElementCount;
+  std::vector<llvm::VecDesc> v{
+      {"tanhf", "_ZGVbN4v_tanhf", ElementCount::getFixed(4), false, "_ZGV_LLVM_N4v"},
+      {"expm1f", "_ZGVbN4v_expm1f", ElementCount::getFixed(4), false, "_ZGV_LLVM_N4v"},
+      {"log1pf", "_ZGVbN4v_log1pf", ElementCount::getFixed(4), false, "_ZGV_LLVM_N4v"},
+      {"erff", "_ZGVbN4v_erff", ElementCount::getFixed(4), false, "_ZGV_LLVM_N4v"},
+      {"atan2f", "_ZGVbN4vv_atan2f", ElementCount::getFixed(4), false, "_ZGV_LLVM_N4vv"},
+      {"tanh", "_ZGVbN2v_tanh", ElementCount::getFixed(2), false, "_ZGV_LLVM_N2v"},
+      {"expm1", "_ZGVbN2v_expm1", ElementCount::getFixed(2), false, "_ZGV_LLVM_N2v"},
+      {"log1p", "_ZGVbN2v_log1p", ElementCount::getFixed(2), false, "_ZGV_LLVM_N2v"},
+      {"erf", "_ZGVbN2v_erf", ElementCount::getFixed(2), false, "_ZGV_LLVM_N2v"},
+      {"atan2", "_ZGVbN2vv_atan2", ElementCount::getFixed(2), false, "_ZGV_LLVM_N2vv"},
+  };
+  if (avx2) {
+    std::vector<llvm::VecDesc> wide{
+        {"tanhf", "_ZGVdN8v_tanhf", ElementCount::getFixed(8), false, "_ZGV_LLVM_N8v"},
+        {"expm1f", "_ZGVdN8v_expm1f", ElementCount::getFixed(8), false, "_ZGV_LLVM_N8v"},
+        {"log1pf", "_ZGVdN8v_log1pf", ElementCount::getFixed(8), false, "_ZGV_LLVM_N8v"},
+        {"erff", "_ZGVdN8v_erff", ElementCount::getFixed(8), false, "_ZGV_LLVM_N8v"},
+        {"atan2f", "_ZGVdN8vv_atan2f", ElementCount::getFixed(8), false, "_ZGV_LLVM_N8vv"},
+        {"tanh", "_ZGVdN4v_tanh", ElementCount::getFixed(4), false, "_ZGV_LLVM_N4v"},
+        {"expm1", "_ZGVdN4v_expm1", ElementCount::getFixed(4), false, "_ZGV_LLVM_N4v"},
+        {"log1p", "_ZGVdN4v_log1p", ElementCount::getFixed(4), false, "_ZGV_LLVM_N4v"},
+        {"erf", "_ZGVdN4v_erf", ElementCount::getFixed(4), false, "_ZGV_LLVM_N4v"},
+        {"atan2", "_ZGVdN4vv_atan2", ElementCount::getFixed(4), false, "_ZGV_LLVM_N4vv"},
+    };
+    v.insert(v.end(), wide.begin(), wide.end());
+  }
+  return v;
+}
+
 [[noreturn]] void fail_llvm(const std::string& what, llvm::Error e) {
   std::string msg = llvm::toString(std::move(e));
   detail::fail("cpu backend", what + ": " + msg);
@@ -61,7 +95,10 @@ void optimize(llvm::Module& m, llvm::TargetMachine& tm) {
   pto.SLPVectorization = true;
   llvm::PassBuilder pb(&tm, pto);
   llvm::TargetLibraryInfoImpl tlii(llvm::Triple(m.getTargetTriple()));
-  if (libmvec_loaded()) tlii.addVectorizableFunctionsFromVecLib(llvm::TargetLibraryInfoImpl::LIBMVEC_X86, llvm::Triple(m.getTargetTriple()));
+  if (libmvec_loaded()) {
+    tlii.addVectorizableFunctionsFromVecLib(llvm::TargetLibraryInfoImpl::LIBMVEC_X86, llvm::Triple(m.getTargetTriple()));
+    tlii.addVectorizableFunctions(more_libmvec_functions(host().vector_bytes >= 32));
+  }
   fam.registerPass([&] { return llvm::TargetLibraryAnalysis(tlii); });
   pb.registerModuleAnalyses(mam);
   pb.registerCGSCCAnalyses(cgam);
