@@ -41,7 +41,7 @@ class CpuExecutable final : public backends::Executable {
   std::vector<Array> run(const std::vector<Array>& inputs) const override {
     std::vector<Array> out;
     out.reserve(outputs_.size());
-    for (const TensorType& t : outputs_) out.emplace_back(t.dtype, t.shape);
+    for (const TensorType& t : outputs_) out.push_back(Array::empty(t.dtype, t.shape));
     run_into(inputs, out);
     return out;
   }

@@ -77,6 +77,22 @@ void KernelEmitter::matmul(Value* lo, Value* hi) {
         });
       });
     };
+    if (N < W) {
+      // Too narrow for a vector of columns (a dot product, a matrix-vector product): one
+      // scalar multiply-add chain per output element, no packing.
+      for_(r0, r1, [&](Value* i) {
+        for_(i64(0), i64(N), [&](Value* j) {
+          Value* acc = emit_for(b_, i64(0), i64(K), {llvm::ConstantFP::get(et, 0.0)}, [&](Value* kk, const std::vector<Value*>& a) {
+            Value* x = b_.CreateLoad(et, elem(ap, offset(av, bidx, i, kk)));
+            Value* y = b_.CreateLoad(et, elem(bp, offset(bv, bidx, kk, j)));
+            return std::vector<Value*>{b_.CreateIntrinsic(llvm::Intrinsic::fmuladd, {et}, {x, y, a[0]})};
+          })[0];
+          b_.CreateStore(acc, elem(cp, c_off(i, j)));
+        });
+      });
+      if (has_epilogue) run_epilogue(r0, r1, i64(0), i64(N));
+      return;
+    }
     Value* rows = b_.CreateSub(r1, r0);
     Value* full_rows_end = b_.CreateAdd(r0, b_.CreateMul(b_.CreateSDiv(rows, i64(kRows)), i64(kRows)));
     for (int64_t blk = 0; blk < nblocks; ++blk) {

@@ -36,7 +36,15 @@ Array::Array() : Array(DType::f32, Shape{0}) {}
 
 Array::Array(DType dtype, Shape shape) : type_{dtype, std::move(shape)} {
   int64_t n = checked_numel(type_.shape, nullptr);
-  bytes_ = std::make_shared<std::vector<std::byte>>(static_cast<size_t>(n * dtype_size(dtype)));
+  bytes_ = std::make_shared<std::byte[]>(static_cast<size_t>(n * dtype_size(dtype)));
+}
+
+Array::Array(TensorType type, std::shared_ptr<std::byte[]> bytes) : type_(std::move(type)), bytes_(std::move(bytes)) {}
+
+Array Array::empty(DType dtype, Shape shape) {
+  int64_t n = checked_numel(shape, nullptr);
+  return Array(TensorType{dtype, std::move(shape)},
+               std::make_shared_for_overwrite<std::byte[]>(static_cast<size_t>(n * dtype_size(dtype))));
 }
 
 template <class T>
@@ -46,11 +54,11 @@ void Array::assign(std::span<const T> data, const std::source_location& loc) {
     detail::fail("Array", std::to_string(data.size()) + " values given for shape " + shape_str(type_.shape) +
                               ", which needs " + std::to_string(n), &loc);
   }
-  bytes_ = std::make_shared<std::vector<std::byte>>(static_cast<size_t>(n * dtype_size(type_.dtype)));
+  bytes_ = std::make_shared_for_overwrite<std::byte[]>(static_cast<size_t>(n * dtype_size(type_.dtype)));
   if constexpr (std::is_same_v<T, bool>) {
-    for (size_t i = 0; i < data.size(); ++i) (*bytes_)[i] = std::byte{data[i] ? uint8_t{1} : uint8_t{0}};
+    for (size_t i = 0; i < data.size(); ++i) bytes_[i] = std::byte{data[i] ? uint8_t{1} : uint8_t{0}};
   } else if (n) {
-    std::memcpy(bytes_->data(), data.data(), data.size_bytes());
+    std::memcpy(bytes_.get(), data.data(), data.size_bytes());
   }
 }
 
@@ -83,9 +91,9 @@ std::vector<T> Array::to_vector() const {
   }
   std::vector<T> out(static_cast<size_t>(size()));
   if constexpr (std::is_same_v<T, bool>) {
-    for (size_t i = 0; i < out.size(); ++i) out[i] = (*bytes_)[i] != std::byte{0};
+    for (size_t i = 0; i < out.size(); ++i) out[i] = bytes_[i] != std::byte{0};
   } else {
-    if (!out.empty()) std::memcpy(out.data(), bytes_->data(), out.size() * sizeof(T));
+    if (!out.empty()) std::memcpy(out.data(), bytes_.get(), out.size() * sizeof(T));
   }
   return out;
 }
@@ -96,7 +104,7 @@ template std::vector<bool> Array::to_vector<bool>() const;
 
 std::vector<double> Array::to_doubles() const {
   std::vector<double> out(static_cast<size_t>(size()));
-  const std::byte* p = bytes_->data();
+  const std::byte* p = bytes_.get();
   for (size_t i = 0; i < out.size(); ++i) {
     switch (dtype()) {
       case DType::f32: { float v; std::memcpy(&v, p + 4 * i, 4); out[i] = v; break; }
@@ -115,12 +123,13 @@ double Array::item() const {
   return to_doubles()[0];
 }
 
-const void* Array::data() const { return bytes_->data(); }
-void* Array::mutable_data() { return bytes_->data(); }
+const void* Array::data() const { return bytes_.get(); }
+void* Array::mutable_data() { return bytes_.get(); }
 
 Array Array::clone() const {
-  Array out(dtype(), shape());
-  *out.bytes_ = *bytes_;
+  Array out = empty(dtype(), shape());
+  size_t n = static_cast<size_t>(size() * dtype_size(dtype()));
+  if (n) std::memcpy(out.bytes_.get(), bytes_.get(), n);
   return out;
 }
 

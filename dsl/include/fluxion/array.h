@@ -33,6 +33,10 @@ class Array {
       : Array(std::span<const int32_t>(data), std::move(shape), loc) {}
   Array(const std::vector<bool>& data, Shape shape, std::source_location loc = std::source_location::current());
 
+  // An array whose contents are unspecified until written: for results about to be
+  // overwritten (what backends return), saving the zero fill.
+  static Array empty(DType dtype, Shape shape);
+
   // Rank-0 arrays.
   static Array scalar(float v);
   static Array scalar(double v);
@@ -63,12 +67,13 @@ class Array {
   std::string str() const;
 
  private:
+  Array(TensorType type, std::shared_ptr<std::byte[]> bytes);
   // Copies `data` (one element per position of type_.shape) into fresh storage.
   template <class T>
   void assign(std::span<const T> data, const std::source_location& loc);
 
   TensorType type_;
-  std::shared_ptr<std::vector<std::byte>> bytes_;
+  std::shared_ptr<std::byte[]> bytes_;  // numel * dtype_size bytes
 };
 
 }  // namespace fluxion
