@@ -88,7 +88,22 @@ class KernelEmitter {
   void nest(const Shape& shape, llvm::Value* lo, llvm::Value* hi, const std::function<void(const Index&)>& body);
   void body_at(const Index& idx);
   void init_reductions(llvm::Value* lo, llvm::Value* hi);
-  void matmul(llvm::Value* lo, llvm::Value* hi);
+  // A matrix product C[b][i][j] = sum over k of A[b][i][k] B[b][k][j], with k running in
+  // `blocks` blocks: k = kb * kc + kk (matmul.cpp). The operands and the result are given by
+  // accessors, so a convolution is the same kernel reading its input as im2col.
+  struct Gemm {
+    Shape batch;  // outer dims; dimension 0 is split across threads (rows when there is none)
+    int64_t M = 0, N = 0, K = 0, kc = 0, blocks = 0;
+    std::function<llvm::Value*(const Index& b, llvm::Value* i, llvm::Value* kb, llvm::Value* kk)> a;
+    std::function<llvm::Value*(const Index& b, llvm::Value* kb, llvm::Value* kk, llvm::Value* j)> b;
+    // Element offset of C[b][i][j] in the result buffer (consecutive j are adjacent) and the
+    // result's index there (for the epilogue).
+    std::function<llvm::Value*(const Index& b, llvm::Value* i, llvm::Value* j)> c_offset;
+    std::function<Index(const Index& b, llvm::Value* i, llvm::Value* j)> c_index;
+  };
+  Gemm matmul_gemm();
+  Gemm conv_gemm();
+  void gemm(const Gemm& g, llvm::Value* lo, llvm::Value* hi);
   void epilogue(const Index& idx);
 
   const ir::Region& r_;

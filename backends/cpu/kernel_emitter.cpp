@@ -227,7 +227,7 @@ llvm::Function* KernelEmitter::emit(const std::string& name) {
   b_.SetInsertPoint(start);
   if (k_.kind == kernel::KernelKind::MatMul) {
     init_reductions(lo, hi);
-    matmul(lo, hi);
+    gemm(r_.nodes[k_.root].op == ir::Op::MatMul ? matmul_gemm() : conv_gemm(), lo, hi);
   } else {
     init_reductions(lo, hi);
     if (k_.space.empty()) {

@@ -1,10 +1,13 @@
-// The MatMul kernel: a register-blocked, cache-blocked matrix multiply. The right operand is
-// packed, one k-block x NR-column panel at a time, into a contiguous buffer on the stack (so
-// its rows never conflict in the caches, whatever its strides); each MR x NR tile of the output
+// The MatMul kernel: a register-blocked, cache-blocked matrix product, used for matmul and for
+// convolution and its two gradients (with groups = 1), which read their input as im2col.
+//
+// The right operand is packed, one k-block x NR-column panel at a time, into a contiguous
+// buffer on the stack (so its rows never conflict in the caches, whatever its layout, and a
+// convolution's im2col is formed there and nowhere else); each MR x NR tile of the result
 // (NR = two vector widths) is accumulated in vector registers over the k-block, and after the
 // last k-block the kernel's epilogue (bias, activation, reductions...) runs on the tile while
-// it is in L1. The left operand is read through its strided view, so transposes in backward
-// passes cost nothing. Threads split the rows; each packs the panels it uses.
+// it is in L1. Threads split the outermost batch dimension, or the rows; each packs the panels
+// it uses.
 #include "backends/cpu/codegen.h"
 #include "fluxion/error.h"
 
@@ -13,81 +16,174 @@ namespace fluxion::cpu {
 using llvm::Value;
 
 namespace {
-constexpr int kRows = 6;               // MR: rows of a register tile
-constexpr int64_t kBlockK = 1024;       // k-block length, grown so there are at most kMaxBlocks
+constexpr int kRows = 6;           // MR: rows of a register tile
+constexpr int64_t kBlockK = 1024;  // k-block length of a matmul, grown so there are at most kMaxBlocks
 constexpr int64_t kMaxBlocks = 8;
 }  // namespace
 
-void KernelEmitter::matmul(Value* lo, Value* hi) {
+KernelEmitter::Gemm KernelEmitter::matmul_gemm() {
   const ir::Node& n = r_.nodes[k_.root];
-  ir::ValueId cv = n.results[0];
-  const TensorType& ct = r_.type(cv);
-  const Shape& cs = ct.shape;
+  const Shape& cs = r_.type(n.results[0]).shape;
   size_t rank = cs.size();
-  int64_t M = cs[rank - 2], N = cs[rank - 1], K = r_.type(n.operands[0]).shape.back();
   kernel::StridedView av, bv;
-  if (!kernel::matmul_operands(r_, s_, k_, &av, &bv)) {
-    detail::fail("matmul", "internal error: operands are not strided views");
+  if (!kernel::matmul_operands(r_, s_, k_, &av, &bv)) detail::fail("matmul", "internal error: operands are not strided views");
+  Gemm g;
+  g.batch.assign(cs.begin(), cs.end() - 2);
+  g.M = cs[rank - 2];
+  g.N = cs[rank - 1];
+  g.K = r_.type(n.operands[0]).shape.back();
+  g.kc = std::max(kBlockK, (g.K + kMaxBlocks - 1) / kMaxBlocks);
+  g.blocks = std::max<int64_t>(1, (g.K + g.kc - 1) / g.kc);
+  DType t = r_.type(n.results[0]).dtype;
+  auto strided = [this, rank, t](const kernel::StridedView& v, const Index& b, Value* i, Value* j) {
+    Value* off = i64(v.offset);
+    for (size_t d = 0; d < b.size(); ++d) off = b_.CreateAdd(off, b_.CreateMul(b[d], i64(v.strides[d])));
+    off = b_.CreateAdd(off, b_.CreateMul(i, i64(v.strides[rank - 2])));
+    off = b_.CreateAdd(off, b_.CreateMul(j, i64(v.strides[rank - 1])));
+    return b_.CreateLoad(reg_type(c_, t), b_.CreateInBoundsGEP(reg_type(c_, t), pointer(v.base), off));
+  };
+  int64_t kc = g.kc;
+  g.a = [=, this](const Index& b, Value* i, Value* kb, Value* kk) {
+    return strided(av, b, i, b_.CreateAdd(b_.CreateMul(kb, i64(kc)), kk));
+  };
+  g.b = [=, this](const Index& b, Value* kb, Value* kk, Value* j) {
+    return strided(bv, b, b_.CreateAdd(b_.CreateMul(kb, i64(kc)), kk), j);
+  };
+  Shape batch = g.batch;
+  int64_t M = g.M, N = g.N;
+  g.c_offset = [=, this](const Index& b, Value* i, Value* j) {
+    Value* base = b_.CreateMul(b.empty() ? i64(0) : flat(b, batch), i64(M * N));
+    return b_.CreateAdd(base, b_.CreateAdd(b_.CreateMul(i, i64(N)), j));
+  };
+  g.c_index = [](const Index& b, Value* i, Value* j) {
+    Index idx = b;
+    idx.push_back(i);
+    idx.push_back(j);
+    return idx;
+  };
+  return g;
+}
+
+KernelEmitter::Gemm KernelEmitter::conv_gemm() {
+  const ir::Node& n = r_.nodes[k_.root];
+  const ir::Attrs& at_ = n.attrs;
+  ir::ValueId op0 = n.operands[0], op1 = n.operands[1];
+  const Shape& out = r_.type(n.results[0]).shape;
+  DType t = r_.type(n.results[0]).dtype;
+  // The input coordinate that output coordinate o reads through kernel offset k (clamped into
+  // range) and whether it is inside the input; and the output coordinate that reads input
+  // coordinate x through k, if any.
+  auto fwd = [=, this](Value* o, int d, Value* k, int64_t dim) {
+    Value* pos = b_.CreateAdd(b_.CreateSub(b_.CreateMul(o, i64(at_.strides[static_cast<size_t>(d)])), i64(at_.padding[static_cast<size_t>(2 * d)])),
+                              b_.CreateMul(k, i64(at_.dilation[static_cast<size_t>(d)])));
+    Value* valid = b_.CreateAnd(b_.CreateICmpSGE(pos, i64(0)), b_.CreateICmpSLT(pos, i64(dim)));
+    return std::make_pair(b_.CreateSelect(valid, pos, i64(0)), valid);
+  };
+  auto back = [=, this](Value* x, int d, Value* k, int64_t out_dim) {
+    int64_t s = at_.strides[static_cast<size_t>(d)];
+    Value* t0 = b_.CreateSub(b_.CreateAdd(x, i64(at_.padding[static_cast<size_t>(2 * d)])), b_.CreateMul(k, i64(at_.dilation[static_cast<size_t>(d)])));
+    Value* q = s == 1 ? t0 : b_.CreateSDiv(t0, i64(s));
+    Value* valid = b_.CreateAnd(b_.CreateICmpSGE(t0, i64(0)), b_.CreateICmpSLT(q, i64(out_dim)));
+    if (s != 1) valid = b_.CreateAnd(valid, b_.CreateICmpEQ(b_.CreateSRem(t0, i64(s)), i64(0)));
+    return std::make_pair(b_.CreateSelect(valid, q, i64(0)), valid);
+  };
+  auto guarded = [=, this](Value* valid, Value* x) { return b_.CreateSelect(valid, x, constant(t, 0)); };
+  auto div = [this](Value* x, int64_t d) { return b_.CreateUDiv(x, i64(d)); };
+  auto rem = [this](Value* x, int64_t d) { return b_.CreateURem(x, i64(d)); };
+  Gemm g;
+  if (n.op == ir::Op::Conv2d) {  // y[n, o, oh, ow] = sum over c, kh, kw of w[o, c, kh, kw] x[n, c, ...]
+    const Shape &xs = r_.type(op0).shape, &ws = r_.type(op1).shape;
+    int64_t O = ws[0], C = ws[1], KH = ws[2], KW = ws[3], OH = out[2], OW = out[3];
+    g.batch = {out[0]};
+    g.M = O, g.N = OH * OW, g.kc = KH * KW, g.blocks = C, g.K = C * KH * KW;
+    g.a = [=, this](const Index&, Value* o, Value* c, Value* kk) { return at(op1, {o, c, div(kk, KW), rem(kk, KW)}); };
+    g.b = [=, this](const Index& b, Value* c, Value* kk, Value* j) {
+      auto [h, hv] = fwd(div(j, OW), 0, div(kk, KW), xs[2]);
+      auto [w, wv] = fwd(rem(j, OW), 1, rem(kk, KW), xs[3]);
+      return guarded(b_.CreateAnd(hv, wv), at(op0, {b[0], c, h, w}));
+    };
+    g.c_offset = [=, this](const Index& b, Value* o, Value* j) { return b_.CreateAdd(b_.CreateMul(b_.CreateAdd(b_.CreateMul(b[0], i64(O)), o), i64(OH * OW)), j); };
+    g.c_index = [=, this](const Index& b, Value* o, Value* j) { return Index{b[0], o, div(j, OW), rem(j, OW)}; };
+  } else if (n.op == ir::Op::Conv2dInputGrad) {  // dx[n, c, h, w] = sum over o, kh, kw of w[o, c, kh, kw] g[n, o, ...]
+    const Shape &gs = r_.type(op0).shape, &ws = r_.type(op1).shape;
+    int64_t O = ws[0], C = ws[1], KH = ws[2], KW = ws[3], H = out[2], W = out[3];
+    g.batch = {out[0]};
+    g.M = C, g.N = H * W, g.kc = KH * KW, g.blocks = O, g.K = O * KH * KW;
+    g.a = [=, this](const Index&, Value* c, Value* o, Value* kk) { return at(op1, {o, c, div(kk, KW), rem(kk, KW)}); };
+    g.b = [=, this](const Index& b, Value* o, Value* kk, Value* j) {
+      auto [oh, hv] = back(div(j, W), 0, div(kk, KW), gs[2]);
+      auto [ow, wv] = back(rem(j, W), 1, rem(kk, KW), gs[3]);
+      return guarded(b_.CreateAnd(hv, wv), at(op0, {b[0], o, oh, ow}));
+    };
+    g.c_offset = [=, this](const Index& b, Value* c, Value* j) { return b_.CreateAdd(b_.CreateMul(b_.CreateAdd(b_.CreateMul(b[0], i64(C)), c), i64(H * W)), j); };
+    g.c_index = [=, this](const Index& b, Value* c, Value* j) { return Index{b[0], c, div(j, W), rem(j, W)}; };
+  } else {  // Conv2dWeightGrad: dw[o, c, kh, kw] = sum over n, oh, ow of g[n, o, oh, ow] x[n, c, ...]
+    const Shape &xs = r_.type(op0).shape, &gs = r_.type(op1).shape;
+    int64_t C = out[1], KH = out[2], KW = out[3], OH = gs[2], OW = gs[3];
+    g.M = out[0], g.N = C * KH * KW, g.kc = OH * OW, g.blocks = gs[0], g.K = gs[0] * OH * OW;
+    g.a = [=, this](const Index&, Value* o, Value* bn, Value* p) { return at(op1, {bn, o, div(p, OW), rem(p, OW)}); };
+    g.b = [=, this](const Index&, Value* bn, Value* p, Value* j) {
+      Value* kk = rem(j, KH * KW);
+      auto [h, hv] = fwd(div(p, OW), 0, div(kk, KW), xs[2]);
+      auto [w, wv] = fwd(rem(p, OW), 1, rem(kk, KW), xs[3]);
+      return guarded(b_.CreateAnd(hv, wv), at(op0, {bn, div(j, KH * KW), h, w}));
+    };
+    int64_t N = g.N;
+    g.c_offset = [=, this](const Index&, Value* o, Value* j) { return b_.CreateAdd(b_.CreateMul(o, i64(N)), j); };
+    g.c_index = [=, this](const Index&, Value* o, Value* j) {
+      Value* kk = rem(j, KH * KW);
+      return Index{o, div(j, KH * KW), div(kk, KW), rem(kk, KW)};
+    };
   }
-  llvm::Type* et = reg_type(c_, ct.dtype);
-  int64_t esize = dtype_size(ct.dtype);
+  return g;
+}
+
+void KernelEmitter::gemm(const Gemm& g, Value* lo, Value* hi) {
+  ir::ValueId cv = r_.nodes[k_.root].results[0];
+  DType ct = r_.type(cv).dtype;
+  llvm::Type* et = reg_type(c_, ct);
+  int64_t esize = dtype_size(ct);
   int W = std::max<int>(1, target_.vector_bytes / static_cast<int>(esize));
   int NR = 2 * W;
   auto* vt = llvm::FixedVectorType::get(et, static_cast<unsigned>(W));
   llvm::Align ealign(static_cast<uint64_t>(esize));
-  Value* ap = pointer(av.base);
-  Value* bp = pointer(bv.base);
   Value* cp = pointer(cv);
-  Shape batch(cs.begin(), cs.end() - 2);
   bool has_epilogue = k_.nodes.size() > 1;
-  int64_t KC = std::max(kBlockK, (K + kMaxBlocks - 1) / kMaxBlocks);
-  int64_t nblocks = std::max<int64_t>(1, (K + KC - 1) / KC);
+  int64_t M = g.M, N = g.N, K = g.K, kc = g.kc;
   Value* panel;
   {
     llvm::IRBuilder<> eb(&*b_.GetInsertBlock()->getParent()->getEntryBlock().getFirstInsertionPt());
-    auto* a = eb.CreateAlloca(et, eb.getInt64(static_cast<uint64_t>(std::max<int64_t>(1, std::min(KC, K)) * NR)));
+    auto* a = eb.CreateAlloca(et, eb.getInt64(static_cast<uint64_t>(std::max<int64_t>(1, kc) * NR)));
     a->setAlignment(llvm::Align(64));
     panel = a;
   }
-
   auto elem = [&](Value* base, Value* off) { return b_.CreateInBoundsGEP(et, base, off); };
-  auto offset = [&](const kernel::StridedView& v, const Index& bidx, Value* i, Value* j) {
-    Value* off = i64(v.offset);
-    for (size_t d = 0; d < bidx.size(); ++d) off = b_.CreateAdd(off, b_.CreateMul(bidx[d], i64(v.strides[d])));
-    off = b_.CreateAdd(off, b_.CreateMul(i, i64(v.strides[rank - 2])));
-    return b_.CreateAdd(off, b_.CreateMul(j, i64(v.strides[rank - 1])));
-  };
   auto for_ = [&](Value* from, Value* to, const std::function<void(Value*)>& f) {
     emit_for(b_, from, to, {}, [&](Value* i, const std::vector<Value*>&) {
       f(i);
       return std::vector<Value*>{};
     });
   };
+  // The length of k-block kb (the last may be short).
+  auto block_len = [&](Value* kb) {
+    return intrinsic(llvm::Intrinsic::smin, {i64(kc), b_.CreateSub(i64(K), b_.CreateMul(kb, i64(kc)))});
+  };
 
   auto per_batch = [&](const Index& bidx, Value* r0, Value* r1) {
-    Value* cbase = b_.CreateMul(bidx.empty() ? i64(0) : flat(bidx, batch), i64(M * N));
-    auto c_off = [&](Value* i, Value* j) { return b_.CreateAdd(cbase, b_.CreateAdd(b_.CreateMul(i, i64(N)), j)); };
     auto run_epilogue = [&](Value* i0, Value* i1, Value* j0, Value* j1) {
-      for_(i0, i1, [&](Value* i) {
-        for_(j0, j1, [&](Value* j) {
-          Index idx = bidx;
-          idx.push_back(i);
-          idx.push_back(j);
-          body_at(idx);
-        });
-      });
+      for_(i0, i1, [&](Value* i) { for_(j0, j1, [&](Value* j) { body_at(g.c_index(bidx, i, j)); }); });
     };
     if (N < W) {
       // Too narrow for a vector of columns (a dot product, a matrix-vector product): one
-      // scalar multiply-add chain per output element, no packing.
+      // scalar multiply-add chain per result element, no packing.
       for_(r0, r1, [&](Value* i) {
         for_(i64(0), i64(N), [&](Value* j) {
-          Value* acc = emit_for(b_, i64(0), i64(K), {llvm::ConstantFP::get(et, 0.0)}, [&](Value* kk, const std::vector<Value*>& a) {
-            Value* x = b_.CreateLoad(et, elem(ap, offset(av, bidx, i, kk)));
-            Value* y = b_.CreateLoad(et, elem(bp, offset(bv, bidx, kk, j)));
-            return std::vector<Value*>{b_.CreateIntrinsic(llvm::Intrinsic::fmuladd, {et}, {x, y, a[0]})};
+          Value* acc = emit_for(b_, i64(0), i64(g.blocks), {llvm::ConstantFP::get(et, 0.0)}, [&](Value* kb, const std::vector<Value*>& a0) {
+            return emit_for(b_, i64(0), block_len(kb), a0, [&](Value* kk, const std::vector<Value*>& a) {
+              return std::vector<Value*>{b_.CreateIntrinsic(llvm::Intrinsic::fmuladd, {et}, {g.a(bidx, i, kb, kk), g.b(bidx, kb, kk, j), a[0]})};
+            });
           })[0];
-          b_.CreateStore(acc, elem(cp, c_off(i, j)));
+          b_.CreateStore(acc, elem(cp, g.c_offset(bidx, i, j)));
         });
       });
       if (has_epilogue) run_epilogue(r0, r1, i64(0), i64(N));
@@ -95,22 +191,20 @@ void KernelEmitter::matmul(Value* lo, Value* hi) {
     }
     Value* rows = b_.CreateSub(r1, r0);
     Value* full_rows_end = b_.CreateAdd(r0, b_.CreateMul(b_.CreateSDiv(rows, i64(kRows)), i64(kRows)));
-    for (int64_t blk = 0; blk < nblocks; ++blk) {
-      int64_t k0 = blk * KC, kc = std::min(KC, K - k0);
-      bool first = blk == 0, last = blk == nblocks - 1;
-      // One panel: B[k0:k0+kc, j0:j0+nr] packed as kc rows of NR (zero-padded) elements.
+    // One k-block: every panel of B packed, every tile accumulated. `first`: the tiles start
+    // from zero (else from C); `last`: the epilogue follows.
+    auto block = [&](Value* kb, bool first, bool last) {
+      Value* len = block_len(kb);
       auto do_panel = [&](Value* j0, int nr) {
-        for_(i64(0), i64(kc), [&](Value* kk) {
+        for_(i64(0), len, [&](Value* kk) {
           for_(i64(0), i64(NR), [&](Value* jj) {
             Value* col = b_.CreateAdd(j0, jj);
             Value* x;
             if (nr == NR) {
-              x = b_.CreateLoad(et, elem(bp, offset(bv, bidx, b_.CreateAdd(kk, i64(k0)), col)));
+              x = g.b(bidx, kb, kk, col);
             } else {
               Value* valid = b_.CreateICmpSLT(jj, i64(nr));
-              Value* safe = b_.CreateSelect(valid, col, i64(N - 1));
-              x = b_.CreateSelect(valid, b_.CreateLoad(et, elem(bp, offset(bv, bidx, b_.CreateAdd(kk, i64(k0)), safe))),
-                                  llvm::ConstantFP::get(et, 0.0));
+              x = b_.CreateSelect(valid, g.b(bidx, kb, kk, b_.CreateSelect(valid, col, i64(N - 1))), llvm::ConstantFP::get(et, 0.0));
             }
             b_.CreateStore(x, elem(panel, b_.CreateAdd(b_.CreateMul(kk, i64(NR)), jj)));
           });
@@ -124,24 +218,23 @@ void KernelEmitter::matmul(Value* lo, Value* hi) {
               if (first) {
                 init.push_back(llvm::ConstantAggregateZero::get(vt));
               } else if (nr == NR) {
-                init.push_back(b_.CreateAlignedLoad(vt, elem(cp, c_off(i, j)), ealign));
+                init.push_back(b_.CreateAlignedLoad(vt, elem(cp, g.c_offset(bidx, i, j)), ealign));
               } else {
                 Value* v = llvm::ConstantAggregateZero::get(vt);
                 for (int l = 0; l < W && h * W + l < nr; ++l) {
-                  v = b_.CreateInsertElement(v, b_.CreateLoad(et, elem(cp, c_off(i, b_.CreateAdd(j, i64(l))))), static_cast<uint64_t>(l));
+                  v = b_.CreateInsertElement(v, b_.CreateLoad(et, elem(cp, g.c_offset(bidx, i, b_.CreateAdd(j, i64(l))))), static_cast<uint64_t>(l));
                 }
                 init.push_back(v);
               }
             }
           }
-          std::vector<Value*> acc = emit_for(b_, i64(0), i64(kc), init, [&](Value* kk, const std::vector<Value*>& a) {
+          std::vector<Value*> acc = emit_for(b_, i64(0), len, init, [&](Value* kk, const std::vector<Value*>& a) {
             Value* prow = elem(panel, b_.CreateMul(kk, i64(NR)));
             Value* b0 = b_.CreateAlignedLoad(vt, prow, ealign);
             Value* b1 = b_.CreateAlignedLoad(vt, b_.CreateConstInBoundsGEP1_64(et, prow, static_cast<uint64_t>(W)), ealign);
             std::vector<Value*> next;
             for (int r = 0; r < tile_rows; ++r) {
-              Value* x = b_.CreateLoad(et, elem(ap, offset(av, bidx, b_.CreateAdd(i0, i64(r)), b_.CreateAdd(kk, i64(k0)))));
-              Value* xs = b_.CreateVectorSplat(static_cast<unsigned>(W), x);
+              Value* xs = b_.CreateVectorSplat(static_cast<unsigned>(W), g.a(bidx, b_.CreateAdd(i0, i64(r)), kb, kk));
               next.push_back(b_.CreateIntrinsic(llvm::Intrinsic::fmuladd, {vt}, {xs, b0, a[2 * static_cast<size_t>(r)]}));
               next.push_back(b_.CreateIntrinsic(llvm::Intrinsic::fmuladd, {vt}, {xs, b1, a[2 * static_cast<size_t>(r) + 1]}));
             }
@@ -153,10 +246,10 @@ void KernelEmitter::matmul(Value* lo, Value* hi) {
               Value* j = b_.CreateAdd(j0, i64(h * W));
               Value* v = acc[2 * static_cast<size_t>(r) + static_cast<size_t>(h)];
               if (nr == NR) {
-                b_.CreateAlignedStore(v, elem(cp, c_off(i, j)), ealign);
+                b_.CreateAlignedStore(v, elem(cp, g.c_offset(bidx, i, j)), ealign);
               } else {
                 for (int l = 0; l < W && h * W + l < nr; ++l) {
-                  b_.CreateStore(b_.CreateExtractElement(v, static_cast<uint64_t>(l)), elem(cp, c_off(i, b_.CreateAdd(j, i64(l)))));
+                  b_.CreateStore(b_.CreateExtractElement(v, static_cast<uint64_t>(l)), elem(cp, g.c_offset(bidx, i, b_.CreateAdd(j, i64(l)))));
                 }
               }
             }
@@ -172,13 +265,22 @@ void KernelEmitter::matmul(Value* lo, Value* hi) {
       };
       if (N / NR > 0) for_(i64(0), i64(N / NR), [&](Value* jp) { do_panel(b_.CreateMul(jp, i64(NR)), NR); });
       if (N % NR) do_panel(i64(N / NR * NR), static_cast<int>(N % NR));
+    };
+    if (g.blocks == 1) {
+      block(i64(0), true, true);
+      return;
     }
+    // Several k-blocks: C starts at zero, every block accumulates into it, the last one also
+    // runs the epilogue.
+    for_(r0, r1, [&](Value* i) { for_(i64(0), i64(N), [&](Value* j) { b_.CreateStore(llvm::ConstantFP::get(et, 0.0), elem(cp, g.c_offset(bidx, i, j))); }); });
+    for_(i64(0), i64(g.blocks - 1), [&](Value* kb) { block(kb, false, false); });
+    block(i64(g.blocks - 1), false, true);
   };
 
-  if (rank == 2) {
+  if (g.batch.empty()) {
     per_batch({}, lo, hi);
   } else {
-    nest(batch, lo, hi, [&](const Index& bidx) { per_batch(bidx, i64(0), i64(M)); });
+    nest(g.batch, lo, hi, [&](const Index& bidx) { per_batch(bidx, i64(0), i64(M)); });
   }
 }
 

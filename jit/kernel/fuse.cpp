@@ -23,6 +23,9 @@ using ir::ValueId;
 
 enum class Role : uint8_t { Inline, Global, View, Elementwise, Reduce, Gathering, MatMul, Control };
 
+// Largest k-block (elements) a convolution kernel packs per panel.
+constexpr int64_t kMaxPackedBlock = 16384;
+
 // Longest chain of cheap ops a reader recomputes instead of reading a stored value.
 constexpr int kMaxRecomputedNodes = 6;
 
@@ -30,7 +33,14 @@ Role role_of(const ir::Region& r, const ir::Node& n) {
   if (n.op == Op::Constant) return n.attrs.data.size() == 1 ? Role::Inline : Role::Global;
   if (is_view_op(n.op)) return Role::View;
   if (has_regions(n.op)) return Role::Control;
-  if (n.op == Op::MatMul) return is_float(r.type(n.results[0]).dtype) ? Role::MatMul : Role::Gathering;
+  bool is_float_result = is_float(r.type(n.results[0]).dtype);
+  if (n.op == Op::MatMul) return is_float_result ? Role::MatMul : Role::Gathering;
+  // Convolutions without groups run as the MatMul kernel, reading their input as im2col.
+  if (ir::op_info(n.op).cls == OpClass::Conv || n.op == Op::Conv2dInputGrad || n.op == Op::Conv2dWeightGrad) {
+    // (The weight gradient's k-blocks are whole output images, packed on the stack: keep them small.)
+    bool small_blocks = n.op != Op::Conv2dWeightGrad || r.type(n.operands[1]).numel() / std::max<int64_t>(1, r.type(n.operands[1]).shape[0] * r.type(n.operands[1]).shape[1]) <= kMaxPackedBlock;
+    return is_float_result && n.attrs.groups == 1 && small_blocks ? Role::MatMul : Role::Gathering;
+  }
   if (is_gathering_op(n.op)) return Role::Gathering;
   if (ir::op_info(n.op).cls == OpClass::Reduce) return Role::Reduce;
   return Role::Elementwise;
@@ -225,7 +235,7 @@ class Fuser {
       for (ValueId o : n.operands) {
         std::set<int> d;
         StridedView sv;
-        if (strided_operand(o, &sv)) {
+        if (n.op != Op::MatMul || strided_operand(o, &sv)) {
           d = view_base_groups(o);
         } else {
           d = need_buffer(o, g);
