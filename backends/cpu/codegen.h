@@ -63,6 +63,8 @@ class KernelEmitter {
 
   // The value of v at index `idx` (one i64 per dimension of v's type).
   llvm::Value* at(ir::ValueId v, const Index& idx);
+  // The value of v at row-major position `flat`: a plain load when v has its own buffer.
+  llvm::Value* at_flat(ir::ValueId v, llvm::Value* flat);
 
  private:
   llvm::Value* compute(const ir::Node& n, const Index& idx);

@@ -2,6 +2,8 @@
 // conv2d and its gradients, pooling and its gradients, argmax/argmin, random numbers, and the
 // integer matmul. Written in gather form (each output element reads what contributes to it), so
 // a kernel never scatters and parallel chunks never write the same element.
+#include <algorithm>
+
 #include "backends/cpu/codegen.h"
 #include "fluxion/error.h"
 
@@ -146,6 +148,20 @@ Value* KernelEmitter::pool(const ir::Node& n, const Index& o) {
   // The gradients, in gather form: input element (p0, p1, h, w) sums over the windows that hold it.
   ir::ValueId g = n.operands[n.op == Op::MaxPool2dGrad ? 1 : 0];
   const Shape& gs = r_.type(g).shape;
+  bool tiled = a.strides == a.window && std::all_of(a.padding.begin(), a.padding.end(), [](int64_t p) { return p == 0; });
+  if (tiled) {
+    // Windows that tile the input without overlap or padding: an element is in at most one.
+    Value* oh = b_.CreateUDiv(o[2], i64(a.strides[0]));
+    Value* ow = b_.CreateUDiv(o[3], i64(a.strides[1]));
+    Value* inside = b_.CreateAnd(b_.CreateICmpSLT(oh, i64(gs[2])), b_.CreateICmpSLT(ow, i64(gs[3])));
+    Index out{o[0], o[1], b_.CreateSelect(inside, oh, i64(0)), b_.CreateSelect(inside, ow, i64(0))};
+    Value* gv = at(g, out);
+    Value* zero = constant(t, 0);
+    if (n.op == Op::AvgPool2dGrad) return b_.CreateSelect(inside, b_.CreateFDiv(gv, area), zero);
+    auto [sh, sw] = pool_select(n.operands[0], out, a);
+    Value* mine = b_.CreateAnd(inside, b_.CreateAnd(b_.CreateICmpEQ(sh, o[2]), b_.CreateICmpEQ(sw, o[3])));
+    return b_.CreateSelect(mine, gv, zero);
+  }
   auto window_of = [&](Value* in, int64_t stride, int64_t pad, Value* k, int64_t out_dim) {
     Value* t0 = b_.CreateSub(b_.CreateAdd(in, i64(pad)), k);
     Value* q = b_.CreateSDiv(t0, i64(stride));

@@ -148,6 +148,23 @@ Value* KernelEmitter::at(ir::ValueId v, const Index& idx) {
   return x;
 }
 
+Value* KernelEmitter::at_flat(ir::ValueId v, Value* f) {
+  kernel::Storage st = s_.storage[static_cast<size_t>(v)];
+  const TensorType& t = r_.type(v);
+  if (!computed_[static_cast<size_t>(v)] &&
+      (st == kernel::Storage::Param || st == kernel::Storage::Slot || st == kernel::Storage::Output ||
+       st == kernel::Storage::Alias || st == kernel::Storage::Global)) {
+    Value* x = b_.CreateLoad(mem_type(c_, t.dtype), b_.CreateInBoundsGEP(mem_type(c_, t.dtype), pointer(v), f));
+    return t.dtype == DType::boolean ? b_.CreateICmpNE(x, b_.getInt8(0)) : x;
+  }
+  Index idx(t.shape.size());
+  for (size_t d = t.shape.size(); d-- > 0;) {
+    idx[d] = d == 0 ? f : b_.CreateURem(f, i64(t.shape[d]));
+    if (d > 0) f = b_.CreateUDiv(f, i64(t.shape[d]));
+  }
+  return at(v, idx);
+}
+
 void KernelEmitter::nest(const Shape& shape, Value* lo, Value* hi, const std::function<void(const Index&)>& body) {
   Index idx;
   std::function<void(size_t)> level = [&](size_t d) {

@@ -96,7 +96,9 @@ KernelEmitter::Gemm KernelEmitter::conv_gemm() {
     int64_t O = ws[0], C = ws[1], KH = ws[2], KW = ws[3], OH = out[2], OW = out[3];
     g.batch = {out[0]};
     g.M = O, g.N = OH * OW, g.kc = KH * KW, g.blocks = C, g.K = C * KH * KW;
-    g.a = [=, this](const Index&, Value* o, Value* c, Value* kk) { return at(op1, {o, c, div(kk, KW), rem(kk, KW)}); };
+    g.a = [=, this](const Index&, Value* o, Value* c, Value* kk) {
+      return at_flat(op1, b_.CreateAdd(b_.CreateMul(b_.CreateAdd(b_.CreateMul(o, i64(C)), c), i64(KH * KW)), kk));
+    };
     g.b = [=, this](const Index& b, Value* c, Value* kk, Value* j) {
       auto [h, hv] = fwd(div(j, OW), 0, div(kk, KW), xs[2]);
       auto [w, wv] = fwd(rem(j, OW), 1, rem(kk, KW), xs[3]);
@@ -109,7 +111,9 @@ KernelEmitter::Gemm KernelEmitter::conv_gemm() {
     int64_t O = ws[0], C = ws[1], KH = ws[2], KW = ws[3], H = out[2], W = out[3];
     g.batch = {out[0]};
     g.M = C, g.N = H * W, g.kc = KH * KW, g.blocks = O, g.K = O * KH * KW;
-    g.a = [=, this](const Index&, Value* c, Value* o, Value* kk) { return at(op1, {o, c, div(kk, KW), rem(kk, KW)}); };
+    g.a = [=, this](const Index&, Value* c, Value* o, Value* kk) {
+      return at_flat(op1, b_.CreateAdd(b_.CreateMul(b_.CreateAdd(b_.CreateMul(o, i64(C)), c), i64(KH * KW)), kk));
+    };
     g.b = [=, this](const Index& b, Value* o, Value* kk, Value* j) {
       auto [oh, hv] = back(div(j, W), 0, div(kk, KW), gs[2]);
       auto [ow, wv] = back(rem(j, W), 1, rem(kk, KW), gs[3]);
@@ -121,7 +125,10 @@ KernelEmitter::Gemm KernelEmitter::conv_gemm() {
     const Shape &xs = r_.type(op0).shape, &gs = r_.type(op1).shape;
     int64_t C = out[1], KH = out[2], KW = out[3], OH = gs[2], OW = gs[3];
     g.M = out[0], g.N = C * KH * KW, g.kc = OH * OW, g.blocks = gs[0], g.K = gs[0] * OH * OW;
-    g.a = [=, this](const Index&, Value* o, Value* bn, Value* p) { return at(op1, {bn, o, div(p, OW), rem(p, OW)}); };
+    int64_t O = out[0];
+    g.a = [=, this](const Index&, Value* o, Value* bn, Value* p) {
+      return at_flat(op1, b_.CreateAdd(b_.CreateMul(b_.CreateAdd(b_.CreateMul(bn, i64(O)), o), i64(OH * OW)), p));
+    };
     g.b = [=, this](const Index&, Value* bn, Value* p, Value* j) {
       Value* kk = rem(j, KH * KW);
       auto [h, hv] = fwd(div(p, OW), 0, div(kk, KW), xs[2]);
@@ -196,16 +203,15 @@ void KernelEmitter::gemm(const Gemm& g, Value* lo, Value* hi) {
     auto block = [&](Value* kb, bool first, bool last) {
       Value* len = block_len(kb);
       auto do_panel = [&](Value* j0, int nr) {
-        for_(i64(0), len, [&](Value* kk) {
-          for_(i64(0), i64(NR), [&](Value* jj) {
-            Value* col = b_.CreateAdd(j0, jj);
-            Value* x;
-            if (nr == NR) {
-              x = g.b(bidx, kb, kk, col);
-            } else {
-              Value* valid = b_.CreateICmpSLT(jj, i64(nr));
-              x = b_.CreateSelect(valid, g.b(bidx, kb, kk, b_.CreateSelect(valid, col, i64(N - 1))), llvm::ConstantFP::get(et, 0.0));
-            }
+        // Column-major over the panel, so what depends only on the column (an im2col output
+        // position) is computed once per column.
+        for_(i64(0), i64(NR), [&](Value* jj) {
+          Value* col = b_.CreateAdd(j0, jj);
+          Value* valid = nr == NR ? nullptr : b_.CreateICmpSLT(jj, i64(nr));
+          if (valid) col = b_.CreateSelect(valid, col, i64(N - 1));
+          for_(i64(0), len, [&](Value* kk) {
+            Value* x = g.b(bidx, kb, kk, col);
+            if (valid) x = b_.CreateSelect(valid, x, llvm::ConstantFP::get(et, 0.0));
             b_.CreateStore(x, elem(panel, b_.CreateAdd(b_.CreateMul(kk, i64(NR)), jj)));
           });
         });

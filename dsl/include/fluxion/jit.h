@@ -2,6 +2,7 @@
 #pragma once
 
 #include <any>
+#include <charconv>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -69,7 +70,16 @@ namespace detail {
 template <class T>
 void signature(const T& t, std::string& out) {
   if constexpr (std::is_same_v<T, Array>) {
-    out += t.type().str();
+    // Appended in place (TensorType::str() would build a temporary string).
+    out += dtype_name(t.dtype());
+    out += '[';
+    for (int64_t d : t.shape()) {
+      char digits[24];
+      auto end = std::to_chars(digits, digits + sizeof digits, d).ptr;
+      out.append(digits, end);
+      out += ',';
+    }
+    out += ']';
   } else if constexpr (requires { std::tuple_size<T>::value; }) {
     out += "(";
     std::apply([&](const auto&... xs) { ((signature(xs, out), out += ","), ...); }, t);
@@ -95,10 +105,13 @@ class Jit {
   template <class... Args>
   auto operator()(const Args&... args) const {
     using R = Result<Args...>;
-    std::vector<Array> flat;
+    const Entry& e = entry(args...);  // may trace, and the trace may call other jitted functions
+    // Reused per thread so that a steady-state call allocates only its results.
+    thread_local std::vector<Array> flat;
+    flat.clear();
     (tree::flatten<Array>(args, flat), ...);
-    const Entry& e = entry(args...);
     std::vector<Array> outs = e.compiled.run(flat);
+    flat.clear();
     const Array* it = outs.data();
     return tree::rebuild<Tensor, Array>(std::any_cast<const R&>(e.out_like), it);
   }
@@ -134,13 +147,15 @@ class Jit {
 
   template <class... Args>
   const Entry& entry(const Args&... args) const {
-    std::string key;
-    (detail::signature(args, key), ...);
+    thread_local std::string signature_buffer;  // reused: no allocation on a cache hit
+    signature_buffer.clear();
+    (detail::signature(args, signature_buffer), ...);
     {
       std::lock_guard<std::mutex> lock(state_->mu);
-      auto it = state_->cache.find(key);
+      auto it = state_->cache.find(signature_buffer);
       if (it != state_->cache.end()) return it->second;
     }
+    std::string key = signature_buffer;  // tracing may reuse the buffer for nested jitted calls
     // Trace outside the lock: the user's function may take time or call other jitted code.
     std::vector<TensorType> types;
     std::vector<Array> flat;
