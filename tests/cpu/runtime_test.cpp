@@ -6,6 +6,7 @@
 #include <fluxion/fluxion.h>
 
 #include <atomic>
+#include <cstddef>
 #include <cstdlib>
 #include <filesystem>
 #include <new>
@@ -25,14 +26,35 @@ std::atomic<bool> counting{false};
 std::atomic<long> allocations{0};
 }  // namespace
 
-// Counts every heap allocation made while `counting` is set.
-void* operator new(std::size_t n) {
+// Every form of operator new counts while `counting` is set (all of them are replaced, so that
+// allocation and release always pair up, also under AddressSanitizer).
+namespace {
+void* counted(std::size_t n, std::size_t align) {
   if (counting) allocations++;
-  if (void* p = std::malloc(n ? n : 1)) return p;
+  n = n ? n : 1;
+  return align > alignof(std::max_align_t) ? std::aligned_alloc(align, (n + align - 1) / align * align) : std::malloc(n);
+}
+void* counted_or_throw(std::size_t n, std::size_t align) {
+  if (void* p = counted(n, align)) return p;
   throw std::bad_alloc();
 }
+}  // namespace
+void* operator new(std::size_t n) { return counted_or_throw(n, 0); }
+void* operator new[](std::size_t n) { return counted_or_throw(n, 0); }
+void* operator new(std::size_t n, std::align_val_t a) { return counted_or_throw(n, static_cast<std::size_t>(a)); }
+void* operator new[](std::size_t n, std::align_val_t a) { return counted_or_throw(n, static_cast<std::size_t>(a)); }
+void* operator new(std::size_t n, const std::nothrow_t&) noexcept { return counted(n, 0); }
+void* operator new[](std::size_t n, const std::nothrow_t&) noexcept { return counted(n, 0); }
 void operator delete(void* p) noexcept { std::free(p); }
+void operator delete[](void* p) noexcept { std::free(p); }
 void operator delete(void* p, std::size_t) noexcept { std::free(p); }
+void operator delete[](void* p, std::size_t) noexcept { std::free(p); }
+void operator delete(void* p, std::align_val_t) noexcept { std::free(p); }
+void operator delete[](void* p, std::align_val_t) noexcept { std::free(p); }
+void operator delete(void* p, std::size_t, std::align_val_t) noexcept { std::free(p); }
+void operator delete[](void* p, std::size_t, std::align_val_t) noexcept { std::free(p); }
+void operator delete(void* p, const std::nothrow_t&) noexcept { std::free(p); }
+void operator delete[](void* p, const std::nothrow_t&) noexcept { std::free(p); }
 
 namespace {
 
