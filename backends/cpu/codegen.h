@@ -28,7 +28,8 @@ struct ModuleInfo {
 
 // Host facts the generated code is specialised for.
 struct Target {
-  int vector_bytes = 32;  // widest profitable vector register
+  int vector_bytes = 32;         // vector width for loops LLVM vectorises (its own preference)
+  int matmul_vector_bytes = 32;  // vector width of the matmul kernel's register tiles
 };
 
 // Emits the module for program `p` with the top-level schedule `s`.

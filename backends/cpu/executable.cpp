@@ -32,7 +32,9 @@ class CpuExecutable final : public backends::Executable {
     }
     Target target;
     target.vector_bytes = host().vector_bytes;
-    std::string key = std::string("fluxion codegen " FLUXION_CODEGEN_HASH) + "\nvector " + std::to_string(target.vector_bytes) + "\n" + ir::print(program_);
+    target.matmul_vector_bytes = host().matmul_vector_bytes;
+    std::string key = std::string("fluxion codegen " FLUXION_CODEGEN_HASH) + "\nvector " + std::to_string(target.vector_bytes) +
+                      " " + std::to_string(target.matmul_vector_bytes) + "\n" + ir::print(program_);
     code_ = build_native(key, [&](llvm::Module& m) { emit_program(program_, schedule_, target, m); });
     (code_->from_disk_cache ? backends::counters().disk_cache_hits : backends::counters().compiles)++;
     for (ir::ValueId v : program_.body.results) outputs_.push_back(program_.body.type(v));

@@ -150,7 +150,7 @@ void KernelEmitter::gemm(const Gemm& g, Value* lo, Value* hi) {
   DType ct = r_.type(cv).dtype;
   llvm::Type* et = reg_type(c_, ct);
   int64_t esize = dtype_size(ct);
-  int W = std::max<int>(1, target_.vector_bytes / static_cast<int>(esize));
+  int W = std::max<int>(1, target_.matmul_vector_bytes / static_cast<int>(esize));
   int NR = 2 * W;
   auto* vt = llvm::FixedVectorType::get(et, static_cast<unsigned>(W));
   llvm::Align ealign(static_cast<uint64_t>(esize));

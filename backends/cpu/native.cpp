@@ -141,6 +141,7 @@ const HostInfo& host() {
     for (const std::string& f : on) h.features += "+" + f + ",";
     // 256-bit vectors where AVX is present (LLVM's own preference on AVX-512 parts too).
     h.vector_bytes = features.lookup("avx") ? 32 : 16;
+    h.matmul_vector_bytes = features.lookup("avx512f") ? 64 : h.vector_bytes;
     return h;
   }();
   return info;

@@ -28,6 +28,7 @@ struct HostInfo {
   std::string cpu;
   std::string features;
   int vector_bytes = 16;
+  int matmul_vector_bytes = 16;  // 64 with AVX-512: the register tiles of a matmul use all of it
 };
 const HostInfo& host();
 
