@@ -16,9 +16,8 @@ namespace fluxion::cpu {
 using llvm::Value;
 
 namespace {
-constexpr int kRows = 6;           // MR: rows of a register tile
-constexpr int64_t kBlockK = 1024;  // k-block length of a matmul, grown so there are at most kMaxBlocks
-constexpr int64_t kMaxBlocks = 8;
+constexpr int kRows = 6;          // MR: rows of a register tile
+constexpr int64_t kBlockK = 256;  // k-block length of a matmul: a packed panel stays in L1
 }  // namespace
 
 KernelEmitter::Gemm KernelEmitter::matmul_gemm() {
@@ -32,8 +31,9 @@ KernelEmitter::Gemm KernelEmitter::matmul_gemm() {
   g.M = cs[rank - 2];
   g.N = cs[rank - 1];
   g.K = r_.type(n.operands[0]).shape.back();
-  g.kc = std::max(kBlockK, (g.K + kMaxBlocks - 1) / kMaxBlocks);
+  g.kc = std::min(kBlockK, std::max<int64_t>(1, g.K));
   g.blocks = std::max<int64_t>(1, (g.K + g.kc - 1) / g.kc);
+  g.b_rows_contiguous = bv.strides[rank - 1] == 1;
   DType t = r_.type(n.results[0]).dtype;
   auto strided = [this, rank, t](const kernel::StridedView& v, const Index& b, Value* i, Value* j) {
     Value* off = i64(v.offset);
@@ -203,18 +203,21 @@ void KernelEmitter::gemm(const Gemm& g, Value* lo, Value* hi) {
     auto block = [&](Value* kb, bool first, bool last) {
       Value* len = block_len(kb);
       auto do_panel = [&](Value* j0, int nr) {
-        // Column-major over the panel, so what depends only on the column (an im2col output
-        // position) is computed once per column.
-        for_(i64(0), i64(NR), [&](Value* jj) {
+        // Row by row when B's rows are contiguous; else column by column, so that what depends
+        // only on the column (an im2col output position) is computed once per column.
+        auto pack = [&](Value* kk, Value* jj) {
           Value* col = b_.CreateAdd(j0, jj);
           Value* valid = nr == NR ? nullptr : b_.CreateICmpSLT(jj, i64(nr));
           if (valid) col = b_.CreateSelect(valid, col, i64(N - 1));
-          for_(i64(0), len, [&](Value* kk) {
-            Value* x = g.b(bidx, kb, kk, col);
-            if (valid) x = b_.CreateSelect(valid, x, llvm::ConstantFP::get(et, 0.0));
-            b_.CreateStore(x, elem(panel, b_.CreateAdd(b_.CreateMul(kk, i64(NR)), jj)));
-          });
-        });
+          Value* x = g.b(bidx, kb, kk, col);
+          if (valid) x = b_.CreateSelect(valid, x, llvm::ConstantFP::get(et, 0.0));
+          b_.CreateStore(x, elem(panel, b_.CreateAdd(b_.CreateMul(kk, i64(NR)), jj)));
+        };
+        if (g.b_rows_contiguous) {
+          for_(i64(0), len, [&](Value* kk) { for_(i64(0), i64(NR), [&](Value* jj) { pack(kk, jj); }); });
+        } else {
+          for_(i64(0), i64(NR), [&](Value* jj) { for_(i64(0), len, [&](Value* kk) { pack(kk, jj); }); });
+        }
         auto tile = [&](Value* i0, int tile_rows) {
           std::vector<Value*> init;
           for (int r = 0; r < tile_rows; ++r) {
