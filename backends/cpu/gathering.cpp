@@ -79,6 +79,16 @@ Value* KernelEmitter::conv(const ir::Node& n, const Index& o) {
     return b_.CreateSelect(valid, b_.CreateFAdd(acc, b_.CreateFMul(x, y)), acc);
   };
   auto loop3 = [&](int64_t n0, int64_t n1, int64_t n2, const std::function<Value*(Value*, Value*, Value*, Value*)>& f) {
+    if (n0 * n1 * n2 <= kernel::kMaxUnrolledTaps) {
+      // Straight-line code: the kernel's innermost loop (output columns) then vectorises.
+      Value* acc = constant(t, 0);
+      for (int64_t i0 = 0; i0 < n0; ++i0) {
+        for (int64_t i1 = 0; i1 < n1; ++i1) {
+          for (int64_t i2 = 0; i2 < n2; ++i2) acc = f(i64(i0), i64(i1), i64(i2), acc);
+        }
+      }
+      return acc;
+    }
     return emit_for(b_, i64(0), i64(n0), {constant(t, 0)}, [&](Value* i0, const std::vector<Value*>& a0) {
       return emit_for(b_, i64(0), i64(n1), a0, [&](Value* i1, const std::vector<Value*>& a1) {
         return emit_for(b_, i64(0), i64(n2), a1, [&](Value* i2, const std::vector<Value*>& a2) {
@@ -91,8 +101,17 @@ Value* KernelEmitter::conv(const ir::Node& n, const Index& o) {
     const Shape &xs = r_.type(op0).shape, &ws = r_.type(op1).shape;
     int64_t per_group = ws[0] / a.groups;
     Value* c0 = b_.CreateMul(b_.CreateSDiv(o[1], i64(per_group)), i64(ws[1]));
-    return loop3(ws[1], ws[2], ws[3], [&](Value* c, Value* kh, Value* kw, Value* acc) {
+    // Without padding every tap is inside the input (the shape rule sizes the output so).
+    bool unpadded = std::all_of(a.padding.begin(), a.padding.end(), [](int64_t p) { return p == 0; });
+    return loop3(ws[1], ws[2], ws[3], [&](Value* c, Value* kh, Value* kw, Value* acc) -> Value* {
       Tap h = fwd(o[2], 0, kh, xs[2]), w = fwd(o[3], 1, kw, xs[3]);
+      if (unpadded) {
+        auto pos = [&](Value* out, int d, Value* k) {
+          return b_.CreateAdd(b_.CreateMul(out, i64(a.strides[static_cast<size_t>(d)])), b_.CreateMul(k, i64(a.dilation[static_cast<size_t>(d)])));
+        };
+        Value* x = at(op0, {o[0], b_.CreateAdd(c0, c), pos(o[2], 0, kh), pos(o[3], 1, kw)});
+        return b_.CreateIntrinsic(llvm::Intrinsic::fmuladd, {reg_type(c_, t)}, {x, at(op1, {o[1], c, kh, kw}), acc});
+      }
       Value* x = at(op0, {o[0], b_.CreateAdd(c0, c), h.pos, w.pos});
       return mac(acc, b_.CreateAnd(h.valid, w.valid), x, at(op1, {o[1], c, kh, kw}));
     });

@@ -39,7 +39,7 @@ Role role_of(const ir::Region& r, const ir::Node& n) {
   if (ir::op_info(n.op).cls == OpClass::Conv || n.op == Op::Conv2dInputGrad || n.op == Op::Conv2dWeightGrad) {
     // (The weight gradient's k-blocks are whole output images, packed on the stack: keep them small.)
     bool small_blocks = n.op != Op::Conv2dWeightGrad || r.type(n.operands[1]).numel() / std::max<int64_t>(1, r.type(n.operands[1]).shape[0] * r.type(n.operands[1]).shape[1]) <= kMaxPackedBlock;
-    return is_float_result && n.attrs.groups == 1 && small_blocks ? Role::MatMul : Role::Gathering;
+    return is_float_result && n.attrs.groups == 1 && small_blocks && !is_direct_conv(r, n) ? Role::MatMul : Role::Gathering;
   }
   if (is_gathering_op(n.op)) return Role::Gathering;
   if (ir::op_info(n.op).cls == OpClass::Reduce) return Role::Reduce;
@@ -516,6 +516,13 @@ bool is_gathering_op(Op op) {
     case OpClass::RngFold: return true;
     default: return false;
   }
+}
+
+bool is_direct_conv(const ir::Region& r, const ir::Node& n) {
+  if (n.op != Op::Conv2d) return false;
+  const Shape& w = r.type(n.operands[1]).shape;
+  bool unpadded = std::all_of(n.attrs.padding.begin(), n.attrs.padding.end(), [](int64_t p) { return p == 0; });
+  return unpadded && w[1] * w[2] * w[3] <= kMaxUnrolledTaps;
 }
 
 bool is_cheap_op(Op op) {

@@ -97,6 +97,12 @@ bool strided_view(const ir::Region& r, const RegionSchedule& s, const std::vecto
 // The node index producing each value of r, or -1 for parameters.
 std::vector<int32_t> producers(const ir::Region& r);
 
+// A convolution with at most this many taps per output (channels x window) and no padding is
+// computed directly, its taps unrolled so that the loop over output columns vectorises; others
+// run as the MatMul kernel over im2col.
+inline constexpr int64_t kMaxUnrolledTaps = 32;
+bool is_direct_conv(const ir::Region& r, const ir::Node& n);
+
 // Ops whose node is a data-movement view (no arithmetic).
 bool is_view_op(ir::Op op);
 // Ops computed per output element with an inner loop over materialized operands.
