@@ -234,11 +234,10 @@ llvm::Function* KernelEmitter::emit(const std::string& name) {
   auto* fty = llvm::FunctionType::get(b_.getVoidTy(), {b_.getPtrTy(), b_.getInt64Ty(), b_.getInt64Ty()}, false);
   auto* f = llvm::Function::Create(fty, llvm::Function::InternalLinkage, name, m_);
   f->addFnAttr(llvm::Attribute::NoUnwind);
-  if (k_.kind == kernel::KernelKind::MatMul) {
-    // The register tiles are as wide as the machine allows; without this the x86 back end splits
-    // 512-bit vectors on CPUs tuned to prefer 256-bit ones.
-    f->addFnAttr("min-legal-vector-width", std::to_string(8 * target_.matmul_vector_bytes));
-  }
+  // Vectors as wide as the machine has: LLVM's x86 tuning otherwise prefers 256 bits on
+  // AVX-512 CPUs and splits wider vectors (the matmul's register tiles among them).
+  f->addFnAttr("prefer-vector-width", std::to_string(8 * target_.vector_bytes));
+  f->addFnAttr("min-legal-vector-width", std::to_string(8 * std::max(target_.vector_bytes, target_.matmul_vector_bytes)));
   bufs_ = f->getArg(0);
   Value* lo = f->getArg(1);
   Value* hi = f->getArg(2);

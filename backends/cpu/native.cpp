@@ -14,6 +14,8 @@
 #include <llvm/Target/TargetMachine.h>
 #include <llvm/TargetParser/Host.h>
 
+#include <cstdlib>
+#include <deque>
 #include <mutex>
 
 #include "backends/cpu/disk_cache.h"
@@ -37,36 +39,46 @@ bool libmvec_loaded() {
   return loaded;
 }
 
-// glibc >= 2.35 has vector variants of these too, which LLVM 19's LIBMVEC-X86 table lacks:
-// 'b' is the SSE variant (4 floats / 2 doubles), 'd' the AVX2 one (8 / 4).
-std::vector<llvm::VecDesc> more_libmvec_functions(bool avx2) {
-  using llvm::ElementCount;
-  std::vector<llvm::VecDesc> v{
-      {"tanhf", "_ZGVbN4v_tanhf", ElementCount::getFixed(4), false, "_ZGV_LLVM_N4v"},
-      {"expm1f", "_ZGVbN4v_expm1f", ElementCount::getFixed(4), false, "_ZGV_LLVM_N4v"},
-      {"log1pf", "_ZGVbN4v_log1pf", ElementCount::getFixed(4), false, "_ZGV_LLVM_N4v"},
-      {"erff", "_ZGVbN4v_erff", ElementCount::getFixed(4), false, "_ZGV_LLVM_N4v"},
-      {"atan2f", "_ZGVbN4vv_atan2f", ElementCount::getFixed(4), false, "_ZGV_LLVM_N4vv"},
-      {"tanh", "_ZGVbN2v_tanh", ElementCount::getFixed(2), false, "_ZGV_LLVM_N2v"},
-      {"expm1", "_ZGVbN2v_expm1", ElementCount::getFixed(2), false, "_ZGV_LLVM_N2v"},
-      {"log1p", "_ZGVbN2v_log1p", ElementCount::getFixed(2), false, "_ZGV_LLVM_N2v"},
-      {"erf", "_ZGVbN2v_erf", ElementCount::getFixed(2), false, "_ZGV_LLVM_N2v"},
-      {"atan2", "_ZGVbN2vv_atan2", ElementCount::getFixed(2), false, "_ZGV_LLVM_N2vv"},
+// Vector variants in glibc's libmvec that LLVM 19's LIBMVEC-X86 table lacks: the functions it
+// does not map at all (tanh, expm1, log1p, erf, atan2), and the AVX-512 ('e') variants of every
+// function, which it does not map either. ISA letters: 'b' SSE, 'd' AVX2, 'e' AVX-512.
+std::vector<llvm::VecDesc> more_libmvec_functions(int vector_bytes) {
+  struct Fn {
+    const char* f32;
+    const char* f64;
+    int args;
+    bool llvm_maps_narrow;  // LLVM already maps the 'b' and 'd' variants
   };
-  if (avx2) {
-    std::vector<llvm::VecDesc> wide{
-        {"tanhf", "_ZGVdN8v_tanhf", ElementCount::getFixed(8), false, "_ZGV_LLVM_N8v"},
-        {"expm1f", "_ZGVdN8v_expm1f", ElementCount::getFixed(8), false, "_ZGV_LLVM_N8v"},
-        {"log1pf", "_ZGVdN8v_log1pf", ElementCount::getFixed(8), false, "_ZGV_LLVM_N8v"},
-        {"erff", "_ZGVdN8v_erff", ElementCount::getFixed(8), false, "_ZGV_LLVM_N8v"},
-        {"atan2f", "_ZGVdN8vv_atan2f", ElementCount::getFixed(8), false, "_ZGV_LLVM_N8vv"},
-        {"tanh", "_ZGVdN4v_tanh", ElementCount::getFixed(4), false, "_ZGV_LLVM_N4v"},
-        {"expm1", "_ZGVdN4v_expm1", ElementCount::getFixed(4), false, "_ZGV_LLVM_N4v"},
-        {"log1p", "_ZGVdN4v_log1p", ElementCount::getFixed(4), false, "_ZGV_LLVM_N4v"},
-        {"erf", "_ZGVdN4v_erf", ElementCount::getFixed(4), false, "_ZGV_LLVM_N4v"},
-        {"atan2", "_ZGVdN4vv_atan2", ElementCount::getFixed(4), false, "_ZGV_LLVM_N4vv"},
-    };
-    v.insert(v.end(), wide.begin(), wide.end());
+  static const Fn fns[] = {
+      {"tanhf", "tanh", 1, false}, {"expm1f", "expm1", 1, false}, {"log1pf", "log1p", 1, false},
+      {"erff", "erf", 1, false},   {"atan2f", "atan2", 2, false}, {"expf", "exp", 1, true},
+      {"logf", "log", 1, true},    {"sinf", "sin", 1, true},      {"cosf", "cos", 1, true},
+      {"powf", "pow", 2, true},    {"llvm.exp.f32", "llvm.exp.f64", 1, true},
+      {"llvm.log.f32", "llvm.log.f64", 1, true}, {"llvm.sin.f32", "llvm.sin.f64", 1, true},
+      {"llvm.cos.f32", "llvm.cos.f64", 1, true}, {"llvm.pow.f32", "llvm.pow.f64", 2, true},
+  };
+  // Names must outlive the TargetLibraryInfo: keep them in a static pool.
+  static std::mutex mu;
+  static std::deque<std::string> pool;
+  std::lock_guard<std::mutex> lock(mu);
+  auto keep = [&](std::string s) -> llvm::StringRef { return pool.emplace_back(std::move(s)); };
+  std::vector<llvm::VecDesc> v;
+  auto add = [&](const char* name, char isa, int lanes, int args) {
+    std::string scalar = name;
+    std::string base = scalar.rfind("llvm.", 0) == 0 ? scalar.substr(5, scalar.find('.', 5) - 5) + (scalar.back() == '2' ? "f" : "")
+                                                     : scalar;
+    std::string params(static_cast<size_t>(args), 'v');
+    std::string vec = "_ZGV" + std::string(1, isa) + "N" + std::to_string(lanes) + params + "_" + base;
+    std::string abi = "_ZGV_LLVM_N" + std::to_string(lanes) + params;
+    v.emplace_back(keep(scalar), keep(vec), llvm::ElementCount::getFixed(static_cast<unsigned>(lanes)), false, keep(abi));
+  };
+  for (const Fn& f : fns) {
+    if (!f.llvm_maps_narrow) {
+      add(f.f32, 'b', 4, f.args);
+      add(f.f64, 'b', 2, f.args);
+      if (vector_bytes >= 32) add(f.f32, 'd', 8, f.args), add(f.f64, 'd', 4, f.args);
+    }
+    if (vector_bytes >= 64) add(f.f32, 'e', 16, f.args), add(f.f64, 'e', 8, f.args);
   }
   return v;
 }
@@ -97,7 +109,7 @@ void optimize(llvm::Module& m, llvm::TargetMachine& tm) {
   llvm::TargetLibraryInfoImpl tlii(llvm::Triple(m.getTargetTriple()));
   if (libmvec_loaded()) {
     tlii.addVectorizableFunctionsFromVecLib(llvm::TargetLibraryInfoImpl::LIBMVEC_X86, llvm::Triple(m.getTargetTriple()));
-    tlii.addVectorizableFunctions(more_libmvec_functions(host().vector_bytes >= 32));
+    tlii.addVectorizableFunctions(more_libmvec_functions(host().vector_bytes));
   }
   fam.registerPass([&] { return llvm::TargetLibraryAnalysis(tlii); });
   pb.registerModuleAnalyses(mam);
@@ -139,9 +151,8 @@ const HostInfo& host() {
     }
     std::sort(on.begin(), on.end());
     for (const std::string& f : on) h.features += "+" + f + ",";
-    // 256-bit vectors where AVX is present (LLVM's own preference on AVX-512 parts too).
-    h.vector_bytes = features.lookup("avx") ? 32 : 16;
-    h.matmul_vector_bytes = features.lookup("avx512f") ? 64 : h.vector_bytes;
+    h.vector_bytes = features.lookup("avx512f") ? 64 : features.lookup("avx") ? 32 : 16;
+    h.matmul_vector_bytes = h.vector_bytes;
     return h;
   }();
   return info;
@@ -163,6 +174,9 @@ std::unique_ptr<NativeCode> build_native(const std::string& key, const std::func
     llvm::raw_string_ostream es(err);
     if (llvm::verifyModule(m, &es)) detail::fail("cpu backend", "internal error: invalid LLVM IR generated: " + es.str());
     optimize(m, *tm);
+    if (const char* dump = std::getenv("FLUXION_DUMP_LLVM"); dump && *dump && std::string(dump) != "0") {
+      llvm::errs() << "; ---- optimized LLVM IR\n" << m << "\n";
+    }
     object = object_code(m, *tm);
     disk_cache_store(full_key, object);
   }
