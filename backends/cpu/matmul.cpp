@@ -90,37 +90,42 @@ KernelEmitter::Gemm KernelEmitter::conv_gemm() {
   auto guarded = [=, this](Value* valid, Value* x) { return b_.CreateSelect(valid, x, constant(t, 0)); };
   auto div = [this](Value* x, int64_t d) { return b_.CreateUDiv(x, i64(d)); };
   auto rem = [this](Value* x, int64_t d) { return b_.CreateURem(x, i64(d)); };
+  // The weight w[o, c, taps...] at tap kk.
+  auto weight = [=, this](Value* o, Value* c, int64_t C, int64_t taps, Value* kk) {
+    return at_flat(op1, b_.CreateAdd(b_.CreateMul(b_.CreateAdd(b_.CreateMul(o, i64(C)), c), i64(taps)), kk));
+  };
+  // A result laid out [image, row, height, width] with columns j = (height, width).
+  auto per_image_result = [=, this](Gemm& g, int64_t rows, int64_t height, int64_t width) {
+    g.c_offset = [=, this](const Index& b, Value* i, Value* j) {
+      return b_.CreateAdd(b_.CreateMul(b_.CreateAdd(b_.CreateMul(b[0], i64(rows)), i), i64(height * width)), j);
+    };
+    g.c_index = [=](const Index& b, Value* i, Value* j) { return Index{b[0], i, div(j, width), rem(j, width)}; };
+  };
   Gemm g;
   if (n.op == ir::Op::Conv2d) {  // y[n, o, oh, ow] = sum over c, kh, kw of w[o, c, kh, kw] x[n, c, ...]
     const Shape &xs = r_.type(op0).shape, &ws = r_.type(op1).shape;
     int64_t O = ws[0], C = ws[1], KH = ws[2], KW = ws[3], OH = out[2], OW = out[3];
     g.batch = {out[0]};
     g.M = O, g.N = OH * OW, g.kc = KH * KW, g.blocks = C, g.K = C * KH * KW;
-    g.a = [=, this](const Index&, Value* o, Value* c, Value* kk) {
-      return at_flat(op1, b_.CreateAdd(b_.CreateMul(b_.CreateAdd(b_.CreateMul(o, i64(C)), c), i64(KH * KW)), kk));
-    };
+    g.a = [=](const Index&, Value* o, Value* c, Value* kk) { return weight(o, c, C, KH * KW, kk); };
     g.b = [=, this](const Index& b, Value* c, Value* kk, Value* j) {
       auto [h, hv] = fwd(div(j, OW), 0, div(kk, KW), xs[2]);
       auto [w, wv] = fwd(rem(j, OW), 1, rem(kk, KW), xs[3]);
       return guarded(b_.CreateAnd(hv, wv), at(op0, {b[0], c, h, w}));
     };
-    g.c_offset = [=, this](const Index& b, Value* o, Value* j) { return b_.CreateAdd(b_.CreateMul(b_.CreateAdd(b_.CreateMul(b[0], i64(O)), o), i64(OH * OW)), j); };
-    g.c_index = [=, this](const Index& b, Value* o, Value* j) { return Index{b[0], o, div(j, OW), rem(j, OW)}; };
+    per_image_result(g, O, OH, OW);
   } else if (n.op == ir::Op::Conv2dInputGrad) {  // dx[n, c, h, w] = sum over o, kh, kw of w[o, c, kh, kw] g[n, o, ...]
     const Shape &gs = r_.type(op0).shape, &ws = r_.type(op1).shape;
     int64_t O = ws[0], C = ws[1], KH = ws[2], KW = ws[3], H = out[2], W = out[3];
     g.batch = {out[0]};
     g.M = C, g.N = H * W, g.kc = KH * KW, g.blocks = O, g.K = O * KH * KW;
-    g.a = [=, this](const Index&, Value* c, Value* o, Value* kk) {
-      return at_flat(op1, b_.CreateAdd(b_.CreateMul(b_.CreateAdd(b_.CreateMul(o, i64(C)), c), i64(KH * KW)), kk));
-    };
+    g.a = [=](const Index&, Value* c, Value* o, Value* kk) { return weight(o, c, C, KH * KW, kk); };
     g.b = [=, this](const Index& b, Value* o, Value* kk, Value* j) {
       auto [oh, hv] = back(div(j, W), 0, div(kk, KW), gs[2]);
       auto [ow, wv] = back(rem(j, W), 1, rem(kk, KW), gs[3]);
       return guarded(b_.CreateAnd(hv, wv), at(op0, {b[0], o, oh, ow}));
     };
-    g.c_offset = [=, this](const Index& b, Value* c, Value* j) { return b_.CreateAdd(b_.CreateMul(b_.CreateAdd(b_.CreateMul(b[0], i64(C)), c), i64(H * W)), j); };
-    g.c_index = [=, this](const Index& b, Value* c, Value* j) { return Index{b[0], c, div(j, W), rem(j, W)}; };
+    per_image_result(g, C, H, W);
   } else {  // Conv2dWeightGrad: dw[o, c, kh, kw] = sum over n, oh, ow of g[n, o, oh, ow] x[n, c, ...]
     const Shape &xs = r_.type(op0).shape, &gs = r_.type(op1).shape;
     int64_t C = out[1], KH = out[2], KW = out[3], OH = gs[2], OW = gs[3];

@@ -35,7 +35,7 @@ class ProgramEmitter {
     const ir::Region& body = p_.body;
     std::vector<Value*> params;
     for (size_t i = 0; i < body.params.size(); ++i) params.push_back(io_ptr(i));
-    std::vector<Value*> results = region(body, s_, f_->getArg(1), params, true);
+    std::vector<Value*> results = region(body, s_, f_->getArg(1), params);
     for (size_t k = 0; k < body.results.size(); ++k) {
       ir::ValueId v = body.results[k];
       if (s_.storage[static_cast<size_t>(v)] == Storage::Output && s_.output_index[static_cast<size_t>(v)] == static_cast<int32_t>(k)) {
@@ -82,8 +82,7 @@ class ProgramEmitter {
   }
 
   // Emits the steps of region r (schedule s, arena at `arena`) and returns its results' pointers.
-  std::vector<Value*> region(const ir::Region& r, const RegionSchedule& s, Value* arena, const std::vector<Value*>& params,
-                             bool top) {
+  std::vector<Value*> region(const ir::Region& r, const RegionSchedule& s, Value* arena, const std::vector<Value*>& params) {
     std::vector<Value*> ptr(r.types.size(), nullptr);
     std::vector<int32_t> producer = kernel::producers(r);
     for (size_t i = 0; i < r.params.size(); ++i) ptr[static_cast<size_t>(r.params[i])] = params[i];
@@ -100,7 +99,6 @@ class ProgramEmitter {
     for (size_t v = 0; v < r.types.size(); ++v) {
       if (s.storage[v] == Storage::Alias) ptr[v] = ptr[static_cast<size_t>(s.alias_of[v])];
     }
-    (void)top;
     for (const kernel::Step& st : s.steps) {
       if (st.kind == kernel::Step::Kind::Kernel) {
         call_kernel(r, s, st.index, ptr);
@@ -195,7 +193,7 @@ class ProgramEmitter {
         params.push_back(b_.CreateInBoundsGEP(b_.getInt8Ty(), ptr[static_cast<size_t>(xs)], b_.CreateMul(t, b_.getInt64(static_cast<uint64_t>(slice)))));
       }
       for (size_t j = nc + nx; j < n.operands.size(); ++j) params.push_back(ptr[static_cast<size_t>(n.operands[j])]);
-      std::vector<Value*> res = region(body, sub, arena, params, false);
+      std::vector<Value*> res = region(body, sub, arena, params);
       // Per-step outputs first: one may be a carry parameter, which the update overwrites.
       for (size_t j = nc; j < n.results.size(); ++j) {
         int64_t slice = bytes(body.type(body.results[j]));
@@ -227,7 +225,7 @@ class ProgramEmitter {
     b_.SetInsertPoint(head);
     llvm::PHINode* iter = b_.CreatePHI(b_.getInt64Ty(), 2);
     iter->addIncoming(b_.getInt64(0), pre);
-    Value* c = region(n.regions[0], subs[0], arena, params, false)[0];
+    Value* c = region(n.regions[0], subs[0], arena, params)[0];
     b_.CreateCondBr(b_.CreateICmpNE(b_.CreateLoad(b_.getInt8Ty(), c), b_.getInt8(0)), check, exit);
     b_.SetInsertPoint(check);
     Value* over = n.attrs.max_iters >= 0 ? b_.CreateICmpSGE(iter, b_.getInt64(static_cast<uint64_t>(n.attrs.max_iters))) : b_.getFalse();
@@ -235,7 +233,7 @@ class ProgramEmitter {
     b_.SetInsertPoint(fail);
     b_.CreateRet(b_.getInt32(static_cast<uint32_t>(kWhileMaxIters + n.attrs.max_iters)));
     b_.SetInsertPoint(body);
-    std::vector<Value*> res = region(n.regions[1], subs[1], arena, params, false);
+    std::vector<Value*> res = region(n.regions[1], subs[1], arena, params);
     update_carries(n.regions[1], 0, 0, res, carries);
     iter->addIncoming(b_.CreateAdd(iter, b_.getInt64(1)), b_.GetInsertBlock());
     b_.CreateBr(head);
@@ -253,7 +251,7 @@ class ProgramEmitter {
     b_.CreateCondBr(pred, then_bb, else_bb);
     for (int branch = 0; branch < 2; ++branch) {
       b_.SetInsertPoint(branch == 0 ? then_bb : else_bb);
-      std::vector<Value*> res = region(n.regions[static_cast<size_t>(branch)], subs[static_cast<size_t>(branch)], arena, params, false);
+      std::vector<Value*> res = region(n.regions[static_cast<size_t>(branch)], subs[static_cast<size_t>(branch)], arena, params);
       for (size_t j = 0; j < n.results.size(); ++j) copy(ptr[static_cast<size_t>(n.results[j])], res[j], bytes(r.type(n.results[j])));
       b_.CreateBr(merge);
     }

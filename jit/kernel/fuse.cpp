@@ -24,7 +24,7 @@ using ir::ValueId;
 enum class Role : uint8_t { Inline, Global, View, Elementwise, Reduce, Gathering, MatMul, Control };
 
 // Largest k-block (elements) a convolution kernel packs per panel.
-constexpr int64_t kMaxPackedBlock = 16384;
+constexpr int64_t kMaxPackedBlock = 4096;
 
 // Longest chain of cheap ops a reader recomputes instead of reading a stored value.
 constexpr int kMaxRecomputedNodes = 6;
@@ -69,7 +69,7 @@ class Fuser {
 
   RegionSchedule run() {
     for (size_t i = 0; i < r_.nodes.size(); ++i) visit(i);
-    for (ValueId v : r_.results) need_buffer(v, -1);
+    for (ValueId v : r_.results) need_buffer(v);
     return finish();
   }
 
@@ -113,10 +113,9 @@ class Fuser {
     return static_cast<int>(groups_.size() - 1);
   }
 
-  // The value v must exist as a buffer before `reader` runs (-1: at the region's end). Views
-  // and splat constants get a copy kernel; a reshape of a buffer aliases it. Returns the groups
-  // the reader then depends on.
-  std::set<int> need_buffer(ValueId v, int reader) {
+  // The value v must exist as a buffer for its reader. Views and splat constants get a copy
+  // kernel; a reshape of a buffer aliases it. Returns the groups the reader then depends on.
+  std::set<int> need_buffer(ValueId v) {
     int p = producer_[static_cast<size_t>(v)];
     if (p < 0) return {};
     size_t pn = static_cast<size_t>(p);
@@ -124,7 +123,7 @@ class Fuser {
     if (ro == Role::Global) return {};
     if (ro == Role::View && r_.nodes[pn].op == Op::Reshape && role(r_.nodes[pn].operands[0]) != Role::View &&
         role(r_.nodes[pn].operands[0]) != Role::Inline) {
-      return need_buffer(r_.nodes[pn].operands[0], reader);
+      return need_buffer(r_.nodes[pn].operands[0]);
     }
     if ((ro == Role::View || ro == Role::Inline) && group_of_[pn] < 0) {
       std::set<int> bases;
@@ -141,7 +140,6 @@ class Fuser {
     must_[static_cast<size_t>(v)] = true;
     int g = group_of_value(v);
     if (g < 0) return {};
-    (void)reader;
     return {g};
   }
 
@@ -221,7 +219,7 @@ class Fuser {
       int g = new_group(KernelKind::Loop, {});
       groups_[static_cast<size_t>(g)].control_node = static_cast<int>(i);
       for (ValueId o : n.operands) {
-        for (int d : need_buffer(o, g)) groups_[static_cast<size_t>(g)].preds.insert(d);
+        for (int d : need_buffer(o)) groups_[static_cast<size_t>(g)].preds.insert(d);
       }
       group_of_[i] = g;
       return;
@@ -238,7 +236,7 @@ class Fuser {
         if (n.op != Op::MatMul || strided_operand(o, &sv)) {
           d = view_base_groups(o);
         } else {
-          d = need_buffer(o, g);
+          d = need_buffer(o);
         }
         deps.insert(d.begin(), d.end());
         view_leaves(o, groups_[static_cast<size_t>(g)].leaves);
