@@ -90,6 +90,9 @@ class KernelEmitter {
   // Loop nest over dims [from, shape.size()) of `shape`, dim 0 restricted to [lo, hi).
   void nest(const Shape& shape, llvm::Value* lo, llvm::Value* hi, const std::function<void(const Index&)>& body);
   void body_at(const Index& idx);
+  // Whether the kernel reads and writes only arrays of its own element count, elementwise (and
+  // reduces only over every axis): then it runs as one flat loop.
+  bool collapsible() const;
   void init_reductions(llvm::Value* lo, llvm::Value* hi);
   // A matrix product C[b][i][j] = sum over k of A[b][i][k] B[b][k][j], with k running in
   // `blocks` blocks: k = kb * kc + kk (matmul.cpp). The operands and the result are given by
@@ -123,7 +126,7 @@ class KernelEmitter {
   std::map<ir::ValueId, llvm::Value*> pointers_;
   llvm::Value* bufs_ = nullptr;
   std::map<std::pair<ir::ValueId, Index>, llvm::Value*> memo_;
-  bool in_epilogue_ = false;
+  bool collapsed_ = false;
 };
 
 }  // namespace fluxion::cpu

@@ -86,6 +86,8 @@ Value* KernelEmitter::constant(DType t, double v) {
 }
 
 Value* KernelEmitter::flat(const Index& idx, const Shape& shape) {
+  // In a collapsed kernel every array has the kernel's element count and one linear index.
+  if (collapsed_ && idx.size() == 1 && shape.size() != 1) return idx[0];
   Value* f = i64(0);
   for (size_t d = 0; d < shape.size(); ++d) {
     f = d == 0 ? idx[0] : b_.CreateAdd(b_.CreateMul(f, i64(shape[d]), "", true, true), idx[d], "", true, true);
@@ -163,6 +165,36 @@ Value* KernelEmitter::at_flat(ir::ValueId v, Value* f) {
     if (d > 0) f = b_.CreateUDiv(f, i64(t.shape[d]));
   }
   return at(v, idx);
+}
+
+bool KernelEmitter::collapsible() const {
+  if (k_.space.size() < 2) return false;
+  int64_t n = numel(k_.space);
+  auto plain = [&](ir::ValueId v) {
+    size_t vi = static_cast<size_t>(v);
+    int p = producer_[vi];
+    if (computed_[vi]) return true;
+    if (p >= 0) {
+      const ir::Node& pn = r_.nodes[static_cast<size_t>(p)];
+      if (pn.op == Op::Constant && pn.attrs.data.size() == 1) return true;
+      // A broadcast of one element reads index 0 whatever the index.
+      if (pn.op == Op::Broadcast && r_.type(pn.operands[0]).numel() == 1) return true;
+    }
+    kernel::Storage st = s_.storage[vi];
+    return st != kernel::Storage::View && st != kernel::Storage::None && r_.type(v).numel() == n;
+  };
+  std::vector<size_t> nodes = k_.nodes;
+  nodes.insert(nodes.end(), k_.recomputed.begin(), k_.recomputed.end());
+  for (size_t i : nodes) {
+    const ir::Node& node = r_.nodes[i];
+    ir::OpClass cls = ir::op_info(node.op).cls;
+    bool full_reduce = cls == ir::OpClass::Reduce && node.attrs.axes.size() == k_.space.size();
+    if (!ir::is_elementwise(node.op) && !full_reduce) return false;
+    for (ir::ValueId o : node.operands) {
+      if (!plain(o)) return false;
+    }
+  }
+  return true;
 }
 
 void KernelEmitter::nest(const Shape& shape, Value* lo, Value* hi, const std::function<void(const Index&)>& body) {
@@ -253,6 +285,13 @@ llvm::Function* KernelEmitter::emit(const std::string& name) {
     init_reductions(lo, hi);
     if (k_.space.empty()) {
       body_at({});
+    } else if (collapsible()) {
+      // One flat loop instead of a nest: no per-row loop overhead or partial reductions.
+      collapsed_ = true;
+      int64_t n = numel(k_.space);
+      Value* scale = i64(n / std::max<int64_t>(1, k_.space[0]));
+      nest({n}, b_.CreateMul(lo, scale), b_.CreateMul(hi, scale), [&](const Index& idx) { body_at(idx); });
+      collapsed_ = false;
     } else {
       nest(k_.space, lo, hi, [&](const Index& idx) { body_at(idx); });
     }
