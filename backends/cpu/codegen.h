@@ -101,6 +101,9 @@ class KernelEmitter {
     Shape batch;  // outer dims; dimension 0 is split across threads (rows when there is none)
     int64_t M = 0, N = 0, K = 0, kc = 0, blocks = 0;
     bool b_rows_contiguous = false;  // pack B row by row (else column by column, for im2col)
+    // Where B's columns are contiguous along k (a transposed operand): the address of B[k][j],
+    // so that packing loads vectors along k and transposes them in registers.
+    std::function<llvm::Value*(const Index& b, llvm::Value* k, llvm::Value* j)> b_column_address;
     std::function<llvm::Value*(const Index& b, llvm::Value* i, llvm::Value* kb, llvm::Value* kk)> a;
     std::function<llvm::Value*(const Index& b, llvm::Value* kb, llvm::Value* kk, llvm::Value* j)> b;
     // Element offset of C[b][i][j] in the result buffer (consecutive j are adjacent) and the

@@ -49,6 +49,14 @@ KernelEmitter::Gemm KernelEmitter::matmul_gemm() {
   g.b = [=, this](const Index& b, Value* kb, Value* kk, Value* j) {
     return strided(bv, b, b_.CreateAdd(b_.CreateMul(kb, i64(kc)), kk), j);
   };
+  if (bv.strides[rank - 2] == 1 && bv.strides[rank - 1] != 1) {
+    g.b_column_address = [=, this](const Index& b, Value* k, Value* j) {
+      Value* off = i64(bv.offset);
+      for (size_t d = 0; d < b.size(); ++d) off = b_.CreateAdd(off, b_.CreateMul(b[d], i64(bv.strides[d])));
+      off = b_.CreateAdd(off, b_.CreateAdd(k, b_.CreateMul(j, i64(bv.strides[rank - 1]))));
+      return b_.CreateInBoundsGEP(reg_type(c_, t), pointer(bv.base), off);
+    };
+  }
   Shape batch = g.batch;
   int64_t M = g.M, N = g.N;
   g.c_offset = [=, this](const Index& b, Value* i, Value* j) {
@@ -220,6 +228,39 @@ void KernelEmitter::gemm(const Gemm& g, Value* lo, Value* hi) {
         };
         if (g.b_rows_contiguous) {
           for_(i64(0), len, [&](Value* kk) { for_(i64(0), i64(NR), [&](Value* jj) { pack(kk, jj); }); });
+        } else if (g.b_column_address && nr == NR) {
+          // W x W blocks: W vector loads along k, a transpose in registers, W vector stores.
+          Value* full = b_.CreateMul(b_.CreateSDiv(len, i64(W)), i64(W));
+          emit_for(b_, i64(0), b_.CreateSDiv(len, i64(W)), {}, [&](Value* kq, const std::vector<Value*>&) {
+            Value* k0 = b_.CreateMul(kq, i64(W));
+            Value* kabs = b_.CreateAdd(b_.CreateMul(kb, i64(g.kc)), k0);
+            for (int h = 0; h < 2; ++h) {
+              std::vector<Value*> rows;
+              for (int jj = 0; jj < W; ++jj) {
+                rows.push_back(b_.CreateAlignedLoad(vt, g.b_column_address(bidx, kabs, b_.CreateAdd(j0, i64(h * W + jj))), ealign));
+              }
+              for (int half = W / 2; half >= 1; half /= 2) {
+                for (int i = 0; i < W; ++i) {
+                  if (i & half) continue;
+                  std::vector<int> lo(static_cast<size_t>(W)), hi(static_cast<size_t>(W));
+                  for (int p = 0; p < W; ++p) {
+                    lo[static_cast<size_t>(p)] = (p & half) ? W + p - half : p;
+                    hi[static_cast<size_t>(p)] = (p & half) ? W + p : p + half;
+                  }
+                  Value* a = rows[static_cast<size_t>(i)];
+                  Value* c = rows[static_cast<size_t>(i + half)];
+                  rows[static_cast<size_t>(i)] = b_.CreateShuffleVector(a, c, lo);
+                  rows[static_cast<size_t>(i + half)] = b_.CreateShuffleVector(a, c, hi);
+                }
+              }
+              for (int kk = 0; kk < W; ++kk) {
+                Value* dst = elem(panel, b_.CreateAdd(b_.CreateMul(b_.CreateAdd(k0, i64(kk)), i64(NR)), i64(h * W)));
+                b_.CreateAlignedStore(rows[static_cast<size_t>(kk)], dst, ealign);
+              }
+            }
+            return std::vector<Value*>{};
+          });
+          for_(full, len, [&](Value* kk) { for_(i64(0), i64(NR), [&](Value* jj) { pack(kk, jj); }); });
         } else {
           for_(i64(0), i64(NR), [&](Value* jj) { for_(i64(0), len, [&](Value* kk) { pack(kk, jj); }); });
         }
