@@ -20,8 +20,9 @@ enum class KernelKind : uint8_t {
   // gradients, argmax, fallback matmul) that compute one output element from materialized
   // operands with an inner loop.
   Loop,
-  // A register-blocked matrix multiply (`root`) over `space` = its output shape, with the other
-  // nodes as an epilogue evaluated on each finished output tile.
+  // A register-blocked matrix product (`root`: a matmul, or a convolution or one of its
+  // gradients read as im2col) over `space` = its output shape, with the other nodes as an
+  // epilogue evaluated on each finished output tile.
   MatMul,
 };
 
@@ -30,7 +31,7 @@ struct Kernel {
   Shape space;
   std::vector<size_t> nodes;       // owned nodes (region node indices), in execution order
   std::vector<size_t> recomputed;  // cheap nodes of other kernels computed here again, not stored
-  size_t root = 0;                 // MatMul: the matmul node
+  size_t root = 0;                 // MatMul: the matmul or convolution node
   bool parallel = false;           // the outermost dimension may be split across threads
 };
 
