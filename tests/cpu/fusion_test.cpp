@@ -4,6 +4,8 @@
 
 #include <fluxion/fluxion.h>
 
+#include "cpu/lstm_cell.h"
+
 #include <cmath>
 #include <sstream>
 #include <string>
@@ -58,17 +60,9 @@ TEST(Fusion, W3ForwardAndBackwardAreFiveMatmulKernelsWithEpilogues) {
 }
 
 TEST(Fusion, LstmCellGatesAreOneKernelAfterTheMatmuls) {
-  auto cell = [](Tensor Wx, Tensor Wh, Tensor b, Tensor x, Tensor h, Tensor c) {
-    int64_t H = h.dim(0);
-    Tensor gates = fx::matmul(Wx, x) + fx::matmul(Wh, h) + b;
-    Tensor i = fx::sigmoid(fx::slice_axis(gates, 0, 0, H));
-    Tensor f = fx::sigmoid(fx::slice_axis(gates, 0, H, 2 * H));
-    Tensor g = fx::tanh(fx::slice_axis(gates, 0, 2 * H, 3 * H));
-    Tensor o = fx::sigmoid(fx::slice_axis(gates, 0, 3 * H, 4 * H));
-    Tensor c2 = f * c + i * g;
-    return std::make_pair(o * fx::tanh(c2), c2);
-  };
-  auto f = fx::jit(cell, fx::Backend::Cpu);
+  auto f = fx::jit([](Tensor Wx, Tensor Wh, Tensor b, Tensor x, Tensor h, Tensor c) {
+    return fx::testing::lstm_cell(Wx, Wh, b, x, h, c);
+  }, fx::Backend::Cpu);
   std::string text = f.lower(Array(fx::f32, {256, 64}), Array(fx::f32, {256, 64}), Array(fx::f32, {256, 1}),
                              Array(fx::f32, {64, 32}), Array(fx::f32, {64, 32}), Array(fx::f32, {64, 32}))
                          .kernels();

@@ -15,6 +15,7 @@
 #include "backends/cpu/disk_cache.h"
 #include "backends/cpu/executable.h"
 #include "common/test_util.h"
+#include "cpu/lstm_cell.h"
 #include "jit/ir/ir.h"
 
 namespace fx = fluxion;
@@ -69,14 +70,7 @@ std::vector<Tensor> lstm_step(Tensor Wx, Tensor Wh, Tensor b, Tensor xs) {
   auto loss = [](Tensor Wx, Tensor Wh, Tensor b, Tensor xs) {
     int64_t H = Wh.dim(1), B = xs.dim(2);
     auto body = [&](std::pair<Tensor, Tensor> hc, Tensor x) {
-      auto [h, c] = hc;
-      Tensor gates = fx::matmul(Wx, x) + fx::matmul(Wh, h) + b;
-      Tensor i = fx::sigmoid(fx::slice_axis(gates, 0, 0, H));
-      Tensor f = fx::sigmoid(fx::slice_axis(gates, 0, H, 2 * H));
-      Tensor g = fx::tanh(fx::slice_axis(gates, 0, 2 * H, 3 * H));
-      Tensor o = fx::sigmoid(fx::slice_axis(gates, 0, 3 * H, 4 * H));
-      Tensor c2 = f * c + i * g;
-      Tensor h2 = o * fx::tanh(c2);
+      auto [h2, c2] = fx::testing::lstm_cell(Wx, Wh, b, x, hc.first, hc.second);
       return std::make_pair(std::make_pair(h2, c2), fx::sum(h2 * h2));
     };
     auto zeros = fx::zeros({H, B});
