@@ -49,6 +49,17 @@ class CpuExecutable final : public backends::Executable {
   }
 
   void run_into(const std::vector<Array>& inputs, std::vector<Array>& outputs) const override {
+    for (size_t k = 0; k < outputs.size(); ++k) {
+      if (output_slot(k) < 0 && overlaps_any(inputs, outputs, k)) {
+        // A result the entry point copies out at its end (a passed-through input, a loop's
+        // carry) cannot be staged: run into fresh buffers, then copy.
+        std::vector<Array> fresh = run(inputs);
+        for (size_t j = 0; j < outputs.size(); ++j) {
+          std::memcpy(outputs[j].mutable_data(), fresh[j].data(), static_cast<size_t>(fresh[j].size() * dtype_size(fresh[j].dtype())));
+        }
+        return;
+      }
+    }
     size_t ni = inputs.size(), n = ni + outputs.size();
     constexpr size_t kStackSlots = 64;
     void* stack_io[kStackSlots];
@@ -62,19 +73,8 @@ class CpuExecutable final : public backends::Executable {
     Arena arena = take_arena();
     // An output buffer that overlaps an input or another output is written through its arena
     // slot and copied out after the call, so no input is read after being overwritten.
-    uint64_t staged = 0;
     for (size_t k = 0; k < outputs.size(); ++k) {
-      char* p = static_cast<char*>(outputs[k].mutable_data());
-      int64_t bytes = outputs_[k].numel() * dtype_size(outputs_[k].dtype);
-      bool overlaps = false;
-      for (size_t i = 0; i < ni && !overlaps; ++i) overlaps = overlap(p, bytes, inputs[i]);
-      for (size_t j = 0; j < k && !overlaps; ++j) overlaps = overlap(p, bytes, outputs[j]);
-      int64_t slot = output_slot(k);
-      if (overlaps && slot >= 0 && k < 64) {
-        staged |= uint64_t{1} << k;
-        p = arena.get() + slot;
-      }
-      io[ni + k] = p;
+      io[ni + k] = staged(inputs, outputs, k) ? arena.get() + output_slot(k) : outputs[k].mutable_data();
     }
     int64_t launches = 0;
     int32_t rc = code_->entry(io, arena.get(), &launches);
@@ -82,8 +82,8 @@ class CpuExecutable final : public backends::Executable {
     c.program_calls++;
     c.native_calls++;
     c.kernel_launches += static_cast<uint64_t>(launches);
-    for (size_t k = 0; k < outputs.size() && staged; ++k) {
-      if (staged & (uint64_t{1} << k)) {
+    for (size_t k = 0; k < outputs.size(); ++k) {
+      if (staged(inputs, outputs, k)) {
         std::memcpy(outputs[k].mutable_data(), arena.get() + output_slot(k),
                     static_cast<size_t>(outputs_[k].numel() * dtype_size(outputs_[k].dtype)));
       }
@@ -98,6 +98,23 @@ class CpuExecutable final : public backends::Executable {
   std::string describe() const override { return kernel::print(program_.body, schedule_); }
 
  private:
+  // Whether result k goes through its arena slot: it has one, and its buffer overlaps an input
+  // or an earlier output.
+  bool staged(const std::vector<Array>& inputs, const std::vector<Array>& outputs, size_t k) const {
+    return output_slot(k) >= 0 && overlaps_any(inputs, outputs, k);
+  }
+  bool overlaps_any(const std::vector<Array>& inputs, const std::vector<Array>& outputs, size_t k) const {
+    const char* p = static_cast<const char*>(outputs[k].data());
+    int64_t bytes = outputs_[k].numel() * dtype_size(outputs_[k].dtype);
+    for (const Array& in : inputs) {
+      if (overlap(p, bytes, in)) return true;
+    }
+    for (size_t j = 0; j < k; ++j) {
+      if (overlap(p, bytes, outputs[j])) return true;
+    }
+    return false;
+  }
+
   static bool overlap(const char* p, int64_t bytes, const Array& a) {
     const char* q = static_cast<const char*>(a.data());
     int64_t qb = a.size() * dtype_size(a.dtype());

@@ -102,38 +102,35 @@ KernelEmitter::Gemm KernelEmitter::conv_gemm() {
   auto weight = [=, this](Value* o, Value* c, int64_t C, int64_t taps, Value* kk) {
     return at_flat(op1, b_.CreateAdd(b_.CreateMul(b_.CreateAdd(b_.CreateMul(o, i64(C)), c), i64(taps)), kk));
   };
-  // A result laid out [image, row, height, width] with columns j = (height, width).
-  auto per_image_result = [=, this](Gemm& g, int64_t rows, int64_t height, int64_t width) {
-    g.c_offset = [=, this](const Index& b, Value* i, Value* j) {
-      return b_.CreateAdd(b_.CreateMul(b_.CreateAdd(b_.CreateMul(b[0], i64(rows)), i), i64(height * width)), j);
-    };
-    g.c_index = [=](const Index& b, Value* i, Value* j) { return Index{b[0], i, div(j, width), rem(j, width)}; };
-  };
   Gemm g;
+  // conv2d and its input gradient are one product per image: rows are the result's channels,
+  // k runs over (the other side's channel, kernel tap), columns over the result's pixels, and
+  // `tap` maps a result coordinate and kernel offset to the operand coordinate it reads (fwd:
+  // the input an output reads; back: the output that reads an input).
+  auto per_image = [&](int64_t rows, int64_t blocks, bool rows_are_out_channels, const Shape& src, const auto& tap) {
+    const Shape& ws = r_.type(op1).shape;
+    int64_t C = ws[1], KH = ws[2], KW = ws[3], H = out[2], W = out[3];
+    g.batch = {out[0]};
+    g.M = rows, g.N = H * W, g.kc = KH * KW, g.blocks = blocks, g.K = blocks * KH * KW;
+    g.a = [=](const Index&, Value* i, Value* kb, Value* kk) {
+      return rows_are_out_channels ? weight(i, kb, C, KH * KW, kk) : weight(kb, i, C, KH * KW, kk);
+    };
+    g.b = [=, this](const Index& b, Value* kb, Value* kk, Value* j) {
+      auto [y, yv] = tap(div(j, W), 0, div(kk, KW), src[2]);
+      auto [x, xv] = tap(rem(j, W), 1, rem(kk, KW), src[3]);
+      return guarded(b_.CreateAnd(yv, xv), at(op0, {b[0], kb, y, x}));
+    };
+    g.c_offset = [=, this](const Index& b, Value* i, Value* j) {
+      return b_.CreateAdd(b_.CreateMul(b_.CreateAdd(b_.CreateMul(b[0], i64(rows)), i), i64(H * W)), j);
+    };
+    g.c_index = [=](const Index& b, Value* i, Value* j) { return Index{b[0], i, div(j, W), rem(j, W)}; };
+  };
   if (n.op == ir::Op::Conv2d) {  // y[n, o, oh, ow] = sum over c, kh, kw of w[o, c, kh, kw] x[n, c, ...]
-    const Shape &xs = r_.type(op0).shape, &ws = r_.type(op1).shape;
-    int64_t O = ws[0], C = ws[1], KH = ws[2], KW = ws[3], OH = out[2], OW = out[3];
-    g.batch = {out[0]};
-    g.M = O, g.N = OH * OW, g.kc = KH * KW, g.blocks = C, g.K = C * KH * KW;
-    g.a = [=](const Index&, Value* o, Value* c, Value* kk) { return weight(o, c, C, KH * KW, kk); };
-    g.b = [=, this](const Index& b, Value* c, Value* kk, Value* j) {
-      auto [h, hv] = fwd(div(j, OW), 0, div(kk, KW), xs[2]);
-      auto [w, wv] = fwd(rem(j, OW), 1, rem(kk, KW), xs[3]);
-      return guarded(b_.CreateAnd(hv, wv), at(op0, {b[0], c, h, w}));
-    };
-    per_image_result(g, O, OH, OW);
+    const Shape& ws = r_.type(op1).shape;
+    per_image(ws[0], ws[1], true, r_.type(op0).shape, fwd);
   } else if (n.op == ir::Op::Conv2dInputGrad) {  // dx[n, c, h, w] = sum over o, kh, kw of w[o, c, kh, kw] g[n, o, ...]
-    const Shape &gs = r_.type(op0).shape, &ws = r_.type(op1).shape;
-    int64_t O = ws[0], C = ws[1], KH = ws[2], KW = ws[3], H = out[2], W = out[3];
-    g.batch = {out[0]};
-    g.M = C, g.N = H * W, g.kc = KH * KW, g.blocks = O, g.K = O * KH * KW;
-    g.a = [=](const Index&, Value* c, Value* o, Value* kk) { return weight(o, c, C, KH * KW, kk); };
-    g.b = [=, this](const Index& b, Value* o, Value* kk, Value* j) {
-      auto [oh, hv] = back(div(j, W), 0, div(kk, KW), gs[2]);
-      auto [ow, wv] = back(rem(j, W), 1, rem(kk, KW), gs[3]);
-      return guarded(b_.CreateAnd(hv, wv), at(op0, {b[0], o, oh, ow}));
-    };
-    per_image_result(g, C, H, W);
+    const Shape& ws = r_.type(op1).shape;
+    per_image(ws[1], ws[0], false, r_.type(op0).shape, back);
   } else {  // Conv2dWeightGrad: dw[o, c, kh, kw] = sum over n, oh, ow of g[n, o, oh, ow] x[n, c, ...]
     const Shape &xs = r_.type(op0).shape, &gs = r_.type(op1).shape;
     int64_t C = out[1], KH = out[2], KW = out[3], OH = gs[2], OW = gs[3];

@@ -42,7 +42,8 @@ bool libmvec_loaded() {
 // Vector variants in glibc's libmvec that LLVM 19's LIBMVEC-X86 table lacks: the functions it
 // does not map at all (tanh, expm1, log1p, erf, atan2), and the AVX-512 ('e') variants of every
 // function, which it does not map either. ISA letters: 'b' SSE, 'd' AVX2, 'e' AVX-512.
-std::vector<llvm::VecDesc> more_libmvec_functions(int vector_bytes) {
+// Built once per process (the host does not change): the table and the names it points into.
+const std::vector<llvm::VecDesc>& more_libmvec_functions(int vector_bytes) {
   struct Fn {
     const char* f32;
     const char* f64;
@@ -57,12 +58,11 @@ std::vector<llvm::VecDesc> more_libmvec_functions(int vector_bytes) {
       {"llvm.log.f32", "llvm.log.f64", 1, true}, {"llvm.sin.f32", "llvm.sin.f64", 1, true},
       {"llvm.cos.f32", "llvm.cos.f64", 1, true}, {"llvm.pow.f32", "llvm.pow.f64", 2, true},
   };
-  // Names must outlive the TargetLibraryInfo: keep them in a static pool.
-  static std::mutex mu;
-  static std::deque<std::string> pool;
-  std::lock_guard<std::mutex> lock(mu);
-  auto keep = [&](std::string s) -> llvm::StringRef { return pool.emplace_back(std::move(s)); };
-  std::vector<llvm::VecDesc> v;
+  static std::deque<std::string> names;  // stable addresses for the StringRefs below
+  static std::vector<llvm::VecDesc> v;
+  static std::once_flag once;
+  std::call_once(once, [&] {
+  auto keep = [&](std::string s) -> llvm::StringRef { return names.emplace_back(std::move(s)); };
   auto add = [&](const char* name, char isa, int lanes, int args) {
     std::string scalar = name;
     std::string base = scalar.rfind("llvm.", 0) == 0 ? scalar.substr(5, scalar.find('.', 5) - 5) + (scalar.back() == '2' ? "f" : "")
@@ -80,6 +80,7 @@ std::vector<llvm::VecDesc> more_libmvec_functions(int vector_bytes) {
     }
     if (vector_bytes >= 64) add(f.f32, 'e', 16, f.args), add(f.f64, 'e', 8, f.args);
   }
+  });
   return v;
 }
 

@@ -205,3 +205,22 @@ TEST(CpuRuntime, ThreadCountIsSettableAndChecked) {
   EXPECT_THROW(fx::set_num_threads(0), fx::Error);
   fx::set_num_threads(before);
 }
+
+TEST(CpuRuntime, OutputsThatAliasInputsSeeTheInputsBeforeTheCall) {
+  auto swap_and_step = fx::jit([](Tensor x, Tensor y) { return std::make_tuple(y, x, x + y); }, fx::Backend::Cpu);
+  Array x(std::vector<float>{1, 2, 3}, {3}), y(std::vector<float>{10, 20, 30}, {3});
+  fx::Compiled c = swap_and_step.lower(x, y);
+  // Swap in place (results passed through from inputs) and write the sum over x as well.
+  std::vector<Array> in{x, y};
+  std::vector<Array> out{x, y, Array(fx::f32, {3})};
+  c.run_into(in, out);
+  EXPECT_EQ(x.to_vector<float>(), (std::vector<float>{10, 20, 30}));
+  EXPECT_EQ(y.to_vector<float>(), (std::vector<float>{1, 2, 3}));
+  EXPECT_EQ(out[2].to_vector<float>(), (std::vector<float>{11, 22, 33}));
+  // A computed result written over its own input.
+  auto scale = fx::jit([](Tensor v) { return v * 2.0 + fx::sum(v); }, fx::Backend::Cpu);
+  Array v(std::vector<float>{1, 2, 3}, {3});
+  std::vector<Array> vin{v}, vout{v};
+  scale.lower(v).run_into(vin, vout);
+  EXPECT_EQ(v.to_vector<float>(), (std::vector<float>{8, 10, 12}));
+}

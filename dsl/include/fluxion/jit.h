@@ -108,10 +108,11 @@ class Jit {
     const Entry& e = entry(args...);  // may trace, and the trace may call other jitted functions
     // Reused per thread so that a steady-state call allocates only its results.
     thread_local std::vector<Array> flat;
-    flat.clear();
+    struct Release {  // the buffer must not keep the caller's arrays alive, also when run throws
+      ~Release() { flat.clear(); }
+    } release;
     (tree::flatten<Array>(args, flat), ...);
     std::vector<Array> outs = e.compiled.run(flat);
-    flat.clear();
     const Array* it = outs.data();
     return tree::rebuild<Tensor, Array>(std::any_cast<const R&>(e.out_like), it);
   }
