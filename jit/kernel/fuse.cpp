@@ -65,6 +65,13 @@ class Fuser {
     for (const ir::Node& n : r.nodes) roles_.push_back(role_of(r, n));
     must_.assign(r.types.size(), false);
     group_of_.assign(r.nodes.size(), -1);
+    // Storage is not final while fusing: for strided views a value counts as a buffer unless
+    // it is a view or a splat.
+    probe_.storage.assign(r.types.size(), Storage::Slot);
+    for (size_t i = 0; i < r.nodes.size(); ++i) {
+      Storage s = roles_[i] == Role::View ? Storage::View : roles_[i] == Role::Inline ? Storage::Inline : Storage::Slot;
+      for (ValueId res : r.nodes[i].results) probe_.storage[static_cast<size_t>(res)] = s;
+    }
   }
 
   RegionSchedule run() {
@@ -350,14 +357,7 @@ class Fuser {
   }
 
   bool strided_operand(ValueId v, StridedView* sv) {
-    // Storage is not final yet: a value counts as a buffer unless it is a view or a splat.
-    RegionSchedule probe;
-    probe.storage.assign(r_.types.size(), Storage::Slot);
-    for (size_t i = 0; i < r_.nodes.size(); ++i) {
-      Storage s = roles_[i] == Role::View ? Storage::View : roles_[i] == Role::Inline ? Storage::Inline : Storage::Slot;
-      for (ValueId res : r_.nodes[i].results) probe.storage[static_cast<size_t>(res)] = s;
-    }
-    return strided_view(r_, probe, producer_, v, sv) && role(sv->base) != Role::Inline;
+    return strided_view(r_, probe_, producer_, v, sv) && role(sv->base) != Role::Inline;
   }
 
   RegionSchedule finish() {
@@ -476,6 +476,7 @@ class Fuser {
   std::vector<bool> must_;
   std::vector<int> group_of_;
   std::vector<Group> groups_;
+  RegionSchedule probe_;  // provisional storage, for strided_view
 };
 
 }  // namespace
