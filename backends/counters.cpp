@@ -18,6 +18,8 @@ RuntimeCounters counters() {
   r.compiles = c.compiles.load();
   r.cache_hits = c.cache_hits.load();
   r.disk_cache_hits = c.disk_cache_hits.load();
+  r.submissions = c.submissions.load();
+  r.fence_waits = c.fence_waits.load();
   return r;
 }
 
@@ -29,6 +31,8 @@ void reset_counters() {
   c.compiles = 0;
   c.cache_hits = 0;
   c.disk_cache_hits = 0;
+  c.submissions = 0;
+  c.fence_waits = 0;
 }
 
 }  // namespace fluxion

@@ -7,6 +7,7 @@
 #include "backends/counters.h"
 #include "backends/cpu/executable.h"
 #include "backends/interp/interpreter.h"
+#include "backends/vulkan/executable.h"
 #include "fluxion/error.h"
 
 namespace fluxion {
@@ -20,7 +21,11 @@ const char* backend_name(Backend b) {
   return "?";
 }
 
-std::vector<Backend> available_backends() { return {Backend::Interp, Backend::Cpu}; }
+std::vector<Backend> available_backends() {
+  std::vector<Backend> b{Backend::Interp, Backend::Cpu};
+  if (vulkan::available()) b.push_back(Backend::Vulkan);
+  return b;
+}
 
 Backend default_backend() { return Backend::Cpu; }
 
@@ -53,10 +58,9 @@ std::unique_ptr<Executable> compile(const ir::Program& p, Backend backend) {
   switch (backend) {
     case Backend::Interp: return std::make_unique<InterpExecutable>(p);
     case Backend::Cpu: return cpu::compile(p);
-    case Backend::Vulkan: break;
+    case Backend::Vulkan: return vulkan::compile(p);
   }
-  throw Error(std::string("fluxion: the ") + backend_name(backend) +
-              " backend is not part of this build (available: interp, cpu)");
+  throw Error(std::string("fluxion: unknown backend ") + std::to_string(static_cast<int>(backend)));
 }
 
 }  // namespace backends

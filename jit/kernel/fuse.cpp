@@ -60,7 +60,7 @@ struct Group {
 
 class Fuser {
  public:
-  Fuser(const ir::Region& r, bool top_level) : r_(r), top_level_(top_level) {
+  Fuser(const ir::Region& r, bool top_level, const FusionOptions& options) : r_(r), top_level_(top_level), options_(options) {
     producer_ = producers(r);
     for (const ir::Node& n : r.nodes) roles_.push_back(role_of(r, n));
     must_.assign(r.types.size(), false);
@@ -195,12 +195,31 @@ class Fuser {
     return true;
   }
 
+  // The axes the reductions of group g fold (all of them, when options_ forbid mixing), or
+  // nullptr when it has none.
+  const std::vector<int64_t>* reduced_axes(int g) {
+    for (size_t i : G(g).nodes) {
+      if (roles_[i] == Role::Reduce) return &r_.nodes[i].attrs.axes;
+    }
+    return nullptr;
+  }
+
+  // Whether groups a and b may share one kernel as far as their reductions go.
+  bool reductions_fit(int a, int b) {
+    if (options_.mixed_reductions) return true;
+    const std::vector<int64_t>* ra = reduced_axes(a);
+    const std::vector<int64_t>* rb = reduced_axes(b);
+    if ((ra && G(b).kind == KernelKind::MatMul) || (rb && G(a).kind == KernelKind::MatMul)) return false;
+    return !ra || !rb || *ra == *rb;
+  }
+
   bool can_merge(int a, int b) {
     a = find(a), b = find(b);
     if (a == b) return true;
     const Group &ga = G(a), &gb = G(b);
     if (ga.copy || gb.copy || ga.control_node >= 0 || gb.control_node >= 0) return false;
     if (ga.kind == KernelKind::MatMul && gb.kind == KernelKind::MatMul) return false;
+    if (!reductions_fit(a, b)) return false;
     return !depends(a, b) && !depends(b, a);
   }
 
@@ -279,6 +298,11 @@ class Fuser {
       const Group& gt = G(t);
       if (gt.copy || gt.control_node >= 0) return false;
       if (gt.kind == KernelKind::MatMul && ro == Role::Gathering) return false;
+      if (ro == Role::Reduce && !options_.mixed_reductions) {
+        if (gt.kind == KernelKind::MatMul) return false;
+        const std::vector<int64_t>* axes = reduced_axes(t);
+        if (axes && *axes != n.attrs.axes) return false;
+      }
       for (int s : reads) {
         if (find(s) == find(t) || depends(s, t)) return false;
       }
@@ -471,6 +495,7 @@ class Fuser {
 
   const ir::Region& r_;
   bool top_level_;
+  FusionOptions options_;
   std::vector<int32_t> producer_;
   std::vector<Role> roles_;
   std::vector<bool> must_;
@@ -534,11 +559,11 @@ bool is_cheap_op(Op op) {
   }
 }
 
-RegionSchedule schedule(const ir::Region& r, bool top_level) {
-  RegionSchedule s = Fuser(r, top_level).run();
+RegionSchedule schedule(const ir::Region& r, bool top_level, const FusionOptions& options) {
+  RegionSchedule s = Fuser(r, top_level, options).run();
   for (size_t i = 0; i < r.nodes.size(); ++i) {
     if (!has_regions(r.nodes[i].op)) continue;
-    for (const ir::Region& sub : r.nodes[i].regions) s.nested[i].push_back(schedule(sub, false));
+    for (const ir::Region& sub : r.nodes[i].regions) s.nested[i].push_back(schedule(sub, false, options));
   }
   plan_memory(r, s);
   return s;

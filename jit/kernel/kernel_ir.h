@@ -67,9 +67,18 @@ struct RegionSchedule {
   std::map<size_t, int64_t> nested_offset;
 };
 
+// What a backend's kernels can do, which bounds what the fuser puts in one kernel.
+struct FusionOptions {
+  // The CPU runs a kernel's index space sequentially per thread, so one kernel may hold
+  // reductions over different axes, and a matmul's epilogue may reduce. A GPU kernel runs one
+  // workgroup row per kept index: its reductions must all fold the same axes, and a matmul
+  // epilogue is elementwise only.
+  bool mixed_reductions = true;
+};
+
 // Splits `r` into kernels and steps (fuse.cpp). `top_level`: results may be written in place into
 // the caller's output buffers.
-RegionSchedule schedule(const ir::Region& r, bool top_level);
+RegionSchedule schedule(const ir::Region& r, bool top_level, const FusionOptions& options = {});
 
 // Assigns arena offsets to every Slot value and nested arena (memory_plan.cpp):
 // slots whose lifetimes do not overlap share bytes.

@@ -8,7 +8,7 @@ namespace fluxion {
 enum class Backend {
   Interp,  // the reference interpreter: simple, double precision inside, the test oracle
   Cpu,     // native code through LLVM ORC: fused kernels, one native entry point per program
-  Vulkan,  // SPIR-V compute shaders through Vulkan (not built yet)
+  Vulkan,  // SPIR-V compute shaders through Vulkan: any GPU vendor, or lavapipe on the CPU
 };
 
 // "interp", "cpu", "vulkan".

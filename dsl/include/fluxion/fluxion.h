@@ -12,3 +12,4 @@
 #include "fluxion/runtime.h"
 #include "fluxion/tensor.h"
 #include "fluxion/tree.h"
+#include "fluxion/vulkan.h"

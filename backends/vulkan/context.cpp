@@ -1,0 +1,295 @@
+// Device discovery, selection and the process-wide context (docs/vulkan.md).
+#include "backends/vulkan/context.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cstdlib>
+#include <optional>
+#include <vector>
+
+#include "fluxion/error.h"
+
+namespace fluxion::vulkan {
+namespace {
+
+std::string result_name(VkResult r) {
+  switch (r) {
+    case VK_ERROR_OUT_OF_HOST_MEMORY: return "out of host memory (VK_ERROR_OUT_OF_HOST_MEMORY)";
+    case VK_ERROR_OUT_OF_DEVICE_MEMORY: return "out of device memory (VK_ERROR_OUT_OF_DEVICE_MEMORY)";
+    case VK_ERROR_DEVICE_LOST: return "the device was lost (VK_ERROR_DEVICE_LOST)";
+    case VK_ERROR_INITIALIZATION_FAILED: return "initialization failed (VK_ERROR_INITIALIZATION_FAILED)";
+    case VK_ERROR_INCOMPATIBLE_DRIVER: return "no compatible Vulkan driver (VK_ERROR_INCOMPATIBLE_DRIVER)";
+    case VK_ERROR_FEATURE_NOT_PRESENT: return "a required feature is missing (VK_ERROR_FEATURE_NOT_PRESENT)";
+    case VK_ERROR_EXTENSION_NOT_PRESENT: return "a required extension is missing (VK_ERROR_EXTENSION_NOT_PRESENT)";
+    case VK_TIMEOUT: return "timed out (VK_TIMEOUT)";
+    default: return "VkResult " + std::to_string(static_cast<int>(r));
+  }
+}
+
+std::string lower(std::string s) {
+  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+std::string vendor_name(uint32_t id) {
+  switch (id) {
+    case 0x10DE: return "nvidia";
+    case 0x1002: return "amd";
+    case 0x8086: return "intel";
+    case 0x106B: return "apple";
+    case 0x13B5: return "arm";
+    case 0x5143: return "qualcomm";
+    case 0x10005: return "mesa";
+    default: {
+      char buf[16];
+      std::snprintf(buf, sizeof buf, "0x%x", id);
+      return buf;
+    }
+  }
+}
+
+std::string type_name(VkPhysicalDeviceType t) {
+  switch (t) {
+    case VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU: return "discrete";
+    case VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU: return "integrated";
+    case VK_PHYSICAL_DEVICE_TYPE_VIRTUAL_GPU: return "virtual";
+    case VK_PHYSICAL_DEVICE_TYPE_CPU: return "cpu";
+    default: return "other";
+  }
+}
+
+VkInstance create_instance() {
+  auto app = vk_struct<VkApplicationInfo>(VK_STRUCTURE_TYPE_APPLICATION_INFO);
+  app.pApplicationName = "fluxion";
+  app.pEngineName = "fluxion";
+  app.apiVersion = VK_API_VERSION_1_2;
+  auto ci = vk_struct<VkInstanceCreateInfo>(VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO);
+  ci.pApplicationInfo = &app;
+  VkInstance instance = VK_NULL_HANDLE;
+  if (vkCreateInstance(&ci, nullptr, &instance) != VK_SUCCESS) return VK_NULL_HANDLE;
+  return instance;
+}
+
+struct Candidate {
+  VkPhysicalDevice physical;
+  VulkanDeviceInfo info;
+  VkPhysicalDeviceType type;
+};
+
+std::vector<Candidate> enumerate(VkInstance instance) {
+  std::vector<Candidate> out;
+  if (!instance) return out;
+  uint32_t n = 0;
+  if (vkEnumeratePhysicalDevices(instance, &n, nullptr) != VK_SUCCESS) return out;
+  std::vector<VkPhysicalDevice> devs(n);
+  vkEnumeratePhysicalDevices(instance, &n, devs.data());
+  for (uint32_t i = 0; i < n; ++i) {
+    VkPhysicalDeviceProperties p;
+    vkGetPhysicalDeviceProperties(devs[i], &p);
+    VkPhysicalDeviceMemoryProperties mp;
+    vkGetPhysicalDeviceMemoryProperties(devs[i], &mp);
+    VulkanDeviceInfo info;
+    info.index = static_cast<int>(i);
+    info.name = p.deviceName;
+    info.vendor = vendor_name(p.vendorID);
+    info.type = type_name(p.deviceType);
+    for (uint32_t h = 0; h < mp.memoryHeapCount; ++h) {
+      if (mp.memoryHeaps[h].flags & VK_MEMORY_HEAP_DEVICE_LOCAL_BIT) info.memory_bytes = std::max<uint64_t>(info.memory_bytes, mp.memoryHeaps[h].size);
+    }
+    info.api_version = std::to_string(VK_API_VERSION_MAJOR(p.apiVersion)) + "." + std::to_string(VK_API_VERSION_MINOR(p.apiVersion)) +
+                       "." + std::to_string(VK_API_VERSION_PATCH(p.apiVersion));
+    if (p.apiVersion >= VK_API_VERSION_1_2) {
+      auto f12 = vk_struct<VkPhysicalDeviceVulkan12Features>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES);
+      auto f = vk_struct<VkPhysicalDeviceFeatures2>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2);
+      f.pNext = &f12;
+      vkGetPhysicalDeviceFeatures2(devs[i], &f);
+      info.usable = f12.bufferDeviceAddress && f12.storageBuffer8BitAccess && f12.shaderInt8 && f.features.shaderInt64;
+    }
+    out.push_back({devs[i], info, p.deviceType});
+  }
+  return out;
+}
+
+// The device chosen before first use (select_vulkan_device), as an index or a name.
+std::mutex choice_mu;
+std::optional<int> chosen_index;
+std::optional<std::string> chosen_name;
+Context* opened = nullptr;
+
+int rank(VkPhysicalDeviceType t) {
+  switch (t) {
+    case VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU: return 0;
+    case VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU: return 1;
+    case VK_PHYSICAL_DEVICE_TYPE_VIRTUAL_GPU: return 2;
+    case VK_PHYSICAL_DEVICE_TYPE_CPU: return 3;
+    default: return 4;
+  }
+}
+
+std::string describe(const std::vector<Candidate>& cs) {
+  std::string s;
+  for (const Candidate& c : cs) {
+    s += "\n  " + std::to_string(c.info.index) + ": " + c.info.name + " (" + c.info.type + (c.info.usable ? "" : ", not usable") + ")";
+  }
+  return s.empty() ? " none" : s;
+}
+
+const Candidate& pick(const std::vector<Candidate>& cs, const std::optional<int>& index, const std::optional<std::string>& name) {
+  const char* env = std::getenv("FLUXION_VULKAN_DEVICE");
+  std::optional<int> want_index = index;
+  std::optional<std::string> want_name = name;
+  std::string source = "select_vulkan_device";
+  if (!want_index && !want_name && env && *env) {
+    source = "FLUXION_VULKAN_DEVICE";
+    char* end = nullptr;
+    long v = std::strtol(env, &end, 10);
+    if (end && *end == '\0') want_index = static_cast<int>(v);
+    else want_name = env;
+  }
+  auto usable_or_fail = [&](const Candidate& c) -> const Candidate& {
+    if (!c.info.usable) {
+      detail::fail("vulkan", source + " chose device " + std::to_string(c.info.index) + " (" + c.info.name +
+                                 "), which lacks Vulkan 1.2 with buffer device address, 8-bit storage and 64-bit integers; devices:" +
+                                 describe(cs));
+    }
+    return c;
+  };
+  if (want_index) {
+    if (*want_index < 0 || *want_index >= static_cast<int>(cs.size())) {
+      detail::fail("vulkan", source + " asked for device index " + std::to_string(*want_index) + "; devices:" + describe(cs));
+    }
+    return usable_or_fail(cs[static_cast<size_t>(*want_index)]);
+  }
+  if (want_name) {
+    for (const Candidate& c : cs) {
+      if (lower(c.info.name).find(lower(*want_name)) != std::string::npos) return usable_or_fail(c);
+    }
+    detail::fail("vulkan", source + " asked for a device named '" + *want_name + "'; devices:" + describe(cs));
+  }
+  const Candidate* best = nullptr;
+  for (const Candidate& c : cs) {
+    if (c.info.usable && (!best || rank(c.type) < rank(best->type))) best = &c;
+  }
+  if (!best) {
+    detail::fail("vulkan", "no usable Vulkan device: the Vulkan backend needs a Vulkan 1.2 device (a GPU driver, or Mesa's "
+                           "lavapipe from the package mesa-vulkan-drivers); devices:" + describe(cs));
+  }
+  return *best;
+}
+
+Context* open_context() {
+  auto ctx = std::make_unique<Context>();
+  ctx->instance = create_instance();
+  if (!ctx->instance) {
+    detail::fail("vulkan", "no Vulkan driver: vkCreateInstance failed (install a GPU driver, or Mesa's lavapipe from the "
+                           "package mesa-vulkan-drivers)");
+  }
+  std::vector<Candidate> cs = enumerate(ctx->instance);
+  const Candidate& c = pick(cs, chosen_index, chosen_name);
+  ctx->physical = c.physical;
+  ctx->info = c.info;
+  vkGetPhysicalDeviceProperties(c.physical, &ctx->properties);
+  ctx->timestamp_period_ns = ctx->properties.limits.timestampPeriod;
+  auto sub = vk_struct<VkPhysicalDeviceSubgroupProperties>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES);
+  auto p2 = vk_struct<VkPhysicalDeviceProperties2>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2);
+  p2.pNext = &sub;
+  vkGetPhysicalDeviceProperties2(c.physical, &p2);
+  ctx->subgroup_size = sub.subgroupSize;
+
+  uint32_t nq = 0;
+  vkGetPhysicalDeviceQueueFamilyProperties(c.physical, &nq, nullptr);
+  std::vector<VkQueueFamilyProperties> qs(nq);
+  vkGetPhysicalDeviceQueueFamilyProperties(c.physical, &nq, qs.data());
+  bool found = false;
+  for (uint32_t i = 0; i < nq && !found; ++i) {
+    if (qs[i].queueFlags & VK_QUEUE_COMPUTE_BIT) {
+      ctx->queue_family = i;
+      found = true;
+    }
+  }
+  if (!found) detail::fail("vulkan", "device " + c.info.name + " has no compute queue");
+
+  auto have = vk_struct<VkPhysicalDeviceFeatures2>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2);
+  vkGetPhysicalDeviceFeatures2(c.physical, &have);
+  ctx->float64 = have.features.shaderFloat64;
+  auto f12 = vk_struct<VkPhysicalDeviceVulkan12Features>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES);
+  f12.bufferDeviceAddress = VK_TRUE;
+  f12.storageBuffer8BitAccess = VK_TRUE;
+  f12.shaderInt8 = VK_TRUE;
+  auto want = vk_struct<VkPhysicalDeviceFeatures2>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2);
+  want.pNext = &f12;
+  want.features.shaderInt64 = VK_TRUE;
+  want.features.shaderFloat64 = have.features.shaderFloat64;
+  float priority = 1;
+  auto qi = vk_struct<VkDeviceQueueCreateInfo>(VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO);
+  qi.queueFamilyIndex = ctx->queue_family;
+  qi.queueCount = 1;
+  qi.pQueuePriorities = &priority;
+  auto di = vk_struct<VkDeviceCreateInfo>(VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO);
+  di.pNext = &want;
+  di.queueCreateInfoCount = 1;
+  di.pQueueCreateInfos = &qi;
+  check(vkCreateDevice(c.physical, &di, nullptr, &ctx->device), "vkCreateDevice");
+  vkGetDeviceQueue(ctx->device, ctx->queue_family, 0, &ctx->queue);
+  auto pci = vk_struct<VkPipelineCacheCreateInfo>(VK_STRUCTURE_TYPE_PIPELINE_CACHE_CREATE_INFO);
+  check(vkCreatePipelineCache(ctx->device, &pci, nullptr, &ctx->pipeline_cache), "vkCreatePipelineCache");
+  ctx->device_pool = std::make_unique<MemoryPool>(ctx->device, ctx->physical, VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT, 0, "device");
+  ctx->staging_pool = std::make_unique<MemoryPool>(
+      ctx->device, ctx->physical, VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT,
+      VK_MEMORY_PROPERTY_HOST_CACHED_BIT, "staging");
+  return ctx.release();
+}
+
+}  // namespace
+
+void check(VkResult r, const char* what) {
+  if (r != VK_SUCCESS) detail::fail("vulkan", std::string(what) + " failed: " + result_name(r));
+}
+
+Context::~Context() {
+  if (device) vkDeviceWaitIdle(device);
+  device_pool.reset();
+  staging_pool.reset();
+  if (pipeline_cache) vkDestroyPipelineCache(device, pipeline_cache, nullptr);
+  if (device) vkDestroyDevice(device, nullptr);
+  if (instance) vkDestroyInstance(instance, nullptr);
+}
+
+Context& context() {
+  std::lock_guard<std::mutex> lock(choice_mu);
+  if (!opened) opened = open_context();
+  return *opened;
+}
+
+}  // namespace fluxion::vulkan
+
+namespace fluxion {
+
+std::vector<VulkanDeviceInfo> vulkan_devices() {
+  VkInstance instance = vulkan::create_instance();
+  std::vector<VulkanDeviceInfo> out;
+  for (const auto& c : vulkan::enumerate(instance)) out.push_back(c.info);
+  if (instance) vkDestroyInstance(instance, nullptr);
+  return out;
+}
+
+static void choose(std::optional<int> index, std::optional<std::string> name) {
+  std::lock_guard<std::mutex> lock(vulkan::choice_mu);
+  if (vulkan::opened) {
+    detail::fail("select_vulkan_device", "the Vulkan backend already runs on device " + std::to_string(vulkan::opened->info.index) +
+                                             " (" + vulkan::opened->info.name + "); choose a device before its first use");
+  }
+  VkInstance instance = vulkan::create_instance();
+  auto cs = vulkan::enumerate(instance);
+  if (instance) vkDestroyInstance(instance, nullptr);
+  vulkan::pick(cs, index, name);  // validates the choice now, not at first use
+  vulkan::chosen_index = index;
+  vulkan::chosen_name = name;
+}
+
+void select_vulkan_device(int index) { choose(index, std::nullopt); }
+void select_vulkan_device(const std::string& name) { choose(std::nullopt, name); }
+
+VulkanDeviceInfo vulkan_device() { return vulkan::context().info; }
+
+}  // namespace fluxion

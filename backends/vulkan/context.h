@@ -1,0 +1,51 @@
+// The process-wide Vulkan state: instance, the chosen physical device, the logical device and
+// its compute queue, the pipeline cache and the memory pools. Opened on first use; lives until
+// the process exits.
+#pragma once
+
+#include <vulkan/vulkan.h>
+
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "backends/vulkan/memory.h"
+#include "fluxion/vulkan.h"
+
+namespace fluxion::vulkan {
+
+// A Vulkan info struct, zeroed, with its sType set.
+template <class T>
+T vk_struct(VkStructureType type) {
+  T s{};
+  s.sType = type;
+  return s;
+}
+
+// Raises Error naming `what` and the Vulkan result when `r` is not VK_SUCCESS. Out-of-memory
+// and device-lost results say so in words.
+void check(VkResult r, const char* what);
+
+struct Context {
+  VkInstance instance = VK_NULL_HANDLE;
+  VkPhysicalDevice physical = VK_NULL_HANDLE;
+  VkDevice device = VK_NULL_HANDLE;
+  VkQueue queue = VK_NULL_HANDLE;
+  uint32_t queue_family = 0;
+  VkPipelineCache pipeline_cache = VK_NULL_HANDLE;
+  VulkanDeviceInfo info;
+  VkPhysicalDeviceProperties properties{};
+  uint32_t subgroup_size = 1;
+  bool float64 = false;
+  double timestamp_period_ns = 1;
+  std::mutex queue_mu;  // vkQueueSubmit needs the queue externally synchronised
+  std::unique_ptr<MemoryPool> device_pool;   // device-local: arenas, inputs, outputs, constants
+  std::unique_ptr<MemoryPool> staging_pool;  // host-visible: uploads, readbacks, argument tables
+
+  ~Context();
+};
+
+// The context, opening it on first use. Raises Error when no usable device exists.
+Context& context();
+
+}  // namespace fluxion::vulkan

@@ -1,0 +1,275 @@
+// VulkanExecutable: buffers, the recorded command buffer, and a call (docs/vulkan.md).
+//
+// A call copies the inputs into the program's device buffers, submits the one command buffer
+// (uploads, every dispatch with barriers only where a dispatch reads or overwrites what an
+// earlier one wrote, readbacks), waits once, and copies the results out. The user's arrays are
+// written only after the device reports success.
+#include "backends/vulkan/executable.h"
+
+#include <algorithm>
+#include <cstring>
+#include <map>
+#include <mutex>
+
+#include "backends/counters.h"
+#include "backends/vulkan/context.h"
+#include "backends/vulkan/pipelines.h"
+#include "backends/vulkan/recorder.h"
+#include "fluxion/error.h"
+#include "fluxion/vulkan.h"
+
+namespace fluxion::vulkan {
+namespace {
+
+int64_t bytes(const TensorType& t) { return t.numel() * dtype_size(t.dtype); }
+
+bool uses_f64(const ir::Region& r) {
+  for (const TensorType& t : r.types) {
+    if (t.dtype == DType::f64) return true;
+  }
+  for (const ir::Node& n : r.nodes) {
+    for (const ir::Region& sub : n.regions) {
+      if (uses_f64(sub)) return true;
+    }
+  }
+  return false;
+}
+
+// The largest number of dispatches one recording may hold (unrolled loops included).
+constexpr size_t kMaxDispatches = size_t{1} << 22;
+
+class VulkanExecutable final : public backends::Executable {
+ public:
+  explicit VulkanExecutable(const ir::Program& p) : program_(p), ctx_(context()) {
+    if (uses_f64(program_.body) && !ctx_.float64) {
+      detail::fail("vulkan", "device " + ctx_.info.name + " has no 64-bit float support (shaderFloat64); f64 programs cannot run on it");
+    }
+    kernel::FusionOptions options;
+    options.mixed_reductions = false;
+    schedule_ = kernel::schedule(program_.body, true, options);
+    for (ir::ValueId v : program_.body.results) outputs_.push_back(program_.body.type(v));
+    MemoryPool& dev = *ctx_.device_pool;
+    host_io_ = dev.host_visible();
+    for (ir::ValueId v : program_.body.params) {
+      inputs_.emplace_back(dev, bytes(program_.body.type(v)));
+      if (!host_io_) input_staging_.emplace_back(*ctx_.staging_pool, bytes(program_.body.type(v)));
+    }
+    for (const TensorType& t : outputs_) {
+      output_bufs_.emplace_back(dev, bytes(t));
+      if (!host_io_) output_staging_.emplace_back(*ctx_.staging_pool, bytes(t));
+    }
+    arena_ = Buffer(dev, std::max<int64_t>(schedule_.arena_bytes, 16));
+    status_ = Buffer(*ctx_.staging_pool, 16);
+    auto pi = vk_struct<VkCommandPoolCreateInfo>(VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO);
+    pi.flags = VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT;
+    pi.queueFamilyIndex = ctx_.queue_family;
+    check(vkCreateCommandPool(ctx_.device, &pi, nullptr, &pool_), "vkCreateCommandPool");
+    auto ai = vk_struct<VkCommandBufferAllocateInfo>(VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO);
+    ai.commandPool = pool_;
+    ai.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
+    ai.commandBufferCount = 1;
+    check(vkAllocateCommandBuffers(ctx_.device, &ai, &cmd_), "vkAllocateCommandBuffers");
+    auto fi = vk_struct<VkFenceCreateInfo>(VK_STRUCTURE_TYPE_FENCE_CREATE_INFO);
+    check(vkCreateFence(ctx_.device, &fi, nullptr, &fence_), "vkCreateFence");
+    build();
+  }
+
+  ~VulkanExecutable() override {
+    vkDestroyFence(ctx_.device, fence_, nullptr);
+    vkDestroyCommandPool(ctx_.device, pool_, nullptr);
+  }
+
+  std::vector<Array> run(const std::vector<Array>& inputs) const override {
+    std::vector<Array> out;
+    for (const TensorType& t : outputs_) out.push_back(Array::empty(t.dtype, t.shape));
+    call(inputs, out);
+    return out;
+  }
+
+  void run_into(const std::vector<Array>& inputs, std::vector<Array>& outputs) const override { call(inputs, outputs); }
+
+  std::string describe() const override { return kernel::print(program_.body, schedule_); }
+
+ private:
+  void call(const std::vector<Array>& inputs, std::vector<Array>& outputs) const {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto& c = backends::counters();
+    c.program_calls++;
+    for (;;) {
+      for (size_t i = 0; i < inputs.size(); ++i) {
+        const Allocation& dst = host_io_ ? inputs_[i].get() : input_staging_[i].get();
+        std::memcpy(dst.mapped, inputs[i].data(), static_cast<size_t>(bytes(program_.body.type(program_.body.params[i]))));
+      }
+      std::memset(status_->mapped, 0, 4);
+      submit_and_wait(cmd_);
+      c.native_calls++;
+      c.kernel_launches += recording_.dispatches.size();
+      int32_t status;
+      std::memcpy(&status, status_->mapped, 4);
+      if (status == kStatusOk) break;
+      if (status > 0) {
+        detail::fail("while_loop", "the loop ran past max_iters = " + std::to_string(status - kWhileMaxIters) +
+                                       " iterations (raise max_iters, or check the loop condition)");
+      }
+      // An unbounded while loop needs more recorded iterations: grow its capacity and run again.
+      int id = -status - 1;
+      int64_t& cap = options_.capacity[id];
+      if (cap == 0) cap = options_.default_capacity;
+      cap *= 8;
+      build();
+    }
+    for (size_t k = 0; k < outputs.size(); ++k) {
+      const Allocation& src = host_io_ ? output_bufs_[k].get() : output_staging_[k].get();
+      std::memcpy(outputs[k].mutable_data(), src.mapped, static_cast<size_t>(bytes(outputs_[k])));
+    }
+  }
+
+  void submit_and_wait(VkCommandBuffer cb) const {
+    auto si = vk_struct<VkSubmitInfo>(VK_STRUCTURE_TYPE_SUBMIT_INFO);
+    si.commandBufferCount = 1;
+    si.pCommandBuffers = &cb;
+    {
+      std::lock_guard<std::mutex> q(ctx_.queue_mu);
+      check(vkQueueSubmit(ctx_.queue, 1, &si, fence_), "vkQueueSubmit");
+    }
+    VkResult r = vkWaitForFences(ctx_.device, 1, &fence_, VK_TRUE, UINT64_MAX);
+    vkResetFences(ctx_.device, 1, &fence_);
+    check(r, "vkWaitForFences");
+    auto& c = backends::counters();
+    c.submissions++;
+    c.fence_waits++;
+  }
+
+  // Writes `n` bytes into device buffer `dst` (through a staging buffer when it is not mapped).
+  void upload(const Allocation& dst, const void* src, size_t n) const {
+    if (n == 0) return;
+    if (dst.mapped) {
+      std::memcpy(dst.mapped, src, n);
+      return;
+    }
+    Buffer staging(*ctx_.staging_pool, n);
+    std::memcpy(staging->mapped, src, n);
+    auto bi = vk_struct<VkCommandBufferBeginInfo>(VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO);
+    bi.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
+    check(vkBeginCommandBuffer(cmd_, &bi), "vkBeginCommandBuffer");
+    VkBufferCopy region{staging->offset, dst.offset, n};
+    vkCmdCopyBuffer(cmd_, staging->buffer, dst.buffer, 1, &region);
+    check(vkEndCommandBuffer(cmd_), "vkEndCommandBuffer");
+    submit_and_wait(cmd_);
+  }
+
+  const CompiledKernel& kernel_pipeline(const ir::Region& r, const kernel::RegionSchedule& s, size_t ki) const {
+    const kernel::Kernel* k = &s.kernels[ki];
+    auto it = kernels_.find(k);
+    if (it != kernels_.end()) return it->second;
+    std::string name = "kernel " + std::to_string(kernels_.size()) + ":";
+    for (size_t n : k->nodes) name += std::string(" ") + ir::op_name(r.nodes[n].op);
+    CompiledKernel ck;
+    ck.shader = emit_kernel(r, s, *k, name, ctx_.float64);
+    ck.pipeline = pipeline(ctx_, ck.shader.glsl, name);
+    return kernels_[k] = std::move(ck);
+  }
+
+  // Records the program's dispatches, uploads their tables, and records the command buffer.
+  void build() const {
+    std::vector<const ir::Node*> loops;
+    recording_ = record(program_, schedule_, [this](const ir::Region& r, const kernel::RegionSchedule& s, size_t k) -> const CompiledKernel& {
+      return kernel_pipeline(r, s, k);
+    }, options_, &loops);
+    if (recording_.dispatches.size() > kMaxDispatches) {
+      detail::fail("vulkan", "the program unrolls to " + std::to_string(recording_.dispatches.size()) +
+                                 " dispatches (loops are recorded iteration by iteration), over the limit of " + std::to_string(kMaxDispatches));
+    }
+    device_words_ = Buffer(*ctx_.device_pool, recording_.args.size() * 8);
+    consts_ = Buffer(*ctx_.device_pool, recording_.consts.size());
+    std::vector<uint64_t> io;
+    for (const Buffer& b : inputs_) io.push_back(b->address);
+    for (const Buffer& b : output_bufs_) io.push_back(b->address);
+    io.push_back(arena_->address);
+    io.push_back(consts_->address);
+    io.push_back(status_->address);
+    io_table_ = Buffer(*ctx_.device_pool, io.size() * 8);
+    upload(device_words_.get(), recording_.args.data(), recording_.args.size() * 8);
+    upload(consts_.get(), recording_.consts.data(), recording_.consts.size());
+    upload(io_table_.get(), io.data(), io.size() * 8);
+    record_commands();
+  }
+
+  void record_commands() const {
+    check(vkResetCommandBuffer(cmd_, 0), "vkResetCommandBuffer");
+    auto bi = vk_struct<VkCommandBufferBeginInfo>(VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO);
+    check(vkBeginCommandBuffer(cmd_, &bi), "vkBeginCommandBuffer");
+    auto barrier = [&](VkPipelineStageFlags from, VkAccessFlags src, VkPipelineStageFlags to, VkAccessFlags dst) {
+      auto mb = vk_struct<VkMemoryBarrier>(VK_STRUCTURE_TYPE_MEMORY_BARRIER);
+      mb.srcAccessMask = src;
+      mb.dstAccessMask = dst;
+      vkCmdPipelineBarrier(cmd_, from, to, 0, 1, &mb, 0, nullptr, 0, nullptr);
+    };
+    if (!host_io_) {
+      for (size_t i = 0; i < inputs_.size(); ++i) {
+        VkBufferCopy region{input_staging_[i]->offset, inputs_[i]->offset, inputs_[i]->size};
+        vkCmdCopyBuffer(cmd_, input_staging_[i]->buffer, inputs_[i]->buffer, 1, &region);
+      }
+      barrier(VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
+              VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT);
+    }
+    VkPipelineLayout layout = pipeline_layout(ctx_);
+    VkPipeline bound = VK_NULL_HANDLE;
+    for (const Dispatch& d : recording_.dispatches) {
+      if (d.barrier_before) {
+        barrier(VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_SHADER_READ_BIT,
+                VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT);
+      }
+      if (d.pipeline != bound) {
+        vkCmdBindPipeline(cmd_, VK_PIPELINE_BIND_POINT_COMPUTE, d.pipeline);
+        bound = d.pipeline;
+      }
+      uint64_t push[2] = {io_table_->address, device_words_->address + 8 * static_cast<uint64_t>(d.args_word)};
+      vkCmdPushConstants(cmd_, layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof push, push);
+      vkCmdDispatch(cmd_, d.groups[0], d.groups[1], d.groups[2]);
+    }
+    if (!host_io_) {
+      barrier(VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_ACCESS_SHADER_WRITE_BIT, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_READ_BIT);
+      for (size_t k = 0; k < output_bufs_.size(); ++k) {
+        VkBufferCopy region{output_bufs_[k]->offset, output_staging_[k]->offset, output_bufs_[k]->size};
+        vkCmdCopyBuffer(cmd_, output_bufs_[k]->buffer, output_staging_[k]->buffer, 1, &region);
+      }
+    }
+    barrier(VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT,
+            VK_PIPELINE_STAGE_HOST_BIT, VK_ACCESS_HOST_READ_BIT);
+    check(vkEndCommandBuffer(cmd_), "vkEndCommandBuffer");
+  }
+
+  ir::Program program_;
+  Context& ctx_;
+  kernel::RegionSchedule schedule_;
+  std::vector<TensorType> outputs_;
+  bool host_io_ = false;
+  std::vector<Buffer> inputs_, input_staging_, output_bufs_, output_staging_;
+  Buffer arena_, status_;
+  // Rebuilt when an unbounded while loop needs more recorded iterations (under mu_).
+  mutable Buffer device_words_, consts_, io_table_;
+  mutable std::map<const kernel::Kernel*, CompiledKernel> kernels_;
+  mutable RecordOptions options_;
+  mutable Recording recording_;
+  VkCommandPool pool_ = VK_NULL_HANDLE;
+  VkCommandBuffer cmd_ = VK_NULL_HANDLE;
+  VkFence fence_ = VK_NULL_HANDLE;
+  mutable std::mutex mu_;
+};
+
+}  // namespace
+
+std::unique_ptr<backends::Executable> compile(const ir::Program& p) { return std::make_unique<VulkanExecutable>(p); }
+
+bool available() {
+  static const bool usable = [] {
+    for (const VulkanDeviceInfo& d : vulkan_devices()) {
+      if (d.usable) return true;
+    }
+    return false;
+  }();
+  return usable;
+}
+
+}  // namespace fluxion::vulkan

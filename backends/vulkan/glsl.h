@@ -1,0 +1,48 @@
+// Kernel IR to GLSL compute shaders (docs/vulkan.md, "Shader generation"). A kernel reads and
+// writes its buffers through buffer device addresses: its push constants hold the address of
+// the program's io table and of the dispatch's argument table, whose entry 0 is the guard flag
+// (the kernel does nothing when it is 0: a branch not taken, a while loop that has ended) and
+// whose entries 1.. locate the kernel's buffers.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "jit/ir/ir.h"
+#include "jit/kernel/kernel_ir.h"
+
+namespace fluxion::vulkan {
+
+inline constexpr uint32_t kWorkgroupSize = 64;
+
+struct KernelShader {
+  std::string name;
+  std::string glsl;
+  std::vector<ir::ValueId> buffers;  // argument entries 1.. in order
+  std::vector<bool> written;         // per buffer: the kernel stores into it
+  std::array<uint32_t, 3> groups{1, 1, 1};
+};
+
+// The GLSL of kernel k of region r. `float64`: the device computes in double (else f64 arrays
+// are refused when the program is compiled).
+KernelShader emit_kernel(const ir::Region& r, const kernel::RegionSchedule& s, const kernel::Kernel& k,
+                         const std::string& name, bool float64);
+
+// Every shader's opening: version, extensions, the buffer reference types, push constants, the
+// address helper and the math library (glsl_math.cpp).
+std::string shader_prelude(bool float64);
+
+// Helper shaders of the program runner: copy `count` bytes (arguments: guard, src, dst, count);
+// combine guards for a cond (guard, pred, then-flag, else-flag); and a while loop's step
+// (guard = loop flag, cond result, loop flag, status word: a nonzero `code` is written when the
+// loop still runs at its last recorded iteration).
+std::string copy_shader(bool words);
+std::string cond_guard_shader();
+std::string while_step_shader();
+
+// The dispatch grid covering `invocations` workgroup-size invocations: x up to 65535, then y.
+std::array<uint32_t, 3> grid(int64_t invocations);
+
+}  // namespace fluxion::vulkan

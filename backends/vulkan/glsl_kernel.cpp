@@ -1,0 +1,399 @@
+// GlslKernel: the three shapes of a kernel on a GPU, loads, stores and code layout.
+//
+//   elementwise  one invocation per index of the kernel's space (also convolutions, computed
+//                per output element);
+//   reducing     one row of invocations per kept index; the row's invocations stride over the
+//                reduced indices, then combine their partial results in workgroup memory;
+//   matmul       32 x 32 output tiles per workgroup, operands staged through workgroup memory
+//                16 deep, 4 x 4 results per invocation, then the epilogue per result.
+#include "backends/vulkan/glsl_kernel.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
+#include "fluxion/error.h"
+
+namespace fluxion::vulkan {
+
+using ir::Op;
+
+std::string glsl_type(DType t) {
+  switch (t) {
+    case DType::f32: return "float";
+    case DType::f64: return "double";
+    case DType::i32: return "int";
+    case DType::boolean: return "bool";
+  }
+  return "?";
+}
+
+namespace {
+
+std::string buffer_type(DType t) {
+  switch (t) {
+    case DType::f32: return "BufF32";
+    case DType::f64: return "BufF64";
+    case DType::i32: return "BufI32";
+    case DType::boolean: return "BufU8";
+  }
+  return "?";
+}
+
+bool is_reduce(const ir::Node& n) { return ir::op_info(n.op).cls == ir::OpClass::Reduce; }
+
+}  // namespace
+
+GlslKernel::GlslKernel(const ir::Region& r, const kernel::RegionSchedule& s, const kernel::Kernel& k, bool float64)
+    : r_(r), s_(s), k_(k), float64_(float64) {
+  producer_ = kernel::producers(r);
+  computed_.assign(r.types.size(), false);
+  auto mark = [&](size_t n) {
+    const ir::Node& node = r.nodes[n];
+    bool gemm_root = k.kind == kernel::KernelKind::MatMul && n == k.root && node.op == Op::MatMul;
+    if (is_reduce(node) || gemm_root) return;
+    for (ir::ValueId v : node.results) computed_[static_cast<size_t>(v)] = true;
+  };
+  for (size_t n : k.nodes) mark(n);
+  for (size_t n : k.recomputed) mark(n);
+}
+
+std::string GlslKernel::fresh(const char* prefix) { return prefix + std::to_string(next_++); }
+
+void GlslKernel::line(const std::string& s) { code_ << indent_ << s << "\n"; }
+
+std::string GlslKernel::temp(DType t, const std::string& expr) {
+  std::string name = fresh("t");
+  line(glsl_type(t) + " " + name + " = " + expr + ";");
+  return name;
+}
+
+void GlslKernel::block(const std::function<void()>& body) {
+  auto saved = memo_;
+  line("{");
+  indent_ += "  ";
+  body();
+  indent_.resize(indent_.size() - 2);
+  line("}");
+  memo_ = std::move(saved);
+}
+
+void GlslKernel::loop(int64_t n, const std::function<void(const std::string&)>& body) {
+  std::string i = fresh("i");
+  auto saved = memo_;
+  line("for (int " + i + " = 0; " + i + " < " + std::to_string(n) + "; ++" + i + ") {");
+  indent_ += "  ";
+  body(i);
+  indent_.resize(indent_.size() - 2);
+  line("}");
+  memo_ = std::move(saved);
+}
+
+std::string GlslKernel::constant(DType t, double v) {
+  switch (t) {
+    case DType::f32:
+    case DType::f64: {
+      std::string suffix = t == DType::f64 ? "lf" : "";
+      if (std::isnan(v)) return t == DType::f64 ? "fx_nand()" : "fx_nanf()";
+      if (std::isinf(v)) return std::string(v < 0 ? "-" : "") + (t == DType::f64 ? "fx_infd()" : "fx_inff()");
+      char buf[64];
+      if (t == DType::f32) {
+        std::snprintf(buf, sizeof buf, "%.9g", static_cast<double>(static_cast<float>(v)));
+      } else {
+        std::snprintf(buf, sizeof buf, "%.17g", v);
+      }
+      std::string s = buf;
+      if (s.find_first_of(".eE") == std::string::npos) s += ".0";
+      return "(" + glsl_type(t) + "(" + s + suffix + "))";
+    }
+    case DType::i32: {
+      int32_t i = static_cast<int32_t>(v);
+      if (i == INT32_MIN) return "(-2147483647 - 1)";
+      return "(" + std::to_string(i) + ")";
+    }
+    case DType::boolean: return v != 0 ? "true" : "false";
+  }
+  return "?";
+}
+
+std::string GlslKernel::flat(const Index& idx, const Shape& shape) {
+  if (shape.empty()) return "0";
+  std::string f = idx[0];
+  for (size_t d = 1; d < shape.size(); ++d) f = "(" + f + ") * " + std::to_string(shape[d]) + " + " + idx[d];
+  return f;
+}
+
+Index GlslKernel::unravel(const std::string& f, const Shape& shape) {
+  Index idx(shape.size());
+  std::string rest = fresh("u");
+  line("int " + rest + " = " + f + ";");
+  for (size_t d = shape.size(); d-- > 0;) {
+    if (d == 0) {
+      idx[d] = rest;
+    } else {
+      idx[d] = fresh("u");
+      line("int " + idx[d] + " = " + rest + " % " + std::to_string(shape[d]) + ";");
+      line(rest + " /= " + std::to_string(shape[d]) + ";");
+    }
+  }
+  if (!shape.empty() && shape.size() > 1) {
+    // idx[0] must not change when rest is reused: copy it.
+    idx[0] = fresh("u");
+    line("int " + idx[0] + " = " + rest + ";");
+  }
+  return idx;
+}
+
+std::string GlslKernel::buffer(ir::ValueId v, bool write) {
+  if (s_.storage[static_cast<size_t>(v)] == kernel::Storage::Alias) v = s_.alias_of[static_cast<size_t>(v)];
+  kernel::Storage st = s_.storage[static_cast<size_t>(v)];
+  if (st == kernel::Storage::None || st == kernel::Storage::View || st == kernel::Storage::Inline) {
+    detail::fail("vulkan codegen", "internal error: value %" + std::to_string(v) + " is accessed but has no storage");
+  }
+  auto it = std::find(buffers_.begin(), buffers_.end(), v);
+  size_t i = static_cast<size_t>(it - buffers_.begin());
+  if (it == buffers_.end()) {
+    buffers_.push_back(v);
+    written_.push_back(false);
+    buffer_names_[v] = "b" + std::to_string(i);
+  }
+  if (write) written_[i] = true;
+  return buffer_names_[v];
+}
+
+std::string GlslKernel::load(ir::ValueId v, const Index& idx) {
+  const TensorType& t = r_.type(v);
+  std::string x = buffer(v, false) + ".v[" + flat(idx, t.shape) + "]";
+  return t.dtype == DType::boolean ? "(" + x + " != uint8_t(0))" : x;
+}
+
+void GlslKernel::store(ir::ValueId v, const Index& idx, const std::string& x) {
+  const TensorType& t = r_.type(v);
+  std::string val = t.dtype == DType::boolean ? "uint8_t(" + x + " ? 1 : 0)" : x;
+  line(buffer(v, true) + ".v[" + flat(idx, t.shape) + "] = " + val + ";");
+}
+
+std::string GlslKernel::at(ir::ValueId v, const Index& idx) {
+  auto key = std::make_pair(v, idx);
+  if (auto it = memo_.find(key); it != memo_.end()) return it->second;
+  size_t vi = static_cast<size_t>(v);
+  int p = producer_[vi];
+  const ir::Node* node = p >= 0 ? &r_.nodes[static_cast<size_t>(p)] : nullptr;
+  kernel::Storage st = s_.storage[vi];
+  DType t = r_.type(v).dtype;
+  std::string x;
+  if (computed_[vi]) {
+    x = temp(t, compute(*node, idx));
+  } else if (node && node->op == Op::Constant && node->attrs.data.size() == 1) {
+    x = constant(t, node->attrs.data[0]);
+  } else if (node && kernel::is_view_op(node->op) && st != kernel::Storage::Alias) {
+    x = view(*node, v, idx);
+  } else {
+    x = temp(t, load(v, idx));
+  }
+  memo_[key] = x;
+  return x;
+}
+
+void GlslKernel::body_at(const Index& idx) {
+  for (size_t n : k_.nodes) {
+    const ir::Node& node = r_.nodes[n];
+    if (k_.kind == kernel::KernelKind::MatMul && n == k_.root && node.op == Op::MatMul) {
+      ir::ValueId v = node.results[0];
+      kernel::Storage st = s_.storage[static_cast<size_t>(v)];
+      if (st == kernel::Storage::Slot || st == kernel::Storage::Output) store(v, idx, at(v, idx));
+      continue;
+    }
+    if (is_reduce(node)) {
+      std::string& acc = accumulators_.at(n);
+      line(acc + " = " + combine(node.op, r_.type(node.results[0]).dtype, acc, at(node.operands[0], idx)) + ";");
+      continue;
+    }
+    for (ir::ValueId v : node.results) {
+      kernel::Storage st = s_.storage[static_cast<size_t>(v)];
+      if (st == kernel::Storage::Slot || st == kernel::Storage::Output) store(v, idx, at(v, idx));
+    }
+  }
+}
+
+void GlslKernel::emit_elementwise() {
+  int64_t n = numel(k_.space);
+  groups_ = grid(n);
+  line("int gid = int(gl_WorkGroupID.y * gl_NumWorkGroups.x + gl_WorkGroupID.x) * 64 + int(gl_LocalInvocationID.x);");
+  line("if (gid >= " + std::to_string(n) + ") return;");
+  body_at(unravel("gid", k_.space));
+}
+
+void GlslKernel::emit_reducing() {
+  const std::vector<int64_t>* axes = nullptr;
+  std::vector<size_t> reductions;
+  for (size_t n : k_.nodes) {
+    if (!is_reduce(r_.nodes[n])) continue;
+    if (axes && r_.nodes[n].attrs.axes != *axes) {
+      detail::fail("vulkan codegen", "internal error: a kernel's reductions fold different axes");
+    }
+    axes = &r_.nodes[n].attrs.axes;
+    reductions.push_back(n);
+  }
+  Shape kept, folded;
+  for (size_t d = 0; d < k_.space.size(); ++d) {
+    bool f = std::find(axes->begin(), axes->end(), static_cast<int64_t>(d)) != axes->end();
+    (f ? folded : kept).push_back(k_.space[d]);
+  }
+  int64_t rows = numel(kept), cols = numel(folded);
+  int64_t lanes = 1;
+  while (lanes < cols && lanes < kWorkgroupSize) lanes *= 2;
+  int64_t rows_per_group = kWorkgroupSize / lanes;
+  groups_ = grid((rows + rows_per_group - 1) / rows_per_group * kWorkgroupSize);
+  std::string L = std::to_string(lanes);
+  line("int tid = int(gl_LocalInvocationID.x);");
+  line("int lane = tid % " + L + ";");
+  line("int row = int(gl_WorkGroupID.y * gl_NumWorkGroups.x + gl_WorkGroupID.x) * " + std::to_string(rows_per_group) + " + tid / " + L + ";");
+  line("bool live = row < " + std::to_string(rows) + ";");
+  for (size_t n : reductions) {
+    DType t = r_.type(r_.nodes[n].results[0]).dtype;
+    std::string acc = fresh("acc");
+    line(glsl_type(t) + " " + acc + " = " + reduce_identity(r_.nodes[n].op, t) + ";");
+    accumulators_[n] = acc;
+  }
+  line("if (live) {");
+  indent_ += "  ";
+  Index kept_idx = unravel("row", kept);
+  auto saved = memo_;
+  line("for (int col = lane; col < " + std::to_string(cols) + "; col += " + L + ") {");
+  indent_ += "  ";
+  Index folded_idx = unravel("col", folded);
+  Index idx;
+  size_t ki = 0, fi = 0;
+  for (size_t d = 0; d < k_.space.size(); ++d) {
+    bool f = std::find(axes->begin(), axes->end(), static_cast<int64_t>(d)) != axes->end();
+    idx.push_back(f ? folded_idx[fi++] : kept_idx[ki++]);
+  }
+  body_at(idx);
+  indent_.resize(indent_.size() - 2);
+  line("}");
+  memo_ = saved;
+  indent_.resize(indent_.size() - 2);
+  line("}");
+  for (size_t n : reductions) {
+    const ir::Node& node = r_.nodes[n];
+    DType t = r_.type(node.results[0]).dtype;
+    std::string sh = "red" + std::to_string(n);
+    shared_ += "shared " + glsl_type(t) + " " + sh + "[64];\n";
+    line(sh + "[tid] = " + accumulators_[n] + ";");
+  }
+  line("barrier();");
+  line("for (int s = " + std::to_string(lanes / 2) + "; s > 0; s >>= 1) {");
+  for (size_t n : reductions) {
+    const ir::Node& node = r_.nodes[n];
+    DType t = r_.type(node.results[0]).dtype;
+    std::string sh = "red" + std::to_string(n);
+    line("  if (lane < s) " + sh + "[tid] = " + combine(node.op, t, sh + "[tid]", sh + "[tid + s]") + ";");
+  }
+  line("  barrier();");
+  line("}");
+  line("if (live && lane == 0) {");
+  indent_ += "  ";
+  Index out_idx = unravel("row", kept);
+  for (size_t n : reductions) store(r_.nodes[n].results[0], out_idx, "red" + std::to_string(n) + "[tid]");
+  indent_.resize(indent_.size() - 2);
+  line("}");
+}
+
+void GlslKernel::emit_matmul() {
+  const ir::Node& mm = r_.nodes[k_.root];
+  ir::ValueId a = mm.operands[0], b = mm.operands[1], c = mm.results[0];
+  const Shape& cs = r_.type(c).shape;
+  size_t rank = cs.size();
+  int64_t M = cs[rank - 2], N = cs[rank - 1], K = r_.type(a).shape.back();
+  Shape batch(cs.begin(), cs.end() - 2);
+  DType t = r_.type(c).dtype;
+  std::string T = glsl_type(t);
+  shared_ += "shared " + T + " As[16][33];\nshared " + T + " Bs[16][33];\n";
+  groups_ = {static_cast<uint32_t>((N + 31) / 32), static_cast<uint32_t>((M + 31) / 32), static_cast<uint32_t>(std::max<int64_t>(1, numel(batch)))};
+  line("int tid = int(gl_LocalInvocationID.x);");
+  line("int tx = tid % 8, ty = tid / 8;");
+  line("int m0 = int(gl_WorkGroupID.y) * 32, n0 = int(gl_WorkGroupID.x) * 32;");
+  Index bidx = unravel("int(gl_WorkGroupID.z)", batch);
+  line(T + " acc[4][4];");
+  line("for (int r = 0; r < 4; ++r) for (int q = 0; q < 4; ++q) acc[r][q] = " + constant(t, 0) + ";");
+  line("for (int k0 = 0; k0 < " + std::to_string(K) + "; k0 += 16) {");
+  indent_ += "  ";
+  line("for (int e = tid; e < 512; e += 64) {");
+  indent_ += "  ";
+  line("int ai = e / 16, ak = e % 16, bk = e / 32, bj = e % 32;");
+  line("if (m0 + ai < " + std::to_string(M) + " && k0 + ak < " + std::to_string(K) + ") {");
+  block([&] {
+    Index ai = bidx;
+    ai.push_back("(m0 + ai)");
+    ai.push_back("(k0 + ak)");
+    line("As[ak][ai] = " + at(a, ai) + ";");
+  });
+  line("} else { As[ak][ai] = " + constant(t, 0) + "; }");
+  line("if (k0 + bk < " + std::to_string(K) + " && n0 + bj < " + std::to_string(N) + ") {");
+  block([&] {
+    Index bi = bidx;
+    bi.push_back("(k0 + bk)");
+    bi.push_back("(n0 + bj)");
+    line("Bs[bk][bj] = " + at(b, bi) + ";");
+  });
+  line("} else { Bs[bk][bj] = " + constant(t, 0) + "; }");
+  indent_.resize(indent_.size() - 2);
+  line("}");
+  line("barrier();");
+  line("for (int kk = 0; kk < 16; ++kk) {");
+  line("  " + T + " av[4], bv[4];");
+  line("  for (int r = 0; r < 4; ++r) { av[r] = As[kk][ty + 8 * r]; bv[r] = Bs[kk][tx + 8 * r]; }");
+  line("  for (int r = 0; r < 4; ++r) for (int q = 0; q < 4; ++q) acc[r][q] = fma(av[r], bv[q], acc[r][q]);");
+  line("}");
+  line("barrier();");
+  indent_.resize(indent_.size() - 2);
+  line("}");
+  line("for (int r = 0; r < 4; ++r) for (int q = 0; q < 4; ++q) {");
+  indent_ += "  ";
+  line("int i = m0 + ty + 8 * r, j = n0 + tx + 8 * q;");
+  line("if (i < " + std::to_string(M) + " && j < " + std::to_string(N) + ") {");
+  block([&] {
+    Index idx = bidx;
+    idx.push_back("i");
+    idx.push_back("j");
+    memo_[{c, idx}] = "acc[r][q]";
+    body_at(idx);
+  });
+  line("}");
+  indent_.resize(indent_.size() - 2);
+  line("}");
+}
+
+KernelShader GlslKernel::emit(const std::string& name) {
+  bool has_reduce = std::any_of(k_.nodes.begin(), k_.nodes.end(), [&](size_t n) { return is_reduce(r_.nodes[n]); });
+  bool gemm = k_.kind == kernel::KernelKind::MatMul && r_.nodes[k_.root].op == Op::MatMul;
+  if (gemm && has_reduce) detail::fail("vulkan codegen", "internal error: a matmul kernel's epilogue reduces");
+  if (gemm) {
+    emit_matmul();
+  } else if (has_reduce) {
+    emit_reducing();
+  } else {
+    emit_elementwise();
+  }
+  KernelShader out;
+  out.name = name;
+  out.groups = groups_;
+  out.buffers = buffers_;
+  out.written = written_;
+  std::string decls;
+  for (size_t i = 0; i < buffers_.size(); ++i) {
+    ir::ValueId v = buffers_[i];
+    std::string bt = buffer_type(r_.type(v).dtype);
+    decls += "  " + bt + " b" + std::to_string(i) + " = " + bt + "(fx_addr(" + std::to_string(i + 1) + "));\n";
+  }
+  out.glsl = shader_prelude(float64_) + shared_ + "void main() {\n  if (!fx_guard()) return;\n" + decls + code_.str() + "}\n";
+  return out;
+}
+
+KernelShader emit_kernel(const ir::Region& r, const kernel::RegionSchedule& s, const kernel::Kernel& k, const std::string& name,
+                         bool float64) {
+  return GlslKernel(r, s, k, float64).emit(name);
+}
+
+}  // namespace fluxion::vulkan

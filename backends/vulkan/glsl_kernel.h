@@ -1,0 +1,80 @@
+// The GLSL emitter of one kernel (glsl_kernel.cpp, glsl_ops.cpp): values of a region computed
+// at symbolic indices, as GLSL statements. Mirrors the CPU backend's KernelEmitter; indices
+// are GLSL int expressions.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "backends/vulkan/glsl.h"
+
+namespace fluxion::vulkan {
+
+using Index = std::vector<std::string>;
+
+class GlslKernel {
+ public:
+  GlslKernel(const ir::Region& r, const kernel::RegionSchedule& s, const kernel::Kernel& k, bool float64);
+  KernelShader emit(const std::string& name);
+
+ private:
+  // Values.
+  std::string at(ir::ValueId v, const Index& idx);
+  std::string compute(const ir::Node& n, const Index& idx);
+  std::string elementwise(const ir::Node& n, const std::vector<std::string>& x, DType in, DType out);
+  std::string view(const ir::Node& n, ir::ValueId v, const Index& idx);
+  std::string gathering(const ir::Node& n, const Index& idx);
+  std::string conv(const ir::Node& n, const Index& o);
+  std::string pool(const ir::Node& n, const Index& o);
+  std::pair<std::string, std::string> pool_select(ir::ValueId x, const Index& o, const ir::Attrs& a);
+  std::string argreduce(const ir::Node& n, const Index& o);
+  std::string random(const ir::Node& n, const Index& o);
+  std::string int_matmul(const ir::Node& n, const Index& o);
+  std::string load(ir::ValueId v, const Index& idx);
+  void store(ir::ValueId v, const Index& idx, const std::string& x);
+  std::string flat(const Index& idx, const Shape& shape);
+  std::string buffer(ir::ValueId v, bool write);
+  std::string constant(DType t, double v);
+  std::string reduce_identity(ir::Op op, DType t);
+  std::string combine(ir::Op op, DType t, const std::string& acc, const std::string& x);
+
+  // Code.
+  std::string temp(DType t, const std::string& expr);
+  std::string fresh(const char* prefix);
+  void line(const std::string& s);
+  // `for (int i = 0; i < n; ++i) { body(i) }`, keeping values computed inside local to it.
+  void loop(int64_t n, const std::function<void(const std::string&)>& body);
+  void block(const std::function<void()>& body);
+
+  // Kernel shapes.
+  void body_at(const Index& idx);
+  void emit_elementwise();
+  void emit_reducing();
+  void emit_matmul();
+  Index unravel(const std::string& flat, const Shape& shape);
+
+  const ir::Region& r_;
+  const kernel::RegionSchedule& s_;
+  const kernel::Kernel& k_;
+  bool float64_;
+  std::vector<int32_t> producer_;
+  std::vector<bool> computed_;
+  std::vector<ir::ValueId> buffers_;
+  std::vector<bool> written_;
+  std::map<ir::ValueId, std::string> buffer_names_;
+  std::map<std::pair<ir::ValueId, Index>, std::string> memo_;
+  // Reductions of the kernel being emitted: per reduction node, its accumulator variable.
+  std::map<size_t, std::string> accumulators_;
+  std::ostringstream code_;
+  std::string shared_;  // workgroup-memory declarations
+  std::string indent_ = "  ";
+  int next_ = 0;
+  std::array<uint32_t, 3> groups_{1, 1, 1};
+};
+
+std::string glsl_type(DType t);
+
+}  // namespace fluxion::vulkan

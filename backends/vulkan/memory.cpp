@@ -1,0 +1,140 @@
+// Block sub-allocation: first fit over a coalesced free list per block; a new block (64 MiB, or
+// the request's size when larger) when no block has room.
+#include "backends/vulkan/memory.h"
+
+#include <cstdlib>
+#include <string>
+
+#include "backends/vulkan/context.h"
+#include "fluxion/error.h"
+
+namespace fluxion::vulkan {
+namespace {
+
+constexpr VkDeviceSize kBlockBytes = VkDeviceSize{64} << 20;
+// Covers every device's minStorageBufferOffsetAlignment and keeps arrays on cache lines.
+constexpr VkDeviceSize kAlignment = 256;
+
+VkDeviceSize round_up(VkDeviceSize n, VkDeviceSize a) { return (n + a - 1) / a * a; }
+
+// FLUXION_VULKAN_MEMORY_LIMIT: bytes a pool may hold in use (to test out-of-memory handling).
+VkDeviceSize memory_limit() {
+  const char* s = std::getenv("FLUXION_VULKAN_MEMORY_LIMIT");
+  if (!s || !*s) return ~VkDeviceSize{0};
+  return static_cast<VkDeviceSize>(std::strtoull(s, nullptr, 10));
+}
+
+}  // namespace
+
+MemoryPool::MemoryPool(VkDevice device, VkPhysicalDevice physical, VkMemoryPropertyFlags required,
+                       VkMemoryPropertyFlags preferred, const char* name)
+    : device_(device), name_(name) {
+  VkPhysicalDeviceMemoryProperties props;
+  vkGetPhysicalDeviceMemoryProperties(physical, &props);
+  int best = -1;
+  for (uint32_t i = 0; i < props.memoryTypeCount; ++i) {
+    VkMemoryPropertyFlags f = props.memoryTypes[i].propertyFlags;
+    if ((f & required) != required) continue;
+    if (best < 0 || ((f & preferred) == preferred && (props.memoryTypes[best].propertyFlags & preferred) != preferred)) {
+      best = static_cast<int>(i);
+    }
+  }
+  if (best < 0) detail::fail("vulkan", std::string("the device has no memory type for the ") + name + " pool");
+  type_index_ = static_cast<uint32_t>(best);
+  host_visible_ = (props.memoryTypes[best].propertyFlags & VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT) != 0;
+}
+
+MemoryPool::~MemoryPool() {
+  for (Block& b : blocks_) {
+    vkDestroyBuffer(device_, b.buffer, nullptr);
+    vkFreeMemory(device_, b.memory, nullptr);
+  }
+}
+
+int MemoryPool::new_block(VkDeviceSize bytes) {
+  Block b;
+  b.size = std::max(kBlockBytes, bytes);
+  auto bi = vk_struct<VkBufferCreateInfo>(VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO);
+  bi.size = b.size;
+  bi.usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_SRC_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT |
+             VK_BUFFER_USAGE_SHADER_DEVICE_ADDRESS_BIT;
+  bi.sharingMode = VK_SHARING_MODE_EXCLUSIVE;
+  check(vkCreateBuffer(device_, &bi, nullptr, &b.buffer), "vkCreateBuffer");
+  VkMemoryRequirements req;
+  vkGetBufferMemoryRequirements(device_, b.buffer, &req);
+  auto flags = vk_struct<VkMemoryAllocateFlagsInfo>(VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_FLAGS_INFO);
+  flags.flags = VK_MEMORY_ALLOCATE_DEVICE_ADDRESS_BIT;
+  auto ai = vk_struct<VkMemoryAllocateInfo>(VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO);
+  ai.pNext = &flags;
+  ai.allocationSize = req.size;
+  ai.memoryTypeIndex = type_index_;
+  VkResult r = vkAllocateMemory(device_, &ai, nullptr, &b.memory);
+  if (r != VK_SUCCESS) {
+    vkDestroyBuffer(device_, b.buffer, nullptr);
+    check(r, "vkAllocateMemory");
+  }
+  check(vkBindBufferMemory(device_, b.buffer, b.memory, 0), "vkBindBufferMemory");
+  if (host_visible_) {
+    void* p = nullptr;
+    check(vkMapMemory(device_, b.memory, 0, VK_WHOLE_SIZE, 0, &p), "vkMapMemory");
+    b.mapped = static_cast<std::byte*>(p);
+  }
+  auto di = vk_struct<VkBufferDeviceAddressInfo>(VK_STRUCTURE_TYPE_BUFFER_DEVICE_ADDRESS_INFO);
+  di.buffer = b.buffer;
+  b.address = vkGetBufferDeviceAddress(device_, &di);
+  b.free[0] = b.size;
+  blocks_.push_back(std::move(b));
+  return static_cast<int>(blocks_.size() - 1);
+}
+
+Allocation MemoryPool::allocate(VkDeviceSize bytes) {
+  bytes = round_up(std::max<VkDeviceSize>(bytes, 1), kAlignment);
+  std::lock_guard<std::mutex> lock(mu_);
+  if (in_use_ + bytes > memory_limit()) {
+    detail::fail("vulkan", std::string("out of device memory: the ") + name_ + " pool would hold " +
+                               std::to_string(in_use_ + bytes) + " bytes, over the budget FLUXION_VULKAN_MEMORY_LIMIT=" +
+                               std::to_string(memory_limit()));
+  }
+  auto take = [&](int bi) -> Allocation {
+    Block& b = blocks_[static_cast<size_t>(bi)];
+    for (auto it = b.free.begin(); it != b.free.end(); ++it) {
+      if (it->second < bytes) continue;
+      VkDeviceSize off = it->first, size = it->second;
+      b.free.erase(it);
+      if (size > bytes) b.free[off + bytes] = size - bytes;
+      in_use_ += bytes;
+      return Allocation{b.buffer, off, bytes, b.address + off, b.mapped ? b.mapped + off : nullptr, bi};
+    }
+    return {};
+  };
+  for (size_t i = 0; i < blocks_.size(); ++i) {
+    if (Allocation a = take(static_cast<int>(i))) return a;
+  }
+  return take(new_block(bytes));
+}
+
+void MemoryPool::free(const Allocation& a) {
+  std::lock_guard<std::mutex> lock(mu_);
+  Block& b = blocks_[static_cast<size_t>(a.block)];
+  in_use_ -= a.size;
+  auto it = b.free.emplace(a.offset, a.size).first;
+  auto next = std::next(it);
+  if (next != b.free.end() && it->first + it->second == next->first) {
+    it->second += next->second;
+    b.free.erase(next);
+  }
+  if (it != b.free.begin()) {
+    auto prev = std::prev(it);
+    if (prev->first + prev->second == it->first) {
+      prev->second += it->second;
+      b.free.erase(it);
+    }
+  }
+}
+
+VkDeviceSize MemoryPool::allocated_bytes() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return in_use_;
+}
+
+}  // namespace fluxion::vulkan

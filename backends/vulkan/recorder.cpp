@@ -1,0 +1,347 @@
+// Recording a program's dispatches (recorder.h). Mirrors the CPU backend's ProgramEmitter: the
+// same steps, carries and slices, with device-side control flow:
+//   scan   unrolled: each iteration's dispatches are recorded with that iteration's slices;
+//   cond   a guard kernel turns the predicate into two flags; each branch's dispatches are
+//          guarded by its flag (a guarded kernel whose flag is 0 returns at once);
+//   while  a loop flag guards the condition and body of every recorded iteration and is
+//          cleared by the first false condition; max_iters bounds the recording, and an
+//          unbounded loop records a capacity that the executable grows when a run reports it
+//          ran out (the program is pure, so it then simply runs again).
+#include "backends/vulkan/recorder.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "backends/vulkan/context.h"
+#include "backends/vulkan/pipelines.h"
+#include "fluxion/error.h"
+
+namespace fluxion::vulkan {
+namespace {
+
+using kernel::RegionSchedule;
+using kernel::Storage;
+
+int64_t bytes(const TensorType& t) { return t.numel() * dtype_size(t.dtype); }
+
+bool overlaps(const Range& a, const Range& b) { return a.io == b.io && a.begin < b.end && b.begin < a.end; }
+
+class Recorder {
+ public:
+  Recorder(const ir::Program& p, const RegionSchedule& s, const KernelCompiler& compile, const RecordOptions& options,
+           std::vector<const ir::Node*>* while_loops)
+      : p_(p), s_(s), compile_(compile), options_(options), while_loops_(while_loops) {
+    Context& ctx = context();
+    copy_words_ = pipeline(ctx, copy_shader(true), "copy");
+    copy_bytes_ = pipeline(ctx, copy_shader(false), "copy");
+    cond_guard_ = pipeline(ctx, cond_guard_shader(), "cond guard");
+    while_step_ = pipeline(ctx, while_step_shader(), "while step");
+    one_ = alloc(1);
+    out_.consts[static_cast<size_t>(one_.off)] = std::byte{1};
+  }
+
+  Recording run() {
+    const ir::Region& body = p_.body;
+    std::vector<Loc> params;
+    for (size_t i = 0; i < body.params.size(); ++i) params.push_back({static_cast<int32_t>(i), 0});
+    std::vector<Loc> results = region(body, s_, {arena_entry(p_), 0}, params, one_, true);
+    for (size_t k = 0; k < body.results.size(); ++k) {
+      ir::ValueId v = body.results[k];
+      if (s_.storage[static_cast<size_t>(v)] == Storage::Output && s_.output_index[static_cast<size_t>(v)] == static_cast<int32_t>(k)) continue;
+      copy(results[k], {static_cast<int32_t>(body.params.size() + k), 0}, bytes(body.type(v)), one_);
+    }
+    return std::move(out_);
+  }
+
+ private:
+  Loc alloc(int64_t n, int64_t align = 8) {
+    size_t off = (out_.consts.size() + static_cast<size_t>(align) - 1) / static_cast<size_t>(align) * static_cast<size_t>(align);
+    out_.consts.resize(off + static_cast<size_t>(std::max<int64_t>(n, 1)));
+    return {consts_entry(p_), static_cast<int64_t>(off)};
+  }
+
+  // Appends a dispatch whose argument table is `pairs` (locations) then `words`.
+  void dispatch(VkPipeline pl, std::array<uint32_t, 3> groups, const std::vector<Loc>& pairs, const std::vector<int64_t>& words,
+                const std::vector<Range>& reads, const std::vector<Range>& writes, int name) {
+    if (groups[0] == 0 || groups[1] == 0 || groups[2] == 0) return;
+    Dispatch d;
+    d.pipeline = pl;
+    d.groups = groups;
+    d.args_word = static_cast<int64_t>(out_.args.size());
+    d.name = name;
+    for (const Loc& l : pairs) {
+      out_.args.push_back(l.io);
+      out_.args.push_back(l.off);
+    }
+    out_.args.insert(out_.args.end(), words.begin(), words.end());
+    auto conflict = [&] {
+      for (const Range& r : reads) {
+        for (const Range& w : written_) {
+          if (overlaps(r, w)) return true;
+        }
+      }
+      for (const Range& w : writes) {
+        for (const Range& x : written_) {
+          if (overlaps(w, x)) return true;
+        }
+        for (const Range& x : read_) {
+          if (overlaps(w, x)) return true;
+        }
+      }
+      return false;
+    };
+    if (conflict()) {
+      d.barrier_before = true;
+      written_.clear();
+      read_.clear();
+    }
+    read_.insert(read_.end(), reads.begin(), reads.end());
+    written_.insert(written_.end(), writes.begin(), writes.end());
+    out_.dispatches.push_back(d);
+  }
+
+  static Range range(const Loc& l, int64_t n) { return {l.io, l.off, l.off + std::max<int64_t>(n, 1)}; }
+
+  void copy(const Loc& src, const Loc& dst, int64_t n, const Loc& guard) {
+    if (n <= 0) return;
+    bool words = n % 4 == 0 && src.off % 4 == 0 && dst.off % 4 == 0;
+    dispatch(words ? copy_words_ : copy_bytes_, grid(words ? n / 4 : n), {guard, src, dst}, {n}, {range(guard, 1), range(src, n)},
+             {range(dst, n)}, -1);
+  }
+
+  std::vector<Loc> region(const ir::Region& r, const RegionSchedule& s, Loc arena, const std::vector<Loc>& params, Loc guard,
+                          bool top) {
+    std::vector<Loc> loc(r.types.size());
+    std::vector<bool> has(r.types.size(), false);
+    std::vector<int32_t> producer = kernel::producers(r);
+    for (size_t i = 0; i < r.params.size(); ++i) {
+      loc[static_cast<size_t>(r.params[i])] = params[i];
+      has[static_cast<size_t>(r.params[i])] = true;
+    }
+    for (size_t v = 0; v < r.types.size(); ++v) {
+      switch (s.storage[v]) {
+        case Storage::Slot: loc[v] = arena + s.offset[v]; has[v] = true; break;
+        case Storage::Output:
+          if (!top) detail::fail("vulkan", "internal error: a nested region writes a program output");
+          loc[v] = {static_cast<int32_t>(r.params.size() + static_cast<size_t>(s.output_index[v])), 0};
+          has[v] = true;
+          break;
+        case Storage::Global:
+          if (producer[v] >= 0) {
+            loc[v] = global(r, r.nodes[static_cast<size_t>(producer[v])], r.types[v]);
+            has[v] = true;
+          }
+          break;
+        default: break;
+      }
+    }
+    for (size_t v = 0; v < r.types.size(); ++v) {
+      if (s.storage[v] == Storage::Alias) {
+        loc[v] = loc[static_cast<size_t>(s.alias_of[v])];
+        has[v] = true;
+      }
+    }
+    for (const kernel::Step& st : s.steps) {
+      if (st.kind == kernel::Step::Kind::Kernel) {
+        const CompiledKernel& ck = compile_(r, s, st.index);
+        std::vector<Loc> pairs{guard};
+        std::vector<Range> reads{range(guard, 1)}, writes;
+        for (size_t b = 0; b < ck.shader.buffers.size(); ++b) {
+          ir::ValueId v = ck.shader.buffers[b];
+          if (!has[static_cast<size_t>(v)]) detail::fail("vulkan", "internal error: a kernel reads a value without storage");
+          pairs.push_back(loc[static_cast<size_t>(v)]);
+          Range rg = range(loc[static_cast<size_t>(v)], bytes(r.type(v)));
+          reads.push_back(rg);
+          if (ck.shader.written[b]) writes.push_back(rg);
+        }
+        dispatch(ck.pipeline, ck.shader.groups, pairs, {}, reads, writes, name_of(ck.shader.name));
+        continue;
+      }
+      const ir::Node& n = r.nodes[st.index];
+      Loc sub_arena = arena + s.nested_offset.at(st.index);
+      const auto& subs = s.nested.at(st.index);
+      switch (n.op) {
+        case ir::Op::Scan: scan(r, n, subs[0], sub_arena, loc, guard); break;
+        case ir::Op::While: while_loop(r, n, subs, sub_arena, loc, guard); break;
+        case ir::Op::Cond: cond(r, n, subs, sub_arena, loc, guard); break;
+        default: detail::fail(ir::op_name(n.op), "internal error: not a control-flow op");
+      }
+    }
+    std::vector<Loc> results;
+    for (ir::ValueId v : r.results) {
+      if (!has[static_cast<size_t>(v)]) detail::fail("vulkan", "internal error: a region result has no storage");
+      results.push_back(loc[static_cast<size_t>(v)]);
+    }
+    return results;
+  }
+
+  int name_of(const std::string& name) {
+    auto it = std::find(out_.names.begin(), out_.names.end(), name);
+    if (it != out_.names.end()) return static_cast<int>(it - out_.names.begin());
+    out_.names.push_back(name);
+    return static_cast<int>(out_.names.size() - 1);
+  }
+
+  // A non-splat constant, stored once in the constants buffer however often its region is recorded.
+  Loc global(const ir::Region& r, const ir::Node& n, const TensorType& t) {
+    auto key = std::make_pair(&r, &n);
+    if (auto it = globals_.find(key); it != globals_.end()) return it->second;
+    Loc l = alloc(bytes(t));
+    std::byte* dst = out_.consts.data() + l.off;
+    for (size_t i = 0; i < n.attrs.data.size(); ++i) {
+      double d = n.attrs.data[i];
+      switch (t.dtype) {
+        case DType::f32: { float f = static_cast<float>(d); std::memcpy(dst + 4 * i, &f, 4); break; }
+        case DType::f64: std::memcpy(dst + 8 * i, &d, 8); break;
+        case DType::i32: { int32_t x = static_cast<int32_t>(d); std::memcpy(dst + 4 * i, &x, 4); break; }
+        case DType::boolean: dst[i] = std::byte{static_cast<unsigned char>(d != 0)}; break;
+      }
+    }
+    globals_[key] = l;
+    return l;
+  }
+
+  // The i32 scalars 0 .. n-1, for scan bodies' index parameter.
+  Loc iota(int64_t n) {
+    if (iota_n_ < n) {
+      iota_ = alloc(4 * n, 4);
+      for (int64_t i = 0; i < n; ++i) {
+        int32_t x = static_cast<int32_t>(i);
+        std::memcpy(out_.consts.data() + iota_.off + 4 * i, &x, 4);
+      }
+      iota_n_ = n;
+    }
+    return iota_;
+  }
+
+  // Copies a region's results into loop carries; a carry that is passed through from another
+  // parameter position is staged first, so that a swap of carries reads the old values.
+  void update_carries(const ir::Region& body, size_t first_result, size_t first_param, const std::vector<Loc>& res,
+                      const std::vector<Loc>& carries, const Loc& guard) {
+    std::vector<Loc> src(carries.size());
+    std::vector<bool> move(carries.size(), true);
+    for (size_t j = 0; j < carries.size(); ++j) {
+      ir::ValueId v = body.results[first_result + j];
+      src[j] = res[first_result + j];
+      auto it = std::find(body.params.begin(), body.params.end(), v);
+      if (it == body.params.end()) continue;
+      size_t pi = static_cast<size_t>(it - body.params.begin());
+      if (pi == first_param + j) {
+        move[j] = false;
+      } else {
+        int64_t n = bytes(body.type(v));
+        Loc tmp = scratch(&body, j, n);
+        copy(src[j], tmp, n, guard);
+        src[j] = tmp;
+      }
+    }
+    for (size_t j = 0; j < carries.size(); ++j) {
+      if (move[j]) copy(src[j], carries[j], bytes(body.type(body.results[first_result + j])), guard);
+    }
+  }
+
+  Loc scratch(const void* site, size_t j, int64_t n) {
+    auto key = std::make_pair(site, j);
+    if (auto it = scratch_.find(key); it != scratch_.end()) return it->second;
+    return scratch_[key] = alloc(n);
+  }
+
+  void scan(const ir::Region& r, const ir::Node& n, const RegionSchedule& sub, Loc arena, std::vector<Loc>& loc, Loc guard) {
+    const ir::Attrs& a = n.attrs;
+    size_t nc = static_cast<size_t>(a.carries), nx = static_cast<size_t>(a.xs);
+    const ir::Region& body = n.regions[0];
+    std::vector<Loc> carries;
+    for (size_t j = 0; j < nc; ++j) {
+      carries.push_back(loc[static_cast<size_t>(n.results[j])]);
+      copy(loc[static_cast<size_t>(n.operands[j])], carries[j], bytes(r.type(n.operands[j])), guard);
+    }
+    Loc index = iota(a.length);
+    for (int64_t step = 0; step < a.length; ++step) {
+      int64_t t = a.reverse ? a.length - 1 - step : step;
+      std::vector<Loc> params{index + 4 * t};
+      params.insert(params.end(), carries.begin(), carries.end());
+      for (size_t j = 0; j < nx; ++j) {
+        ir::ValueId xs = n.operands[nc + j];
+        params.push_back(loc[static_cast<size_t>(xs)] + t * (bytes(r.type(xs)) / std::max<int64_t>(1, a.length)));
+      }
+      for (size_t j = nc + nx; j < n.operands.size(); ++j) params.push_back(loc[static_cast<size_t>(n.operands[j])]);
+      std::vector<Loc> res = region(body, sub, arena, params, guard, false);
+      // Per-step outputs first: one may be a carry parameter, which the update overwrites.
+      for (size_t j = nc; j < n.results.size(); ++j) {
+        int64_t slice = bytes(body.type(body.results[j]));
+        copy(res[j], loc[static_cast<size_t>(n.results[j])] + t * slice, slice, guard);
+      }
+      update_carries(body, 0, 1, res, carries, guard);
+    }
+  }
+
+  void while_loop(const ir::Region& r, const ir::Node& n, const std::vector<RegionSchedule>& subs, Loc arena, std::vector<Loc>& loc,
+                  Loc guard) {
+    size_t nc = static_cast<size_t>(n.attrs.carries);
+    std::vector<Loc> carries;
+    for (size_t j = 0; j < nc; ++j) {
+      carries.push_back(loc[static_cast<size_t>(n.results[j])]);
+      copy(loc[static_cast<size_t>(n.operands[j])], carries[j], bytes(r.type(n.operands[j])), guard);
+    }
+    std::vector<Loc> params = carries;
+    for (size_t j = nc; j < n.operands.size(); ++j) params.push_back(loc[static_cast<size_t>(n.operands[j])]);
+    auto found = std::find(while_loops_->begin(), while_loops_->end(), &n);
+    int id = static_cast<int>(found - while_loops_->begin());
+    if (found == while_loops_->end()) while_loops_->push_back(&n);
+    int64_t bound = n.attrs.max_iters;
+    int32_t code = kWhileMaxIters + static_cast<int32_t>(bound);
+    if (bound < 0) {
+      auto c = options_.capacity.find(id);
+      bound = c == options_.capacity.end() ? options_.default_capacity : c->second;
+      code = -(id + 1);
+    }
+    Loc flag = scratch(&n, 0, 1);
+    Loc status{status_entry(p_), 0};
+    copy(guard, flag, 1, one_);
+    for (int64_t it = 0;; ++it) {
+      Loc c = region(n.regions[0], subs[0], arena, params, flag, false)[0];
+      dispatch(while_step_, {1, 1, 1}, {flag, c, flag, status}, {it == bound ? code : 0},
+               {range(flag, 1), range(c, 1)}, {range(flag, 1), range(status, 4)}, -1);
+      if (it == bound) break;
+      std::vector<Loc> res = region(n.regions[1], subs[1], arena, params, flag, false);
+      update_carries(n.regions[1], 0, 0, res, carries, flag);
+    }
+  }
+
+  void cond(const ir::Region& r, const ir::Node& n, const std::vector<RegionSchedule>& subs, Loc arena, std::vector<Loc>& loc,
+            Loc guard) {
+    std::vector<Loc> params;
+    for (size_t j = 1; j < n.operands.size(); ++j) params.push_back(loc[static_cast<size_t>(n.operands[j])]);
+    Loc pred = loc[static_cast<size_t>(n.operands[0])];
+    Loc flags[2] = {scratch(&n, 0, 1), scratch(&n, 1, 1)};
+    dispatch(cond_guard_, {1, 1, 1}, {guard, pred, flags[0], flags[1]}, {}, {range(guard, 1), range(pred, 1)},
+             {range(flags[0], 1), range(flags[1], 1)}, -1);
+    for (size_t branch = 0; branch < 2; ++branch) {
+      std::vector<Loc> res = region(n.regions[branch], subs[branch], arena, params, flags[branch], false);
+      for (size_t j = 0; j < n.results.size(); ++j) copy(res[j], loc[static_cast<size_t>(n.results[j])], bytes(r.type(n.results[j])), flags[branch]);
+    }
+  }
+
+  const ir::Program& p_;
+  const RegionSchedule& s_;
+  const KernelCompiler& compile_;
+  const RecordOptions& options_;
+  std::vector<const ir::Node*>* while_loops_;
+  Recording out_;
+  VkPipeline copy_words_, copy_bytes_, cond_guard_, while_step_;
+  Loc one_;
+  Loc iota_;
+  int64_t iota_n_ = 0;
+  std::map<std::pair<const ir::Region*, const ir::Node*>, Loc> globals_;
+  std::map<std::pair<const void*, size_t>, Loc> scratch_;
+  std::vector<Range> read_, written_;  // since the last barrier
+};
+
+}  // namespace
+
+Recording record(const ir::Program& p, const kernel::RegionSchedule& s, const KernelCompiler& compile, const RecordOptions& options,
+                 std::vector<const ir::Node*>* while_loops) {
+  return Recorder(p, s, compile, options, while_loops).run();
+}
+
+}  // namespace fluxion::vulkan

@@ -1,0 +1,78 @@
+// A program's whole run as one list of dispatches (recorder.cpp): every kernel of every step,
+// with loops unrolled on the device side (docs/vulkan.md, "Loops stay on the device"). What
+// varies between the dispatches of a loop's iterations (slices of per-step inputs and outputs,
+// the iteration index) lives in each dispatch's argument table, so the command buffer is
+// recorded once and replayed by every call.
+#pragma once
+
+#include <vulkan/vulkan.h>
+
+#include <array>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "backends/vulkan/glsl.h"
+#include "jit/ir/ir.h"
+#include "jit/kernel/kernel_ir.h"
+
+namespace fluxion::vulkan {
+
+// A place in device memory: byte `off` of io-table entry `io`. Entries: the program's
+// parameters, then its results, then kArena, kConsts (constants and scratch flags) and kStatus.
+struct Loc {
+  int32_t io = -1;
+  int64_t off = 0;
+  Loc operator+(int64_t d) const { return {io, off + d}; }
+};
+
+struct Range {
+  int32_t io;
+  int64_t begin, end;
+};
+
+struct Dispatch {
+  VkPipeline pipeline = VK_NULL_HANDLE;
+  std::array<uint32_t, 3> groups{1, 1, 1};
+  int64_t args_word = 0;  // first word of its argument table
+  bool barrier_before = false;
+  int name = -1;  // index into Recording::names
+};
+
+struct Recording {
+  std::vector<int64_t> args;      // every dispatch's argument table, concatenated
+  std::vector<Dispatch> dispatches;
+  std::vector<std::byte> consts;  // initial bytes of the kConsts buffer
+  std::vector<std::string> names; // kernel names with the graph ops they contain
+};
+
+// A kernel's pipeline and the layout of its arguments.
+struct CompiledKernel {
+  VkPipeline pipeline = VK_NULL_HANDLE;
+  KernelShader shader;
+};
+using KernelCompiler = std::function<const CompiledKernel&(const ir::Region&, const kernel::RegionSchedule&, size_t kernel)>;
+
+// Status codes a run leaves in its status word.
+inline constexpr int32_t kStatusOk = 0;
+// kWhileMaxIters + m: a while loop with max_iters = m would start iteration m + 1 (as the CPU).
+inline constexpr int32_t kWhileMaxIters = 1;
+// -(k + 1): unbounded while loop k ran out of recorded iterations; record more and run again.
+
+struct RecordOptions {
+  // Recorded iterations per unbounded while loop, by loop number (order of first recording).
+  std::map<int, int64_t> capacity;
+  int64_t default_capacity = 16;
+};
+
+Recording record(const ir::Program& p, const kernel::RegionSchedule& s, const KernelCompiler& compile,
+                 const RecordOptions& options, std::vector<const ir::Node*>* while_loops);
+
+// io-table entries after the program's parameters and results.
+inline int32_t arena_entry(const ir::Program& p) { return static_cast<int32_t>(p.body.params.size() + p.body.results.size()); }
+inline int32_t consts_entry(const ir::Program& p) { return arena_entry(p) + 1; }
+inline int32_t status_entry(const ir::Program& p) { return arena_entry(p) + 2; }
+
+}  // namespace fluxion::vulkan

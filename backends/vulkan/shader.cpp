@@ -1,0 +1,87 @@
+// glslang and SPIRV-Tools, kept behind compile_glsl (docs/vulkan.md: shader generation).
+#include "backends/vulkan/shader.h"
+
+#include <glslang/Public/ResourceLimits.h>
+#include <glslang/Public/ShaderLang.h>
+#include <glslang/SPIRV/GlslangToSpv.h>
+#include <spirv-tools/libspirv.hpp>
+#include <spirv-tools/optimizer.hpp>
+
+#include <mutex>
+#include <sstream>
+
+#include "fluxion/error.h"
+
+namespace fluxion::vulkan {
+namespace {
+
+std::once_flag glslang_once;
+
+std::string numbered(const std::string& src) {
+  std::istringstream in(src);
+  std::ostringstream out;
+  std::string line;
+  for (int n = 1; std::getline(in, line); ++n) out << n << ": " << line << "\n";
+  return out.str();
+}
+
+constexpr spv_target_env kEnv = SPV_ENV_VULKAN_1_2;
+
+}  // namespace
+
+std::string validate_spirv(const std::vector<uint32_t>& spirv) {
+  spvtools::SpirvTools tools(kEnv);
+  std::string message;
+  tools.SetMessageConsumer([&](spv_message_level_t, const char*, const spv_position_t& pos, const char* m) {
+    message += "word " + std::to_string(pos.index) + ": " + m + "\n";
+  });
+  spvtools::ValidatorOptions options;
+  options.SetScalarBlockLayout(true);
+  if (!tools.Validate(spirv.data(), spirv.size(), options)) return message.empty() ? "invalid SPIR-V" : message;
+  return "";
+}
+
+std::vector<uint32_t> compile_glsl(const std::string& glsl, const std::string& name) {
+  std::call_once(glslang_once, [] { glslang::InitializeProcess(); });
+  glslang::TShader shader(EShLangCompute);
+  const char* src = glsl.c_str();
+  shader.setStrings(&src, 1);
+  shader.setEnvInput(glslang::EShSourceGlsl, EShLangCompute, glslang::EShClientVulkan, 100);
+  shader.setEnvClient(glslang::EShClientVulkan, glslang::EShTargetVulkan_1_2);
+  shader.setEnvTarget(glslang::EShTargetSpv, glslang::EShTargetSpv_1_5);
+  auto messages = static_cast<EShMessages>(EShMsgSpvRules | EShMsgVulkanRules);
+  if (!shader.parse(GetDefaultResources(), 460, false, messages)) {
+    detail::fail("vulkan codegen", "internal error: GLSL of " + name + " does not compile:\n" + shader.getInfoLog() + numbered(glsl));
+  }
+  glslang::TProgram program;
+  program.addShader(&shader);
+  if (!program.link(messages)) {
+    detail::fail("vulkan codegen", "internal error: GLSL of " + name + " does not link:\n" + program.getInfoLog());
+  }
+  std::vector<uint32_t> spirv;
+  glslang::SpvOptions spv_options;
+  spv_options.disableOptimizer = true;
+  glslang::GlslangToSpv(*program.getIntermediate(EShLangCompute), spirv, &spv_options);
+
+  spvtools::Optimizer opt(kEnv);
+  std::string opt_message;
+  opt.SetMessageConsumer([&](spv_message_level_t level, const char*, const spv_position_t&, const char* m) {
+    if (level <= SPV_MSG_ERROR) opt_message += std::string(m) + "\n";
+  });
+  opt.RegisterPerformancePasses();
+  std::vector<uint32_t> optimised;
+  spvtools::ValidatorOptions vopts;
+  vopts.SetScalarBlockLayout(true);
+  spvtools::OptimizerOptions oo;
+  oo.set_run_validator(false);
+  if (!opt.Run(spirv.data(), spirv.size(), &optimised, oo)) {
+    detail::fail("vulkan codegen", "internal error: SPIRV-Tools could not optimise " + name + ": " + opt_message);
+  }
+  std::string invalid = validate_spirv(optimised);
+  if (!invalid.empty()) {
+    detail::fail("vulkan codegen", "internal error: SPIR-V of " + name + " is invalid: " + invalid + numbered(glsl));
+  }
+  return optimised;
+}
+
+}  // namespace fluxion::vulkan
