@@ -195,6 +195,12 @@ Context* open_context() {
   p2.pNext = &sub;
   vkGetPhysicalDeviceProperties2(c.physical, &p2);
   ctx->subgroup_size = sub.subgroupSize;
+  auto fc = vk_struct<VkPhysicalDeviceFloatControlsProperties>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FLOAT_CONTROLS_PROPERTIES);
+  auto p2f = vk_struct<VkPhysicalDeviceProperties2>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2);
+  p2f.pNext = &fc;
+  vkGetPhysicalDeviceProperties2(c.physical, &p2f);
+  ctx->shaders.preserve_nan32 = fc.shaderSignedZeroInfNanPreserveFloat32;
+  ctx->shaders.preserve_nan64 = fc.shaderSignedZeroInfNanPreserveFloat64;
 
   uint32_t nq = 0;
   vkGetPhysicalDeviceQueueFamilyProperties(c.physical, &nq, nullptr);
@@ -211,7 +217,7 @@ Context* open_context() {
 
   auto have = vk_struct<VkPhysicalDeviceFeatures2>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2);
   vkGetPhysicalDeviceFeatures2(c.physical, &have);
-  ctx->float64 = have.features.shaderFloat64;
+  ctx->shaders.float64 = have.features.shaderFloat64;
   auto f12 = vk_struct<VkPhysicalDeviceVulkan12Features>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES);
   f12.bufferDeviceAddress = VK_TRUE;
   f12.storageBuffer8BitAccess = VK_TRUE;

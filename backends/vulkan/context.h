@@ -9,6 +9,7 @@
 #include <mutex>
 #include <string>
 
+#include "backends/vulkan/glsl.h"
 #include "backends/vulkan/memory.h"
 #include "fluxion/vulkan.h"
 
@@ -36,7 +37,7 @@ struct Context {
   VulkanDeviceInfo info;
   VkPhysicalDeviceProperties properties{};
   uint32_t subgroup_size = 1;
-  bool float64 = false;
+  ShaderTarget shaders;
   double timestamp_period_ns = 1;
   std::mutex queue_mu;  // vkQueueSubmit needs the queue externally synchronised
   std::unique_ptr<MemoryPool> device_pool;   // device-local: arenas, inputs, outputs, constants

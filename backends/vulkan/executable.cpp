@@ -7,6 +7,8 @@
 #include "backends/vulkan/executable.h"
 
 #include <algorithm>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <mutex>
@@ -35,13 +37,22 @@ bool uses_f64(const ir::Region& r) {
   return false;
 }
 
+// FLUXION_DUMP_GLSL=1 prints every kernel's shader source to stderr (without the prelude).
+bool dump_glsl() {
+  static const bool on = [] {
+    const char* v = std::getenv("FLUXION_DUMP_GLSL");
+    return v && *v && std::string(v) != "0";
+  }();
+  return on;
+}
+
 // The largest number of dispatches one recording may hold (unrolled loops included).
 constexpr size_t kMaxDispatches = size_t{1} << 22;
 
 class VulkanExecutable final : public backends::Executable {
  public:
   explicit VulkanExecutable(const ir::Program& p) : program_(p), ctx_(context()) {
-    if (uses_f64(program_.body) && !ctx_.float64) {
+    if (uses_f64(program_.body) && !ctx_.shaders.float64) {
       detail::fail("vulkan", "device " + ctx_.info.name + " has no 64-bit float support (shaderFloat64); f64 programs cannot run on it");
     }
     kernel::FusionOptions options;
@@ -165,7 +176,8 @@ class VulkanExecutable final : public backends::Executable {
     std::string name = "kernel " + std::to_string(kernels_.size()) + ":";
     for (size_t n : k->nodes) name += std::string(" ") + ir::op_name(r.nodes[n].op);
     CompiledKernel ck;
-    ck.shader = emit_kernel(r, s, *k, name, ctx_.float64);
+    ck.shader = emit_kernel(r, s, *k, name, ctx_.shaders);
+    if (dump_glsl()) std::fprintf(stderr, "// ---- %s\n%s\n", name.c_str(), ck.shader.glsl.substr(shader_prelude(ctx_.shaders).size()).c_str());
     ck.pipeline = pipeline(ctx_, ck.shader.glsl, name);
     return kernels_[k] = std::move(ck);
   }

@@ -17,6 +17,13 @@ namespace fluxion::vulkan {
 
 inline constexpr uint32_t kWorkgroupSize = 64;
 
+// What the device's shaders may use.
+struct ShaderTarget {
+  bool float64 = false;       // shaderFloat64: f64 arithmetic (else f64 programs are refused)
+  bool preserve_nan32 = false;  // shaderSignedZeroInfNanPreserveFloat32: IEEE NaN/Inf/-0 in f32
+  bool preserve_nan64 = false;  // the same for f64
+};
+
 struct KernelShader {
   std::string name;
   std::string glsl;
@@ -25,22 +32,23 @@ struct KernelShader {
   std::array<uint32_t, 3> groups{1, 1, 1};
 };
 
-// The GLSL of kernel k of region r. `float64`: the device computes in double (else f64 arrays
-// are refused when the program is compiled).
+// The GLSL of kernel k of region r for a device that can do `target`.
 KernelShader emit_kernel(const ir::Region& r, const kernel::RegionSchedule& s, const kernel::Kernel& k,
-                         const std::string& name, bool float64);
+                         const std::string& name, const ShaderTarget& target);
 
 // Every shader's opening: version, extensions, the buffer reference types, push constants, the
 // address helper and the math library (glsl_math.cpp).
-std::string shader_prelude(bool float64);
+// Without the float-controls execution modes, Vulkan lets a driver drop NaN and infinity
+// semantics (lavapipe computes 0.0 / 0.0 = 0): they are requested wherever the device has them.
+std::string shader_prelude(const ShaderTarget& target);
 
 // Helper shaders of the program runner: copy `count` bytes (arguments: guard, src, dst, count);
 // combine guards for a cond (guard, pred, then-flag, else-flag); and a while loop's step
 // (guard = loop flag, cond result, loop flag, status word: a nonzero `code` is written when the
 // loop still runs at its last recorded iteration).
-std::string copy_shader(bool words);
-std::string cond_guard_shader();
-std::string while_step_shader();
+std::string copy_shader(const ShaderTarget& target, bool words);
+std::string cond_guard_shader(const ShaderTarget& target);
+std::string while_step_shader(const ShaderTarget& target);
 
 // The dispatch grid covering `invocations` workgroup-size invocations: x up to 65535, then y.
 std::array<uint32_t, 3> grid(int64_t invocations);

@@ -44,8 +44,8 @@ bool is_reduce(const ir::Node& n) { return ir::op_info(n.op).cls == ir::OpClass:
 
 }  // namespace
 
-GlslKernel::GlslKernel(const ir::Region& r, const kernel::RegionSchedule& s, const kernel::Kernel& k, bool float64)
-    : r_(r), s_(s), k_(k), float64_(float64) {
+GlslKernel::GlslKernel(const ir::Region& r, const kernel::RegionSchedule& s, const kernel::Kernel& k, const ShaderTarget& target)
+    : r_(r), s_(s), k_(k), target_(target) {
   producer_ = kernel::producers(r);
   computed_.assign(r.types.size(), false);
   auto mark = [&](size_t n) {
@@ -387,13 +387,13 @@ KernelShader GlslKernel::emit(const std::string& name) {
     std::string bt = buffer_type(r_.type(v).dtype);
     decls += "  " + bt + " b" + std::to_string(i) + " = " + bt + "(fx_addr(" + std::to_string(i + 1) + "));\n";
   }
-  out.glsl = shader_prelude(float64_) + shared_ + "void main() {\n  if (!fx_guard()) return;\n" + decls + code_.str() + "}\n";
+  out.glsl = shader_prelude(target_) + shared_ + "void main() {\n  if (!fx_guard()) return;\n" + decls + code_.str() + "}\n";
   return out;
 }
 
 KernelShader emit_kernel(const ir::Region& r, const kernel::RegionSchedule& s, const kernel::Kernel& k, const std::string& name,
-                         bool float64) {
-  return GlslKernel(r, s, k, float64).emit(name);
+                         const ShaderTarget& target) {
+  return GlslKernel(r, s, k, target).emit(name);
 }
 
 }  // namespace fluxion::vulkan

@@ -17,7 +17,7 @@ using Index = std::vector<std::string>;
 
 class GlslKernel {
  public:
-  GlslKernel(const ir::Region& r, const kernel::RegionSchedule& s, const kernel::Kernel& k, bool float64);
+  GlslKernel(const ir::Region& r, const kernel::RegionSchedule& s, const kernel::Kernel& k, const ShaderTarget& target);
   KernelShader emit(const std::string& name);
 
  private:
@@ -38,6 +38,7 @@ class GlslKernel {
   std::string flat(const Index& idx, const Shape& shape);
   std::string buffer(ir::ValueId v, bool write);
   std::string constant(DType t, double v);
+  bool is_zero_constant(ir::ValueId v) const;
   std::string reduce_identity(ir::Op op, DType t);
   std::string combine(ir::Op op, DType t, const std::string& acc, const std::string& x);
 
@@ -59,7 +60,7 @@ class GlslKernel {
   const ir::Region& r_;
   const kernel::RegionSchedule& s_;
   const kernel::Kernel& k_;
-  bool float64_;
+  ShaderTarget target_;
   std::vector<int32_t> producer_;
   std::vector<bool> computed_;
   std::vector<ir::ValueId> buffers_;

@@ -282,10 +282,18 @@ std::string instantiate(const std::string& text, bool dbl) {
 
 }  // namespace
 
-std::string shader_prelude(bool float64) {
+std::string shader_prelude(const ShaderTarget& target) {
   std::string s = kPrelude;
+  if (target.preserve_nan32 || (target.float64 && target.preserve_nan64)) {
+    s += "#extension GL_EXT_spirv_intrinsics : require\n";
+    // SignedZeroInfNanPreserve (execution mode 4461, capability 4466) per float width.
+    if (target.preserve_nan32) s += "spirv_execution_mode(extensions = [\"SPV_KHR_float_controls\"], capabilities = [4466], 4461, 32);\n";
+    if (target.float64 && target.preserve_nan64) {
+      s += "spirv_execution_mode(extensions = [\"SPV_KHR_float_controls\"], capabilities = [4466], 4461, 64);\n";
+    }
+  }
   s += instantiate(kGeneric, false);
-  if (float64) {
+  if (target.float64) {
     s += kDoubleBasics;
     s += instantiate(kGeneric, true);
   }
@@ -299,8 +307,8 @@ std::array<uint32_t, 3> grid(int64_t invocations) {
   return {static_cast<uint32_t>(x), static_cast<uint32_t>(y), 1};
 }
 
-std::string copy_shader(bool words) {
-  std::string s = shader_prelude(false);
+std::string copy_shader(const ShaderTarget& target, bool words) {
+  std::string s = shader_prelude(target);
   s += words ? R"(
 void main() {
   if (!fx_guard()) return;
@@ -320,8 +328,8 @@ void main() {
   return s;
 }
 
-std::string cond_guard_shader() {
-  return shader_prelude(false) + R"(
+std::string cond_guard_shader(const ShaderTarget& target) {
+  return shader_prelude(target) + R"(
 void main() {
   if (gl_GlobalInvocationID.x != 0u) return;
   bool g = fx_guard();
@@ -332,8 +340,8 @@ void main() {
 )";
 }
 
-std::string while_step_shader() {
-  return shader_prelude(false) + R"(
+std::string while_step_shader(const ShaderTarget& target) {
+  return shader_prelude(target) + R"(
 void main() {
   if (gl_GlobalInvocationID.x != 0u || !fx_guard()) return;
   bool go = BufU8(fx_addr(1)).v[0] != uint8_t(0);

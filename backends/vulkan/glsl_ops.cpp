@@ -57,6 +57,10 @@ std::string GlslKernel::elementwise(const ir::Node& n, const std::vector<std::st
     case Op::Sub: return "(" + x[0] + " - " + x[1] + ")";
     case Op::Mul: return "(" + x[0] + " * " + x[1] + ")";
     case Op::Div:
+      if (fp && is_zero_constant(n.operands[1])) {
+        // lavapipe folds x / 0.0 to 0 even with NaN/Inf preservation requested; x * inf is kept.
+        return "(" + x[0] + " * " + constant(in, std::numeric_limits<double>::infinity()) + ")";
+      }
       if (fp) return "(" + x[0] + " / " + x[1] + ")";
       // x / 0 = 0, and INT_MIN / -1 wraps, as the interpreter defines them.
       return "(" + x[1] + " == 0 ? 0 : " + x[1] + " == -1 ? -" + x[0] + " : " + x[0] + " / " + x[1] + ")";
@@ -87,6 +91,13 @@ std::string GlslKernel::elementwise(const ir::Node& n, const std::vector<std::st
     default: break;
   }
   detail::fail(ir::op_name(n.op), "internal error: not an elementwise op in the Vulkan code generator");
+}
+
+bool GlslKernel::is_zero_constant(ir::ValueId v) const {
+  int p = producer_[static_cast<size_t>(v)];
+  if (p < 0) return false;
+  const ir::Node& n = r_.nodes[static_cast<size_t>(p)];
+  return n.op == Op::Constant && n.attrs.data.size() == 1 && n.attrs.data[0] == 0;
 }
 
 std::string GlslKernel::reduce_identity(Op op, DType t) {
@@ -420,7 +431,7 @@ std::string GlslKernel::random(const ir::Node& n, const Index& o) {
   line("uvec2 " + w + " = fx_philox(uvec4(uint(" + flat(o, r_.type(n.results[0]).shape) + "), 0u, 0u, 0u), " + k + ");");
   if (n.op == Op::RngNormal) {
     // Box-Muller in the widest type the device has.
-    DType c = float64_ ? DType::f64 : DType::f32;
+    DType c = target_.float64 ? DType::f64 : DType::f32;
     std::string T = glsl_type(c);
     std::string u1 = "((" + T + "(" + w + ".x) + " + constant(c, 1) + ") * " + constant(c, 0x1p-32) + ")";
     std::string u2 = "(" + T + "(" + w + ".y) * " + constant(c, 0x1p-32) + ")";

@@ -32,10 +32,10 @@ class Recorder {
            std::vector<const ir::Node*>* while_loops)
       : p_(p), s_(s), compile_(compile), options_(options), while_loops_(while_loops) {
     Context& ctx = context();
-    copy_words_ = pipeline(ctx, copy_shader(true), "copy");
-    copy_bytes_ = pipeline(ctx, copy_shader(false), "copy");
-    cond_guard_ = pipeline(ctx, cond_guard_shader(), "cond guard");
-    while_step_ = pipeline(ctx, while_step_shader(), "while step");
+    copy_words_ = pipeline(ctx, copy_shader(ctx.shaders, true), "copy");
+    copy_bytes_ = pipeline(ctx, copy_shader(ctx.shaders, false), "copy");
+    cond_guard_ = pipeline(ctx, cond_guard_shader(ctx.shaders), "cond guard");
+    while_step_ = pipeline(ctx, while_step_shader(ctx.shaders), "while step");
     one_ = alloc(1);
     out_.consts[static_cast<size_t>(one_.off)] = std::byte{1};
   }

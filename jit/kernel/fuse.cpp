@@ -325,7 +325,8 @@ class Fuser {
           continue;
         }
         std::vector<size_t> chain;
-        if (cheap_chain(o, g, chain)) {
+        // (A matmul or gathering result cannot be recomputed: it is read from its buffer.)
+        if (role(o) == Role::Elementwise && cheap_chain(o, g, chain)) {
           redo.insert(redo.end(), chain.begin(), chain.end());
           for (size_t c : chain) {
             for (ValueId co : r_.nodes[c].operands) {

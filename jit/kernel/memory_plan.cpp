@@ -38,13 +38,16 @@ void plan_memory(const ir::Region& r, RegionSchedule& s) {
   for (size_t i = 0; i < r.nodes.size(); ++i) {
     for (ir::ValueId v : r.nodes[i].results) first[static_cast<size_t>(v)] = std::max<int64_t>(node_step[i], 0);
   }
-  // A read through views and aliases keeps every value underneath alive.
+  // A read through views and aliases keeps every value underneath alive. Kernels read a view
+  // through its index math even when a copy kernel also stores it (they are ordered after the
+  // view's operands, not necessarily after the copy), so a stored view keeps its operands too.
   std::function<void(ir::ValueId, int64_t)> use = [&](ir::ValueId v, int64_t t) {
     size_t vi = static_cast<size_t>(v);
     last[vi] = std::max(last[vi], t);
     Storage st = s.storage[vi];
     int p = producer[vi];
-    if (p >= 0 && (st == Storage::View || st == Storage::Alias || st == Storage::None)) {
+    bool view = p >= 0 && is_view_op(r.nodes[static_cast<size_t>(p)].op);
+    if (p >= 0 && (view || st == Storage::View || st == Storage::Alias || st == Storage::None)) {
       for (ir::ValueId o : r.nodes[static_cast<size_t>(p)].operands) use(o, t);
     }
   };
