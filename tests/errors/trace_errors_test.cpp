@@ -184,9 +184,11 @@ TEST(CallErrors, WhileLoopPastMaxIters) {
   expect_error([&] { f(fx::Array::scalar(int32_t{0})); }, {"while", "max_iters=10"});
 }
 
-TEST(CallErrors, BackendNotBuilt) {
-  expect_error([] { fx::jit([](fx::Tensor a) { return a; }, fx::Backend::Vulkan).lower(f32({1})); },
-               {"vulkan backend is not part of this build"});
+TEST(CallErrors, InvalidVulkanDevice) {
+  // Validated when chosen, so no device is opened: runs with or without a Vulkan device.
+  expect_error([] { fx::select_vulkan_device(99); }, {"select_vulkan_device asked for device index 99", "devices:"});
+  expect_error([] { fx::select_vulkan_device(-1); }, {"device index -1"});
+  expect_error([] { fx::select_vulkan_device("no such gpu"); }, {"a device named 'no such gpu'"});
 }
 
 TEST(ArrayErrors, BadConstruction) {

@@ -1,0 +1,194 @@
+// The Vulkan backend's promises beyond the op suite (which runs on it through
+// available_backends()): device listing, one queue submission and one wait per call whatever
+// the loops inside (a small network's 200-step loop and its gradient, a 50-step LSTM training
+// scan, a data-dependent while loop), agreement with the CPU backend on models, run-time
+// errors, and valid SPIR-V. On the machine's Vulkan device: lavapipe in CI, a GPU elsewhere.
+#include <gtest/gtest.h>
+
+#include <fluxion/fluxion.h>
+
+#include <cstdlib>
+
+#include "backends/vulkan/shader.h"
+#include "common/test_util.h"
+#include "cpu/lstm_cell.h"
+
+namespace fx = fluxion;
+using fx::Array;
+using fx::Tensor;
+using fluxion::testing::lstm_cell;
+using fluxion::testing::random_doubles;
+
+namespace {
+
+bool have_vulkan() {
+  auto b = fx::available_backends();
+  return std::find(b.begin(), b.end(), fx::Backend::Vulkan) != b.end();
+}
+
+#define REQUIRE_VULKAN() \
+  if (!have_vulkan()) GTEST_SKIP() << "no usable Vulkan device on this machine"
+
+Array uniform(fx::Shape s, double lo, double hi, uint32_t seed) {
+  std::vector<double> v = random_doubles(fluxion::testing::count(s), lo, hi, seed);
+  return Array(std::vector<float>(v.begin(), v.end()), std::move(s));
+}
+
+void expect_close(const Array& got, const Array& want, double tol) {
+  std::vector<double> g = got.to_doubles(), w = want.to_doubles();
+  ASSERT_EQ(g.size(), w.size());
+  for (size_t i = 0; i < g.size(); ++i) EXPECT_NEAR(g[i], w[i], tol * (1 + std::abs(w[i]))) << "element " << i;
+}
+
+// W7's shape: a tiny tanh network applied in a loop, its state fed back.
+Tensor small_loop(Tensor W1, Tensor W2, Tensor x, int64_t steps) {
+  Tensor y = fx::fori_loop(0, steps, [&](Tensor, Tensor s) { return fx::matmul(W2, fx::tanh(fx::matmul(W1, s))) * 0.5 + x; }, x);
+  return fx::sum(y * y);
+}
+
+}  // namespace
+
+TEST(Vulkan, ListsTheDeviceItRunsOn) {
+  REQUIRE_VULKAN();
+  std::vector<fx::VulkanDeviceInfo> all = fx::vulkan_devices();
+  ASSERT_FALSE(all.empty());
+  fx::VulkanDeviceInfo d = fx::vulkan_device();
+  EXPECT_FALSE(d.name.empty());
+  EXPECT_TRUE(d.usable);
+  ASSERT_LT(d.index, static_cast<int>(all.size()));
+  EXPECT_EQ(all[static_cast<size_t>(d.index)].name, d.name);
+  EXPECT_GT(d.memory_bytes, 0u);
+}
+
+TEST(Vulkan, SmallNetworkLoopIsOneSubmissionForwardAndBackward) {
+  REQUIRE_VULKAN();
+  Array W1 = uniform({8, 4}, -0.5, 0.5, 1), W2 = uniform({4, 8}, -0.5, 0.5, 2), x = uniform({4, 2}, -1, 1, 3);
+  auto f = [](Tensor a, Tensor b, Tensor c) { return small_loop(a, b, c, 200); };
+  auto fwd = fx::jit(f, fx::Backend::Vulkan);
+  auto grad = fx::jit(fx::value_and_grad(f, {0, 1}), fx::Backend::Vulkan);
+  fwd(W1, W2, x);
+  grad(W1, W2, x);
+  fx::reset_counters();
+  Array y = fwd(W1, W2, x);
+  EXPECT_EQ(fx::counters().submissions, 1u);
+  EXPECT_EQ(fx::counters().fence_waits, 1u);
+  EXPECT_GE(fx::counters().kernel_launches, 200u);  // every iteration's kernels, in that one submission
+  fx::reset_counters();
+  auto [v, g] = grad(W1, W2, x);
+  EXPECT_EQ(fx::counters().submissions, 1u);
+  EXPECT_EQ(fx::counters().fence_waits, 1u);
+  expect_close(y, fx::jit(f, fx::Backend::Cpu)(W1, W2, x), 1e-4);
+  auto [cv, cg] = fx::jit(fx::value_and_grad(f, {0, 1}), fx::Backend::Cpu)(W1, W2, x);
+  expect_close(v, cv, 1e-4);
+  expect_close(g[0], cg[0], 1e-3);
+  expect_close(g[1], cg[1], 1e-3);
+}
+
+TEST(Vulkan, LstmTrainingScanIsOneSubmission) {
+  REQUIRE_VULKAN();
+  const int64_t H = 8, B = 4, In = 3, T = 50;
+  // 50 steps of SGD on one sequence, each step the gradient of an LSTM over the sequence.
+  auto train = [&](Tensor Wx, Tensor Wh, Tensor b, Tensor xs) {
+    auto loss = [&](Tensor wx, Tensor wh, Tensor bb) {
+      auto [hc, hs] = fx::scan([&](std::pair<Tensor, Tensor> s, Tensor x) {
+        auto [h, c] = lstm_cell(wx, wh, bb, x, s.first, s.second);
+        return std::make_pair(std::make_pair(h, c), h);
+      }, std::make_pair(fx::zeros({H, B}), fx::zeros({H, B})), xs);
+      return fx::mean(hs * hs);
+    };
+    auto params = fx::fori_loop(0, 5, [&](Tensor, std::vector<Tensor> p) {
+      auto [l, g] = fx::value_and_grad(loss, {0, 1, 2})(p[0], p[1], p[2]);
+      return std::vector<Tensor>{p[0] - g[0] * 0.5, p[1] - g[1] * 0.5, p[2] - g[2] * 0.5};
+    }, std::vector<Tensor>{Wx, Wh, b});
+    return params[0];
+  };
+  Array Wx = uniform({4 * H, In}, -0.3, 0.3, 4), Wh = uniform({4 * H, H}, -0.3, 0.3, 5), b = uniform({4 * H, 1}, -0.1, 0.1, 6);
+  Array xs = uniform({T, In, B}, -1, 1, 7);
+  auto vk = fx::jit(train, fx::Backend::Vulkan);
+  vk(Wx, Wh, b, xs);
+  fx::reset_counters();
+  Array got = vk(Wx, Wh, b, xs);
+  EXPECT_EQ(fx::counters().submissions, 1u);
+  EXPECT_EQ(fx::counters().fence_waits, 1u);
+  expect_close(got, fx::jit(train, fx::Backend::Cpu)(Wx, Wh, b, xs), 1e-4);
+}
+
+TEST(Vulkan, DataDependentWhileLoopIsOneSubmission) {
+  REQUIRE_VULKAN();
+  // Newton's iteration for sqrt(a): the trip count depends on the data.
+  auto f = [](Tensor a) {
+    return fx::while_loop([&](Tensor x) { return fx::max(fx::abs(x * x - a)) > 1e-5; }, [&](Tensor x) { return (x + a / x) * 0.5; }, a);
+  };
+  Array a(std::vector<float>{2.f, 9.f, 0.25f}, {3});
+  auto vk = fx::jit(f, fx::Backend::Vulkan);
+  vk(a);
+  fx::reset_counters();
+  Array r = vk(a);
+  EXPECT_EQ(fx::counters().submissions, 1u);
+  EXPECT_EQ(fx::counters().fence_waits, 1u);
+  expect_close(r, Array(std::vector<float>{1.41421356f, 3.f, 0.5f}, {3}), 1e-5);
+}
+
+TEST(Vulkan, LongUnboundedWhileLoopRecordsMoreIterations) {
+  REQUIRE_VULKAN();
+  // 300 iterations: more than an unbounded loop first records, so the first call records more
+  // and runs again; later calls are one submission.
+  auto f = [](Tensor n) { return fx::while_loop([](Tensor c) { return c < 300; }, [](Tensor c) { return c + 1; }, n); };
+  Array n(std::vector<int32_t>{0}, {});
+  auto vk = fx::jit(f, fx::Backend::Vulkan);
+  EXPECT_EQ(vk(n).to_doubles()[0], 300);
+  fx::reset_counters();
+  EXPECT_EQ(vk(n).to_doubles()[0], 300);
+  EXPECT_EQ(fx::counters().submissions, 1u);
+}
+
+TEST(Vulkan, WhileLoopPastMaxItersRaises) {
+  REQUIRE_VULKAN();
+  auto f = [](Tensor n) { return fx::while_loop([](Tensor c) { return c < 100; }, [](Tensor c) { return c + 1; }, n, 10); };
+  Array n(std::vector<int32_t>{0}, {});
+  try {
+    fx::jit(f, fx::Backend::Vulkan)(n);
+    FAIL() << "expected fluxion::Error";
+  } catch (const fx::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("max_iters = 10"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(n.to_doubles()[0], 0);
+}
+
+TEST(Vulkan, ConvNetMatchesCpu) {
+  REQUIRE_VULKAN();
+  auto net = [](Tensor w1, Tensor w2, Tensor x) {
+    Tensor h = fx::max_pool2d(fx::relu(fx::conv2d(x, w1, {.padding = {1}})), {.window = {2, 2}, .stride = {2, 2}});
+    Tensor z = fx::conv2d(h, w2);
+    return fx::sum(fx::tanh(z));
+  };
+  Array w1 = uniform({4, 2, 3, 3}, -0.5, 0.5, 8), w2 = uniform({3, 4, 2, 2}, -0.5, 0.5, 9), x = uniform({2, 2, 8, 8}, -1, 1, 10);
+  auto [v, g] = fx::jit(fx::value_and_grad(net, {0, 1}), fx::Backend::Vulkan)(w1, w2, x);
+  auto [cv, cg] = fx::jit(fx::value_and_grad(net, {0, 1}), fx::Backend::Cpu)(w1, w2, x);
+  expect_close(v, cv, 1e-4);
+  expect_close(g[0], cg[0], 1e-3);
+  expect_close(g[1], cg[1], 1e-3);
+}
+
+TEST(Vulkan, OutOfMemoryBudgetRaisesAndLeavesInputsIntact) {
+  REQUIRE_VULKAN();
+  Array x = uniform({256, 256}, -1, 1, 11);
+  std::vector<double> before = x.to_doubles();
+  ::setenv("FLUXION_VULKAN_MEMORY_LIMIT", "4096", 1);
+  bool raised = false;
+  try {
+    fx::jit([](Tensor a) { return fx::matmul(a, a) + 1.0; }, fx::Backend::Vulkan)(x);
+  } catch (const fx::Error& e) {
+    raised = std::string(e.what()).find("out of device memory") != std::string::npos;
+  }
+  ::unsetenv("FLUXION_VULKAN_MEMORY_LIMIT");
+  EXPECT_TRUE(raised);
+  EXPECT_EQ(x.to_doubles(), before);
+}
+
+TEST(Vulkan, ValidatorRejectsBrokenSpirv) {
+  std::vector<uint32_t> garbage{0x07230203u, 0x00010500u, 0, 10, 0, 0xdeadbeefu};
+  EXPECT_FALSE(fx::vulkan::validate_spirv(garbage).empty());
+  std::vector<uint32_t> ok = fx::vulkan::compile_glsl("#version 460\nlayout(local_size_x = 1) in;\nvoid main() {}\n", "empty");
+  EXPECT_EQ(fx::vulkan::validate_spirv(ok), "");
+}
