@@ -210,6 +210,7 @@ Context* open_context() {
   for (uint32_t i = 0; i < nq && !found; ++i) {
     if (qs[i].queueFlags & VK_QUEUE_COMPUTE_BIT) {
       ctx->queue_family = i;
+      ctx->timestamp_bits = qs[i].timestampValidBits;
       found = true;
     }
   }

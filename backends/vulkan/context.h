@@ -39,6 +39,7 @@ struct Context {
   uint32_t subgroup_size = 1;
   ShaderTarget shaders;
   double timestamp_period_ns = 1;
+  uint32_t timestamp_bits = 0;  // of the compute queue; 0: no timestamps (no profiling)
   std::mutex queue_mu;  // vkQueueSubmit needs the queue externally synchronised
   std::unique_ptr<MemoryPool> device_pool;   // device-local: arenas, inputs, outputs, constants
   std::unique_ptr<MemoryPool> staging_pool;  // host-visible: uploads, readbacks, argument tables

@@ -14,10 +14,12 @@
 #include <mutex>
 
 #include "backends/counters.h"
+#include "backends/profiler.h"
 #include "backends/vulkan/context.h"
 #include "backends/vulkan/pipelines.h"
 #include "backends/vulkan/recorder.h"
 #include "fluxion/error.h"
+#include "fluxion/profile.h"
 #include "fluxion/vulkan.h"
 
 namespace fluxion::vulkan {
@@ -46,6 +48,9 @@ bool dump_glsl() {
   return on;
 }
 
+// Dispatches timed per call when profiling (the first ones of a longer recording).
+constexpr uint32_t kMaxProfiledDispatches = 1u << 16;
+
 // The largest number of dispatches one recording may hold (unrolled loops included).
 constexpr size_t kMaxDispatches = size_t{1} << 22;
 
@@ -57,6 +62,11 @@ class VulkanExecutable final : public backends::Executable {
     }
     kernel::FusionOptions options;
     options.mixed_reductions = false;
+    const char* loop_kernels = std::getenv("FLUXION_VULKAN_LOOP_KERNELS");
+    options_.loop_kernels = !(loop_kernels && std::string(loop_kernels) == "0");
+    // llvmpipe (lavapipe's shader compiler) ends any invocation after 65535 loop iterations, loop
+    // entries included, counted over all its loops together.
+    if (ctx_.info.name.find("llvmpipe") != std::string::npos) options_.loop_iteration_limit = 60000;
     schedule_ = kernel::schedule(program_.body, true, options);
     for (ir::ValueId v : program_.body.results) outputs_.push_back(program_.body.type(v));
     MemoryPool& dev = *ctx_.device_pool;
@@ -86,6 +96,7 @@ class VulkanExecutable final : public backends::Executable {
   }
 
   ~VulkanExecutable() override {
+    if (queries_) vkDestroyQueryPool(ctx_.device, queries_, nullptr);
     vkDestroyFence(ctx_.device, fence_, nullptr);
     vkDestroyCommandPool(ctx_.device, pool_, nullptr);
   }
@@ -106,6 +117,10 @@ class VulkanExecutable final : public backends::Executable {
     std::lock_guard<std::mutex> lock(mu_);
     auto& c = backends::counters();
     c.program_calls++;
+    if (profiling() != profile_) {
+      profile_ = profiling();
+      build();
+    }
     for (;;) {
       for (size_t i = 0; i < inputs.size(); ++i) {
         const Allocation& dst = host_io_ ? inputs_[i].get() : input_staging_[i].get();
@@ -115,6 +130,7 @@ class VulkanExecutable final : public backends::Executable {
       submit_and_wait(cmd_);
       c.native_calls++;
       c.kernel_launches += recording_.dispatches.size();
+      if (queries_) report_times();
       int32_t status;
       std::memcpy(&status, status_->mapped, 4);
       if (status == kStatusOk) break;
@@ -133,6 +149,24 @@ class VulkanExecutable final : public backends::Executable {
       const Allocation& src = host_io_ ? output_bufs_[k].get() : output_staging_[k].get();
       std::memcpy(outputs[k].mutable_data(), src.mapped, static_cast<size_t>(bytes(outputs_[k])));
     }
+  }
+
+  // Reads the timestamps of the call just run and hands them to the profiler.
+  void report_times() const {
+    std::vector<uint64_t> ts(2 * static_cast<size_t>(profiled_));
+    check(vkGetQueryPoolResults(ctx_.device, queries_, 0, 2 * profiled_, ts.size() * 8, ts.data(), 8,
+                                VK_QUERY_RESULT_64_BIT | VK_QUERY_RESULT_WAIT_BIT),
+          "vkGetQueryPoolResults");
+    uint64_t mask = ctx_.timestamp_bits >= 64 ? ~uint64_t{0} : (uint64_t{1} << ctx_.timestamp_bits) - 1;
+    double us = ctx_.timestamp_period_ns * 1e-3;
+    std::vector<backends::TimedDispatch> out;
+    uint64_t t0 = ts.empty() ? 0 : ts[0] & mask;
+    for (uint32_t i = 0; i < profiled_; ++i) {
+      const Dispatch& d = recording_.dispatches[i];
+      uint64_t a = ts[2 * i] & mask, b = ts[2 * i + 1] & mask;
+      out.push_back({&recording_.names[static_cast<size_t>(d.name)], static_cast<double>(a - t0) * us, static_cast<double>(b >= a ? b - a : 0) * us});
+    }
+    backends::report_profile(out);
   }
 
   void submit_and_wait(VkCommandBuffer cb) const {
@@ -182,12 +216,25 @@ class VulkanExecutable final : public backends::Executable {
     return kernels_[k] = std::move(ck);
   }
 
+  const CompiledLoop& loop_pipeline(const ir::Node& n, const std::vector<kernel::RegionSchedule>& subs) const {
+    auto it = loops_.find(&n);
+    if (it != loops_.end()) return it->second;
+    std::string name = std::string("loop ") + std::to_string(loops_.size()) + ": " + ir::op_name(n.op) + " in one workgroup";
+    CompiledLoop cl;
+    cl.shader = emit_loop(n, subs, ctx_.shaders, name);
+    if (dump_glsl()) std::fprintf(stderr, "// ---- %s\n%s\n", name.c_str(), cl.shader.glsl.substr(shader_prelude(ctx_.shaders).size()).c_str());
+    cl.pipeline = pipeline(ctx_, cl.shader.glsl, name);
+    return loops_[&n] = std::move(cl);
+  }
+
   // Records the program's dispatches, uploads their tables, and records the command buffer.
   void build() const {
     std::vector<const ir::Node*> loops;
-    recording_ = record(program_, schedule_, [this](const ir::Region& r, const kernel::RegionSchedule& s, size_t k) -> const CompiledKernel& {
-      return kernel_pipeline(r, s, k);
-    }, options_, &loops);
+    recording_ = record(
+        program_, schedule_,
+        [this](const ir::Region& r, const kernel::RegionSchedule& s, size_t k) -> const CompiledKernel& { return kernel_pipeline(r, s, k); },
+        [this](const ir::Node& n, const std::vector<kernel::RegionSchedule>& subs) -> const CompiledLoop& { return loop_pipeline(n, subs); },
+        options_, &loops);
     if (recording_.dispatches.size() > kMaxDispatches) {
       detail::fail("vulkan", "the program unrolls to " + std::to_string(recording_.dispatches.size()) +
                                  " dispatches (loops are recorded iteration by iteration), over the limit of " + std::to_string(kMaxDispatches));
@@ -201,6 +248,16 @@ class VulkanExecutable final : public backends::Executable {
     io.push_back(consts_->address);
     io.push_back(status_->address);
     io_table_ = Buffer(*ctx_.device_pool, io.size() * 8);
+    if (queries_) vkDestroyQueryPool(ctx_.device, queries_, nullptr);
+    queries_ = VK_NULL_HANDLE;
+    profiled_ = 0;
+    if (profile_ && ctx_.timestamp_bits > 0 && !recording_.dispatches.empty()) {
+      profiled_ = static_cast<uint32_t>(std::min<size_t>(recording_.dispatches.size(), kMaxProfiledDispatches));
+      auto qi = vk_struct<VkQueryPoolCreateInfo>(VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO);
+      qi.queryType = VK_QUERY_TYPE_TIMESTAMP;
+      qi.queryCount = 2 * profiled_;
+      check(vkCreateQueryPool(ctx_.device, &qi, nullptr, &queries_), "vkCreateQueryPool");
+    }
     upload(device_words_.get(), recording_.args.data(), recording_.args.size() * 8);
     upload(consts_.get(), recording_.consts.data(), recording_.consts.size());
     upload(io_table_.get(), io.data(), io.size() * 8);
@@ -227,7 +284,10 @@ class VulkanExecutable final : public backends::Executable {
     }
     VkPipelineLayout layout = pipeline_layout(ctx_);
     VkPipeline bound = VK_NULL_HANDLE;
-    for (const Dispatch& d : recording_.dispatches) {
+    if (queries_) vkCmdResetQueryPool(cmd_, queries_, 0, 2 * profiled_);
+    for (size_t i = 0; i < recording_.dispatches.size(); ++i) {
+      const Dispatch& d = recording_.dispatches[i];
+      bool timed = i < profiled_;
       if (d.barrier_before) {
         barrier(VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_SHADER_READ_BIT,
                 VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT);
@@ -238,7 +298,9 @@ class VulkanExecutable final : public backends::Executable {
       }
       uint64_t push[2] = {io_table_->address, device_words_->address + 8 * static_cast<uint64_t>(d.args_word)};
       vkCmdPushConstants(cmd_, layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof push, push);
+      if (timed) vkCmdWriteTimestamp(cmd_, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, queries_, static_cast<uint32_t>(2 * i));
       vkCmdDispatch(cmd_, d.groups[0], d.groups[1], d.groups[2]);
+      if (timed) vkCmdWriteTimestamp(cmd_, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, queries_, static_cast<uint32_t>(2 * i + 1));
     }
     if (!host_io_) {
       barrier(VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_ACCESS_SHADER_WRITE_BIT, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_READ_BIT);
@@ -262,11 +324,15 @@ class VulkanExecutable final : public backends::Executable {
   // Rebuilt when an unbounded while loop needs more recorded iterations (under mu_).
   mutable Buffer device_words_, consts_, io_table_;
   mutable std::map<const kernel::Kernel*, CompiledKernel> kernels_;
+  mutable std::map<const ir::Node*, CompiledLoop> loops_;
   mutable RecordOptions options_;
   mutable Recording recording_;
   VkCommandPool pool_ = VK_NULL_HANDLE;
   VkCommandBuffer cmd_ = VK_NULL_HANDLE;
   VkFence fence_ = VK_NULL_HANDLE;
+  mutable bool profile_ = profiling();  // the setting the command buffer was recorded with
+  mutable VkQueryPool queries_ = VK_NULL_HANDLE;
+  mutable uint32_t profiled_ = 0;  // dispatches with timestamps
   mutable std::mutex mu_;
 };
 

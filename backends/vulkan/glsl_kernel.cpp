@@ -224,17 +224,32 @@ void GlslKernel::emit_elementwise() {
   body_at(unravel("gid", k_.space));
 }
 
-void GlslKernel::emit_reducing() {
+const std::vector<int64_t>* GlslKernel::reduced_axes(std::vector<size_t>* reductions) const {
   const std::vector<int64_t>* axes = nullptr;
-  std::vector<size_t> reductions;
   for (size_t n : k_.nodes) {
     if (!is_reduce(r_.nodes[n])) continue;
     if (axes && r_.nodes[n].attrs.axes != *axes) {
       detail::fail("vulkan codegen", "internal error: a kernel's reductions fold different axes");
     }
     axes = &r_.nodes[n].attrs.axes;
-    reductions.push_back(n);
+    reductions->push_back(n);
   }
+  return axes;
+}
+
+Index GlslKernel::merge_index(const std::vector<int64_t>& axes, const Index& kept, const Index& folded) const {
+  Index idx;
+  size_t ki = 0, fi = 0;
+  for (size_t d = 0; d < k_.space.size(); ++d) {
+    bool f = std::find(axes.begin(), axes.end(), static_cast<int64_t>(d)) != axes.end();
+    idx.push_back(f ? folded[fi++] : kept[ki++]);
+  }
+  return idx;
+}
+
+void GlslKernel::emit_reducing() {
+  std::vector<size_t> reductions;
+  const std::vector<int64_t>* axes = reduced_axes(&reductions);
   Shape kept, folded;
   for (size_t d = 0; d < k_.space.size(); ++d) {
     bool f = std::find(axes->begin(), axes->end(), static_cast<int64_t>(d)) != axes->end();
@@ -262,14 +277,7 @@ void GlslKernel::emit_reducing() {
   auto saved = memo_;
   line("for (int col = lane; col < " + std::to_string(cols) + "; col += " + L + ") {");
   indent_ += "  ";
-  Index folded_idx = unravel("col", folded);
-  Index idx;
-  size_t ki = 0, fi = 0;
-  for (size_t d = 0; d < k_.space.size(); ++d) {
-    bool f = std::find(axes->begin(), axes->end(), static_cast<int64_t>(d)) != axes->end();
-    idx.push_back(f ? folded_idx[fi++] : kept_idx[ki++]);
-  }
-  body_at(idx);
+  body_at(merge_index(*axes, kept_idx, unravel("col", folded)));
   indent_.resize(indent_.size() - 2);
   line("}");
   memo_ = saved;
@@ -389,6 +397,81 @@ KernelShader GlslKernel::emit(const std::string& name) {
   }
   out.glsl = shader_prelude(target_) + shared_ + "void main() {\n  if (!fx_guard()) return;\n" + decls + code_.str() + "}\n";
   return out;
+}
+
+void GlslKernel::emit_cooperative_rows() {
+  std::vector<size_t> reductions;
+  const std::vector<int64_t>* axes = reduced_axes(&reductions);
+  static const std::vector<int64_t> none;
+  if (!axes) axes = &none;
+  Shape kept, folded;
+  for (size_t d = 0; d < k_.space.size(); ++d) {
+    bool f = std::find(axes->begin(), axes->end(), static_cast<int64_t>(d)) != axes->end();
+    (f ? folded : kept).push_back(k_.space[d]);
+  }
+  // One invocation per kept index; it folds the reduced indices itself (loop bodies are small).
+  line("for (int row = lid; row < " + std::to_string(numel(kept)) + "; row += 64) {");
+  indent_ += "  ";
+  auto saved = memo_;
+  Index kept_idx = unravel("row", kept);
+  for (size_t n : reductions) {
+    DType t = r_.type(r_.nodes[n].results[0]).dtype;
+    accumulators_[n] = fresh("acc");
+    line(glsl_type(t) + " " + accumulators_[n] + " = " + reduce_identity(r_.nodes[n].op, t) + ";");
+  }
+  if (folded.empty()) {
+    body_at(merge_index(*axes, kept_idx, {}));
+  } else {
+    line("for (int col = 0; col < " + std::to_string(numel(folded)) + "; ++col) {");
+    block([&] { body_at(merge_index(*axes, kept_idx, unravel("col", folded))); });
+    line("}");
+  }
+  for (size_t n : reductions) store(r_.nodes[n].results[0], kept_idx, accumulators_[n]);
+  memo_ = saved;
+  indent_.resize(indent_.size() - 2);
+  line("}");
+}
+
+void GlslKernel::emit_cooperative_matmul() {
+  const ir::Node& mm = r_.nodes[k_.root];
+  ir::ValueId a = mm.operands[0], b = mm.operands[1], c = mm.results[0];
+  const Shape& cs = r_.type(c).shape;
+  size_t rank = cs.size();
+  DType t = r_.type(c).dtype;
+  line("for (int gid = lid; gid < " + std::to_string(numel(cs)) + "; gid += 64) {");
+  indent_ += "  ";
+  auto saved = memo_;
+  Index idx = unravel("gid", cs);
+  std::string acc = fresh("acc");
+  line(glsl_type(t) + " " + acc + " = " + constant(t, 0) + ";");
+  loop(r_.type(a).shape.back(), [&](const std::string& q) {
+    Index ai(idx.begin(), idx.end() - 1), bi(idx.begin(), idx.end() - 2);
+    ai.back() = idx[rank - 2];
+    ai.push_back(q);
+    bi.push_back(q);
+    bi.push_back(idx[rank - 1]);
+    line(acc + " = fma(" + at(a, ai) + ", " + at(b, bi) + ", " + acc + ");");
+  });
+  memo_[{c, idx}] = acc;
+  body_at(idx);
+  memo_ = saved;
+  indent_.resize(indent_.size() - 2);
+  line("}");
+}
+
+std::string GlslKernel::emit_cooperative(const std::function<std::string(ir::ValueId)>& address) {
+  indent_ = "    ";
+  if (k_.kind == kernel::KernelKind::MatMul && r_.nodes[k_.root].op == Op::MatMul) {
+    emit_cooperative_matmul();
+  } else {
+    emit_cooperative_rows();
+  }
+  std::string decls;
+  for (size_t i = 0; i < buffers_.size(); ++i) {
+    std::string bt = buffer_type(r_.type(buffers_[i]).dtype);
+    decls += "    " + bt + " b" + std::to_string(i) + " = " + bt + "(" + address(buffers_[i]) + ");\n";
+  }
+  return "  {\n" + decls + code_.str() + "  }\n";
 }
 
 KernelShader emit_kernel(const ir::Region& r, const kernel::RegionSchedule& s, const kernel::Kernel& k, const std::string& name,

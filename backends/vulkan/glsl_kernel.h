@@ -19,6 +19,10 @@ class GlslKernel {
  public:
   GlslKernel(const ir::Region& r, const kernel::RegionSchedule& s, const kernel::Kernel& k, const ShaderTarget& target);
   KernelShader emit(const std::string& name);
+  // The kernel as a block of code inside a single-workgroup shader (glsl_loop.cpp): the
+  // workgroup's invocations (`lid`) stride over its work, and `address(v)` is the GLSL
+  // expression (uint64_t) of the buffer holding value v.
+  std::string emit_cooperative(const std::function<std::string(ir::ValueId)>& address);
 
  private:
   // Values.
@@ -55,6 +59,12 @@ class GlslKernel {
   void emit_elementwise();
   void emit_reducing();
   void emit_matmul();
+  // Cooperative forms: every invocation of one workgroup strides over rows / outputs.
+  void emit_cooperative_rows();
+  void emit_cooperative_matmul();
+  // Index of the kernel's space from the kept (row) and folded (column) indices of `axes`.
+  Index merge_index(const std::vector<int64_t>& axes, const Index& kept, const Index& folded) const;
+  const std::vector<int64_t>* reduced_axes(std::vector<size_t>* reductions) const;
   Index unravel(const std::string& flat, const Shape& shape);
 
   const ir::Region& r_;

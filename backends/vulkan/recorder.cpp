@@ -24,13 +24,16 @@ using kernel::Storage;
 
 int64_t bytes(const TensorType& t) { return t.numel() * dtype_size(t.dtype); }
 
+// Scratch key of a loop shader's staging bytes (carry scratch uses the carry's position).
+constexpr size_t kLoopScratch = ~size_t{0};
+
 bool overlaps(const Range& a, const Range& b) { return a.io == b.io && a.begin < b.end && b.begin < a.end; }
 
 class Recorder {
  public:
-  Recorder(const ir::Program& p, const RegionSchedule& s, const KernelCompiler& compile, const RecordOptions& options,
-           std::vector<const ir::Node*>* while_loops)
-      : p_(p), s_(s), compile_(compile), options_(options), while_loops_(while_loops) {
+  Recorder(const ir::Program& p, const RegionSchedule& s, const KernelCompiler& compile, const LoopCompiler& compile_loop,
+           const RecordOptions& options, std::vector<const ir::Node*>* while_loops)
+      : p_(p), s_(s), compile_(compile), compile_loop_(compile_loop), options_(options), while_loops_(while_loops) {
     Context& ctx = context();
     copy_words_ = pipeline(ctx, copy_shader(ctx.shaders, true), "copy");
     copy_bytes_ = pipeline(ctx, copy_shader(ctx.shaders, false), "copy");
@@ -106,7 +109,7 @@ class Recorder {
     if (n <= 0) return;
     bool words = n % 4 == 0 && src.off % 4 == 0 && dst.off % 4 == 0;
     dispatch(words ? copy_words_ : copy_bytes_, grid(words ? n / 4 : n), {guard, src, dst}, {n}, {range(guard, 1), range(src, n)},
-             {range(dst, n)}, -1);
+             {range(dst, n)}, name_of("copy"));
   }
 
   std::vector<Loc> region(const ir::Region& r, const RegionSchedule& s, Loc arena, const std::vector<Loc>& params, Loc guard,
@@ -160,6 +163,10 @@ class Recorder {
       const ir::Node& n = r.nodes[st.index];
       Loc sub_arena = arena + s.nested_offset.at(st.index);
       const auto& subs = s.nested.at(st.index);
+      if (use_loop_kernel(n, subs)) {
+        loop_kernel(r, n, subs, sub_arena, loc, guard);
+        continue;
+      }
       switch (n.op) {
         case ir::Op::Scan: scan(r, n, subs[0], sub_arena, loc, guard); break;
         case ir::Op::While: while_loop(r, n, subs, sub_arena, loc, guard); break;
@@ -180,6 +187,60 @@ class Recorder {
     if (it != out_.names.end()) return static_cast<int>(it - out_.names.begin());
     out_.names.push_back(name);
     return static_cast<int>(out_.names.size() - 1);
+  }
+
+  // A loop whose regions fit one workgroup: one dispatch runs every iteration.
+  void loop_kernel(const ir::Region& r, const ir::Node& n, const std::vector<RegionSchedule>& subs, Loc arena, std::vector<Loc>& loc,
+                   Loc guard) {
+    const CompiledLoop& cl = compile_loop_(n, subs);
+    int64_t arena_bytes = 0;
+    for (const RegionSchedule& sub : subs) arena_bytes = std::max(arena_bytes, sub.arena_bytes);
+    std::vector<Loc> pairs{guard};
+    std::vector<Range> reads{range(guard, 1)}, writes{range(arena, arena_bytes)};
+    for (const LoopArg& a : cl.shader.args) {
+      Loc l;
+      switch (a.kind) {
+        case LoopArg::Kind::Operand: {
+          ir::ValueId v = n.operands[static_cast<size_t>(a.index)];
+          l = loc[static_cast<size_t>(v)];
+          reads.push_back(range(l, bytes(r.type(v))));
+          break;
+        }
+        case LoopArg::Kind::Result: l = loc[static_cast<size_t>(n.results[static_cast<size_t>(a.index)])]; break;
+        case LoopArg::Kind::Arena: l = arena; break;
+        case LoopArg::Kind::Global: {
+          const ir::Region& region = n.regions[static_cast<size_t>(a.region)];
+          int32_t p = kernel::producers(region)[static_cast<size_t>(a.index)];
+          l = global(region, region.nodes[static_cast<size_t>(p)], region.type(static_cast<ir::ValueId>(a.index)));
+          break;
+        }
+        case LoopArg::Kind::Iota: l = iota(n.attrs.length); break;
+        case LoopArg::Kind::Scratch: l = scratch(&n, kLoopScratch, cl.shader.scratch_bytes); writes.push_back(range(l, cl.shader.scratch_bytes)); break;
+        case LoopArg::Kind::Status: l = {status_entry(p_), 0}; writes.push_back(range(l, 4)); break;
+      }
+      pairs.push_back(l);
+    }
+    for (ir::ValueId v : n.results) writes.push_back(range(loc[static_cast<size_t>(v)], bytes(r.type(v))));
+    if (n.op != ir::Op::Scan) {
+      dispatch(cl.pipeline, {1, 1, 1}, pairs, {}, reads, writes, name_of(cl.shader.name));
+      return;
+    }
+    // A device that caps an invocation's loop iterations gets the steps in several dispatches.
+    int64_t chunk = n.attrs.length;
+    if (options_.loop_iteration_limit > 0) chunk = std::max<int64_t>(1, options_.loop_iteration_limit / cl.shader.iterations_per_step);
+    for (int64_t t0 = 0; t0 == 0 || t0 < n.attrs.length; t0 += chunk) {  // length 0: the carries' initialisation
+      dispatch(cl.pipeline, {1, 1, 1}, pairs, {t0, std::min(n.attrs.length, t0 + chunk)}, reads, writes, name_of(cl.shader.name));
+    }
+  }
+
+  // Whether loop node n runs as loop kernels: its regions fit one workgroup and, on a device
+  // that caps loop iterations, a while loop's bound fits under the cap.
+  bool use_loop_kernel(const ir::Node& n, const std::vector<RegionSchedule>& subs) {
+    if (!options_.loop_kernels || !fits_one_workgroup(n, subs)) return false;
+    if (n.op == ir::Op::Scan || options_.loop_iteration_limit <= 0) return true;
+    if (n.attrs.max_iters < 0) return false;
+    const CompiledLoop& cl = compile_loop_(n, subs);
+    return (n.attrs.max_iters + 1) * cl.shader.iterations_per_step < options_.loop_iteration_limit;
   }
 
   // A non-splat constant, stored once in the constants buffer however often its region is recorded.
@@ -301,7 +362,7 @@ class Recorder {
     for (int64_t it = 0;; ++it) {
       Loc c = region(n.regions[0], subs[0], arena, params, flag, false)[0];
       dispatch(while_step_, {1, 1, 1}, {flag, c, flag, status}, {it == bound ? code : 0},
-               {range(flag, 1), range(c, 1)}, {range(flag, 1), range(status, 4)}, -1);
+               {range(flag, 1), range(c, 1)}, {range(flag, 1), range(status, 4)}, name_of("while step"));
       if (it == bound) break;
       std::vector<Loc> res = region(n.regions[1], subs[1], arena, params, flag, false);
       update_carries(n.regions[1], 0, 0, res, carries, flag);
@@ -315,7 +376,7 @@ class Recorder {
     Loc pred = loc[static_cast<size_t>(n.operands[0])];
     Loc flags[2] = {scratch(&n, 0, 1), scratch(&n, 1, 1)};
     dispatch(cond_guard_, {1, 1, 1}, {guard, pred, flags[0], flags[1]}, {}, {range(guard, 1), range(pred, 1)},
-             {range(flags[0], 1), range(flags[1], 1)}, -1);
+             {range(flags[0], 1), range(flags[1], 1)}, name_of("cond guard"));
     for (size_t branch = 0; branch < 2; ++branch) {
       std::vector<Loc> res = region(n.regions[branch], subs[branch], arena, params, flags[branch], false);
       for (size_t j = 0; j < n.results.size(); ++j) copy(res[j], loc[static_cast<size_t>(n.results[j])], bytes(r.type(n.results[j])), flags[branch]);
@@ -325,6 +386,7 @@ class Recorder {
   const ir::Program& p_;
   const RegionSchedule& s_;
   const KernelCompiler& compile_;
+  const LoopCompiler& compile_loop_;
   const RecordOptions& options_;
   std::vector<const ir::Node*>* while_loops_;
   Recording out_;
@@ -339,9 +401,9 @@ class Recorder {
 
 }  // namespace
 
-Recording record(const ir::Program& p, const kernel::RegionSchedule& s, const KernelCompiler& compile, const RecordOptions& options,
-                 std::vector<const ir::Node*>* while_loops) {
-  return Recorder(p, s, compile, options, while_loops).run();
+Recording record(const ir::Program& p, const kernel::RegionSchedule& s, const KernelCompiler& compile, const LoopCompiler& compile_loop,
+                 const RecordOptions& options, std::vector<const ir::Node*>* while_loops) {
+  return Recorder(p, s, compile, compile_loop, options, while_loops).run();
 }
 
 }  // namespace fluxion::vulkan

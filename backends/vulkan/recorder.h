@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "backends/vulkan/glsl.h"
+#include "backends/vulkan/glsl_loop.h"
 #include "jit/ir/ir.h"
 #include "jit/kernel/kernel_ir.h"
 
@@ -55,6 +56,13 @@ struct CompiledKernel {
 };
 using KernelCompiler = std::function<const CompiledKernel&(const ir::Region&, const kernel::RegionSchedule&, size_t kernel)>;
 
+// A loop run as one workgroup (glsl_loop.h): its pipeline and arguments.
+struct CompiledLoop {
+  VkPipeline pipeline = VK_NULL_HANDLE;
+  LoopShader shader;
+};
+using LoopCompiler = std::function<const CompiledLoop&(const ir::Node& loop, const std::vector<kernel::RegionSchedule>& subs)>;
+
 // Status codes a run leaves in its status word.
 inline constexpr int32_t kStatusOk = 0;
 // kWhileMaxIters + m: a while loop with max_iters = m would start iteration m + 1 (as the CPU).
@@ -65,10 +73,15 @@ struct RecordOptions {
   // Recorded iterations per unbounded while loop, by loop number (order of first recording).
   std::map<int, int64_t> capacity;
   int64_t default_capacity = 16;
+  // Loops whose regions fit one workgroup run as one dispatch (FLUXION_VULKAN_LOOP_KERNELS=0
+  // turns this off: every iteration's kernels are then recorded as dispatches).
+  bool loop_kernels = true;
+  // The device's cap on loop iterations per invocation (lavapipe: 65535), with a margin; 0: none.
+  int64_t loop_iteration_limit = 0;
 };
 
 Recording record(const ir::Program& p, const kernel::RegionSchedule& s, const KernelCompiler& compile,
-                 const RecordOptions& options, std::vector<const ir::Node*>* while_loops);
+                 const LoopCompiler& compile_loop, const RecordOptions& options, std::vector<const ir::Node*>* while_loops);
 
 // io-table entries after the program's parameters and results.
 inline int32_t arena_entry(const ir::Program& p) { return static_cast<int32_t>(p.body.params.size() + p.body.results.size()); }

@@ -9,6 +9,7 @@
 #include "fluxion/error.h"
 #include "fluxion/jit.h"
 #include "fluxion/ops.h"
+#include "fluxion/profile.h"
 #include "fluxion/runtime.h"
 #include "fluxion/tensor.h"
 #include "fluxion/tree.h"

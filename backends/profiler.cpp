@@ -1,0 +1,153 @@
+// Profiling totals, the table and the Chrome trace (fluxion/profile.h).
+#include "backends/profiler.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <mutex>
+#include <sstream>
+
+#include "fluxion/error.h"
+#include "fluxion/profile.h"
+
+namespace fluxion {
+namespace {
+
+struct Event {
+  std::string name;
+  double start_us, duration_us;
+};
+
+struct Store {
+  std::mutex mu;
+  std::map<std::string, KernelTime> totals;
+  std::vector<Event> last_call;
+};
+
+Store& store() {
+  static auto* s = new Store();  // used from an atexit handler: never destroyed
+  return *s;
+}
+
+std::string escape(const std::string& s) {
+  std::string out;
+  for (char c : s) {
+    if (c == '"' || c == '\\') out += '\\';
+    out += c;
+  }
+  return out;
+}
+
+const char* env_profile() {
+  const char* v = std::getenv("FLUXION_PROFILE");
+  return v && *v && std::string(v) != "0" ? v : nullptr;
+}
+
+void print_at_exit() {
+  std::fprintf(stderr, "%s", kernel_time_table().c_str());
+  std::string v = env_profile();
+  if (v.size() > 5 && v.substr(v.size() - 5) == ".json") {
+    try {
+      write_chrome_trace(v);
+      std::fprintf(stderr, "Chrome trace written to %s\n", v.c_str());
+    } catch (const Error& e) {
+      std::fprintf(stderr, "%s\n", e.what());
+    }
+  }
+}
+
+std::atomic<bool>& enabled() {
+  static std::atomic<bool> on = [] {
+    if (!env_profile()) return false;
+    std::atexit(print_at_exit);
+    return true;
+  }();
+  return on;
+}
+
+}  // namespace
+
+void set_profiling(bool on) { enabled() = on; }
+bool profiling() { return enabled(); }
+
+std::vector<KernelTime> kernel_times() {
+  std::lock_guard<std::mutex> lock(store().mu);
+  std::vector<KernelTime> out;
+  for (const auto& [name, t] : store().totals) out.push_back(t);
+  std::sort(out.begin(), out.end(), [](const KernelTime& a, const KernelTime& b) { return a.total_us > b.total_us; });
+  return out;
+}
+
+std::string kernel_time_table() {
+  std::vector<KernelTime> ts = kernel_times();
+  double sum = 0;
+  for (const KernelTime& t : ts) sum += t.total_us;
+  std::ostringstream out;
+  char line[512];
+  std::snprintf(line, sizeof line, "%-60s %10s %12s %10s %6s\n", "kernel", "calls", "total us", "mean us", "share");
+  out << line;
+  for (const KernelTime& t : ts) {
+    std::string name = t.name.size() > 60 ? t.name.substr(0, 57) + "..." : t.name;
+    std::snprintf(line, sizeof line, "%-60s %10llu %12.1f %10.2f %5.1f%%\n", name.c_str(), static_cast<unsigned long long>(t.calls),
+                  t.total_us, t.mean_us, sum > 0 ? 100 * t.total_us / sum : 0.0);
+    out << line;
+  }
+  std::snprintf(line, sizeof line, "%-60s %10s %12.1f\n", "total", "", sum);
+  out << line;
+  return out.str();
+}
+
+void reset_kernel_times() {
+  std::lock_guard<std::mutex> lock(store().mu);
+  store().totals.clear();
+  store().last_call.clear();
+}
+
+void write_chrome_trace(const std::string& path) {
+  std::ostringstream json;
+  {
+    std::lock_guard<std::mutex> lock(store().mu);
+    json << "{\"traceEvents\": [\n";
+    for (size_t i = 0; i < store().last_call.size(); ++i) {
+      const Event& e = store().last_call[i];
+      json << (i ? ",\n" : "") << "{\"name\": \"" << escape(e.name) << "\", \"ph\": \"X\", \"pid\": 1, \"tid\": 1, \"ts\": " << e.start_us
+           << ", \"dur\": " << e.duration_us << "}";
+    }
+    json << "\n], \"displayTimeUnit\": \"ns\"}\n";
+  }
+  std::string tmp = path + ".tmp";
+  {
+    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
+    f << json.str();
+    f.flush();
+    if (!f) detail::fail("write_chrome_trace", "cannot write " + tmp);
+  }
+  std::error_code ec;
+  std::filesystem::rename(tmp, path, ec);
+  if (ec) {
+    std::filesystem::remove(tmp, ec);
+    detail::fail("write_chrome_trace", "cannot rename " + tmp + " to " + path);
+  }
+}
+
+namespace backends {
+
+void report_profile(const std::vector<TimedDispatch>& dispatches) {
+  std::lock_guard<std::mutex> lock(store().mu);
+  store().last_call.clear();
+  for (const TimedDispatch& d : dispatches) {
+    KernelTime& t = store().totals[*d.name];
+    t.name = *d.name;
+    t.calls++;
+    t.total_us += d.duration_us;
+    t.mean_us = t.total_us / static_cast<double>(t.calls);
+    store().last_call.push_back({*d.name, d.start_us, d.duration_us});
+  }
+}
+
+}  // namespace backends
+}  // namespace fluxion

@@ -1,0 +1,20 @@
+// The process-wide store behind fluxion/profile.h: backends report each profiled call's
+// dispatches here.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace fluxion::backends {
+
+struct TimedDispatch {
+  const std::string* name;  // owned by the reporting program, alive during report()
+  double start_us;          // from the call's first timestamp
+  double duration_us;
+};
+
+// Adds one call's dispatches to the totals and makes them the trace of the last call.
+void report_profile(const std::vector<TimedDispatch>& dispatches);
+
+}  // namespace fluxion::backends

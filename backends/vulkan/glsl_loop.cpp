@@ -1,0 +1,256 @@
+// Loop shaders (glsl_loop.h). The workgroup runs the loop's schedule in order: each kernel as a
+// cooperative block (GlslKernel::emit_cooperative), then a barrier that makes its stores visible
+// to the whole workgroup; per-step outputs and carries are copied the same way. Every address
+// is an argument of the dispatch plus, for per-step slices, the iteration times the slice size.
+#include "backends/vulkan/glsl_loop.h"
+
+#include <algorithm>
+#include <map>
+
+#include "backends/vulkan/glsl_kernel.h"
+#include "backends/vulkan/recorder.h"
+#include "fluxion/error.h"
+
+namespace fluxion::vulkan {
+namespace {
+
+using kernel::RegionSchedule;
+using kernel::Storage;
+
+// Work bounds of a kernel that runs inside a one-workgroup loop.
+constexpr int64_t kMaxLoopKernelElements = 4096;
+constexpr int64_t kMaxLoopMatmulMacs = int64_t{1} << 16;
+
+int64_t bytes(const TensorType& t) { return t.numel() * dtype_size(t.dtype); }
+
+// Loop iterations per element that an op runs inside its code (math-library loops, random
+// numbers' rounds, the inner loops of gathering ops), as an upper bound.
+int64_t op_iterations(const ir::Region& r, const ir::Node& n) {
+  auto extent = [](const Shape& s, size_t from) {
+    int64_t p = 1;
+    for (size_t d = from; d < s.size(); ++d) p *= s[d] + 1;
+    return p;
+  };
+  switch (ir::op_info(n.op).cls) {
+    case ir::OpClass::Conv:
+    case ir::OpClass::ConvGrad: return extent(r.type(n.operands[1]).shape, 0) + extent(r.type(n.operands[0]).shape, 0);
+    case ir::OpClass::Pool:
+    case ir::OpClass::PoolGrad: return 2 * (n.attrs.window[0] + 1) * (n.attrs.window[1] + 1) * (n.attrs.window[0] + 1) * (n.attrs.window[1] + 1);
+    case ir::OpClass::ArgReduce: return r.type(n.operands[0]).shape[static_cast<size_t>(n.attrs.axes[0])] + 1;
+    case ir::OpClass::MatMul: return r.type(n.operands[0]).shape.back() + 1;
+    case ir::OpClass::Random:
+    case ir::OpClass::RngFold: return 40;
+    default: break;
+  }
+  switch (n.op) {
+    case ir::Op::Erf: return 150;
+    case ir::Op::Atan2: case ir::Op::Pow: case ir::Op::Log: case ir::Op::Log1p: case ir::Op::Softplus: return 40;
+    default: return 0;
+  }
+}
+
+int64_t kernel_iterations(const ir::Region& r, const kernel::Kernel& k) {
+  int64_t inner = 1;
+  for (size_t n : k.nodes) inner += op_iterations(r, r.nodes[n]);
+  for (size_t n : k.recomputed) inner += op_iterations(r, r.nodes[n]);
+  const ir::Node& root = r.nodes[k.root];
+  if (k.kind == kernel::KernelKind::MatMul && root.op == ir::Op::MatMul) {
+    int64_t per = (numel(k.space) + 63) / 64;
+    return per + 1 + per * (r.type(root.operands[0]).shape.back() + 1 + inner);
+  }
+  // Every element of the space is visited once by some invocation, rows and columns alike.
+  int64_t per = (numel(k.space) + 63) / 64 + 1;
+  return 2 * per * (inner + 1) + 2;
+}
+
+const char* kSync = "  memoryBarrierBuffer();\n  barrier();\n";
+
+class LoopEmitter {
+ public:
+  LoopEmitter(const ir::Node& n, const std::vector<RegionSchedule>& subs, const ShaderTarget& target)
+      : n_(n), subs_(subs), target_(target) {}
+
+  LoopShader run(const std::string& name) {
+    LoopShader out;
+    out.name = name;
+    nc_ = static_cast<size_t>(n_.attrs.carries);
+    bool scan = n_.op == ir::Op::Scan;
+    // Carries start as the operands (a scan split over dispatches: in the first one).
+    if (scan) code_ += "  if (step0 == 0) {\n";
+    for (size_t j = 0; j < nc_; ++j) {
+      copy(arg({LoopArg::Kind::Operand, static_cast<int64_t>(j)}), arg({LoopArg::Kind::Result, static_cast<int64_t>(j)}),
+           bytes(n_.regions[0].type(n_.regions[0].params[scan ? j + 1 : j])));
+    }
+    if (scan) code_ += "  }\n";
+    code_ += kSync;
+    per_step_ = 1;
+    if (scan) {
+      this->scan();
+    } else {
+      while_loop();
+    }
+    out.args = args_;
+    out.scratch_bytes = scratch_bytes_;
+    out.iterations_per_step = per_step_;
+    std::string range_word = std::to_string(2 * (args_.size() + 1));
+    std::string head = "void main() {\n  if (!fx_guard()) return;\n  int lid = int(gl_LocalInvocationID.x);\n";
+    if (scan) head += "  int step0 = int(fx_word(" + range_word + ")), step1 = int(fx_word(" + range_word + " + 1));\n";
+    out.glsl = shader_prelude(target_) + head + code_ + "}\n";
+    return out;
+  }
+
+ private:
+  std::string arg(const LoopArg& a) {
+    auto it = std::find(args_.begin(), args_.end(), a);
+    size_t i = static_cast<size_t>(it - args_.begin());
+    if (it == args_.end()) args_.push_back(a);
+    return "fx_addr(" + std::to_string(i + 1) + ")";
+  }
+
+  static std::string plus(const std::string& base, const std::string& offset) { return "(" + base + " + uint64_t(" + offset + "))"; }
+
+  void copy(const std::string& src, const std::string& dst, int64_t n) {
+    if (n <= 0) return;
+    per_step_ += (n + 255) / 256 + 1;
+    if (n % 4 == 0) {
+      code_ += "  for (int i = lid; i < " + std::to_string(n / 4) + "; i += 64) BufU32(" + dst + ").v[i] = BufU32(" + src + ").v[i];\n";
+    } else {
+      code_ += "  for (int i = lid; i < " + std::to_string(n) + "; i += 64) BufU8(" + dst + ").v[i] = BufU8(" + src + ").v[i];\n";
+    }
+  }
+
+  // The address of value v of region `ri` (params given by `param_address`).
+  std::string address(int ri, const ir::Region& r, const RegionSchedule& s, ir::ValueId v,
+                      const std::function<std::string(size_t)>& param_address) {
+    size_t vi = static_cast<size_t>(v);
+    if (s.storage[vi] == Storage::Alias) return address(ri, r, s, s.alias_of[vi], param_address);
+    auto p = std::find(r.params.begin(), r.params.end(), v);
+    if (p != r.params.end()) return param_address(static_cast<size_t>(p - r.params.begin()));
+    switch (s.storage[vi]) {
+      case Storage::Slot: return plus(arg({LoopArg::Kind::Arena, 0}), std::to_string(s.offset[vi]));
+      case Storage::Global: return arg({LoopArg::Kind::Global, v, ri});
+      default: detail::fail("vulkan codegen", "internal error: a loop shader reads a value without storage");
+    }
+  }
+
+  // Every kernel of region `ri`, in order, each followed by a barrier; returns its results' addresses.
+  std::vector<std::string> region(int ri, const std::function<std::string(size_t)>& param_address) {
+    const ir::Region& r = n_.regions[static_cast<size_t>(ri)];
+    const RegionSchedule& s = subs_[static_cast<size_t>(ri)];
+    auto addr = [&](ir::ValueId v) { return address(ri, r, s, v, param_address); };
+    for (const kernel::Step& st : s.steps) {
+      GlslKernel k(r, s, s.kernels[st.index], target_);
+      code_ += k.emit_cooperative(addr);
+      code_ += kSync;
+      per_step_ += kernel_iterations(r, s.kernels[st.index]);
+    }
+    std::vector<std::string> out;
+    for (ir::ValueId v : r.results) out.push_back(addr(v));
+    return out;
+  }
+
+  // Copies region results into the carries; a carry passed through from another parameter
+  // position is staged in scratch first, so that a swap reads the old values.
+  void update_carries(const ir::Region& body, size_t first_param, const std::vector<std::string>& res) {
+    std::vector<std::string> src(nc_);
+    std::vector<bool> move(nc_, true);
+    bool staged = false;
+    for (size_t j = 0; j < nc_; ++j) {
+      ir::ValueId v = body.results[j];
+      src[j] = res[j];
+      auto it = std::find(body.params.begin(), body.params.end(), v);
+      if (it == body.params.end()) continue;
+      if (static_cast<size_t>(it - body.params.begin()) == first_param + j) {
+        move[j] = false;
+        continue;
+      }
+      std::string tmp = plus(arg({LoopArg::Kind::Scratch, 0}), std::to_string(scratch_bytes_));
+      scratch_bytes_ += (bytes(body.type(v)) + 7) / 8 * 8;
+      copy(src[j], tmp, bytes(body.type(v)));
+      src[j] = tmp;
+      staged = true;
+    }
+    if (staged) code_ += kSync;
+    for (size_t j = 0; j < nc_; ++j) {
+      if (move[j]) copy(src[j], arg({LoopArg::Kind::Result, static_cast<int64_t>(j)}), bytes(body.type(body.results[j])));
+    }
+    code_ += kSync;
+  }
+
+  void scan() {
+    const ir::Attrs& a = n_.attrs;
+    size_t nx = static_cast<size_t>(a.xs);
+    const ir::Region& body = n_.regions[0];
+    code_ += "  for (int step = step0; step < step1; ++step) {\n";
+    code_ += a.reverse ? "  int t = " + std::to_string(a.length - 1) + " - step;\n" : "  int t = step;\n";
+    auto param = [&](size_t i) -> std::string {
+      if (i == 0) return plus(arg({LoopArg::Kind::Iota, 0}), "4 * t");
+      size_t j = i - 1;
+      if (j < nc_) return arg({LoopArg::Kind::Result, static_cast<int64_t>(j)});
+      if (j < nc_ + nx) {
+        int64_t slice = bytes(body.type(body.params[i]));
+        return plus(arg({LoopArg::Kind::Operand, static_cast<int64_t>(j)}), std::to_string(slice) + " * t");
+      }
+      return arg({LoopArg::Kind::Operand, static_cast<int64_t>(j)});
+    };
+    std::vector<std::string> res = region(0, param);
+    for (size_t j = nc_; j < n_.results.size(); ++j) {
+      int64_t slice = bytes(body.type(body.results[j]));
+      copy(res[j], plus(arg({LoopArg::Kind::Result, static_cast<int64_t>(j)}), std::to_string(slice) + " * t"), slice);
+    }
+    update_carries(body, 1, res);
+    code_ += "  }\n";
+  }
+
+  void while_loop() {
+    auto param = [&](size_t i) -> std::string {
+      return i < nc_ ? arg({LoopArg::Kind::Result, static_cast<int64_t>(i)}) : arg({LoopArg::Kind::Operand, static_cast<int64_t>(i)});
+    };
+    code_ += "  for (int it = 0;; ++it) {\n";
+    std::string c = region(0, param)[0];
+    code_ += "  bool go = BufU8(" + c + ").v[0] != uint8_t(0);\n";
+    code_ += kSync;  // every invocation has read the condition before the body overwrites it
+    code_ += "  if (!go) break;\n";
+    if (n_.attrs.max_iters >= 0) {
+      code_ += "  if (it == " + std::to_string(n_.attrs.max_iters) + ") {\n    if (lid == 0) BufI32(" + arg({LoopArg::Kind::Status, 0}) +
+               ").v[0] = " + std::to_string(kWhileMaxIters + n_.attrs.max_iters) + ";\n    break;\n  }\n";
+    }
+    std::vector<std::string> res = region(1, param);
+    update_carries(n_.regions[1], 0, res);
+    code_ += "  }\n";
+  }
+
+  const ir::Node& n_;
+  const std::vector<RegionSchedule>& subs_;
+  ShaderTarget target_;
+  size_t nc_ = 0;
+  int64_t per_step_ = 0;
+  std::vector<LoopArg> args_;
+  int64_t scratch_bytes_ = 0;
+  std::string code_;
+};
+
+}  // namespace
+
+bool fits_one_workgroup(const ir::Node& n, const std::vector<RegionSchedule>& subs) {
+  if (n.op != ir::Op::Scan && n.op != ir::Op::While) return false;
+  for (size_t ri = 0; ri < subs.size(); ++ri) {
+    const ir::Region& r = n.regions[ri];
+    for (const kernel::Step& st : subs[ri].steps) {
+      if (st.kind != kernel::Step::Kind::Kernel) return false;
+      const kernel::Kernel& k = subs[ri].kernels[st.index];
+      if (numel(k.space) > kMaxLoopKernelElements) return false;
+      if (k.kind == kernel::KernelKind::MatMul) {
+        const ir::Node& root = r.nodes[k.root];
+        if (root.op == ir::Op::MatMul && numel(k.space) * r.type(root.operands[0]).shape.back() > kMaxLoopMatmulMacs) return false;
+      }
+    }
+  }
+  return true;
+}
+
+LoopShader emit_loop(const ir::Node& n, const std::vector<RegionSchedule>& subs, const ShaderTarget& target, const std::string& name) {
+  return LoopEmitter(n, subs, target).run(name);
+}
+
+}  // namespace fluxion::vulkan
