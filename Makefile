@@ -36,13 +36,17 @@ test-sanitize: deps
 	cmake --build build/sanitize -j $(JOBS)
 	cd build/sanitize && LP_NUM_THREADS=$${LP_NUM_THREADS:-0} ASAN_OPTIONS=allocator_may_return_null=1 ctest --output-on-failure -j $(JOBS)
 
-# Both thread counts append to one results file: 1 thread first (it rewrites the file), then all cores.
+# All runs append to one results file: 1 thread first (it rewrites the file), then all cores, then
+# the Vulkan backend (fluxion-vulkan rows; on lavapipe its times say little, its round trips and
+# dispatch counts are exact).
 bench:
 	scripts/install-deps.sh --bench
 	cmake -S . -B build/bench -G Ninja -DCMAKE_BUILD_TYPE=Release -DFLUXION_BUILD_TESTS=OFF -DFLUXION_BUILD_BENCH=ON $(CMAKE_FLAGS)
 	cmake --build build/bench -j $(JOBS) --target fluxion_bench
 	build/bench/bench/fluxion_bench --threads 1 --json bench/results.json $(BENCH_ARGS)
 	build/bench/bench/fluxion_bench --threads all --json bench/results.json --append $(BENCH_ARGS)
+	LP_NUM_THREADS=$${LP_NUM_THREADS:-0} build/bench/bench/fluxion_bench --threads 1 --backend vulkan --systems fluxion \
+	  --json bench/results.json --append --quick $(BENCH_ARGS)
 
 clean:
 	rm -rf build
