@@ -257,6 +257,8 @@ Context::~Context() {
   if (device) vkDeviceWaitIdle(device);
   device_pool.reset();
   staging_pool.reset();
+  if (transfer_fence) vkDestroyFence(device, transfer_fence, nullptr);
+  if (transfer_pool) vkDestroyCommandPool(device, transfer_pool, nullptr);
   if (pipeline_cache) vkDestroyPipelineCache(device, pipeline_cache, nullptr);
   if (device) vkDestroyDevice(device, nullptr);
   if (instance) vkDestroyInstance(instance, nullptr);

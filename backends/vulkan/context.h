@@ -41,6 +41,11 @@ struct Context {
   double timestamp_period_ns = 1;
   uint32_t timestamp_bits = 0;  // of the compute queue; 0: no timestamps (no profiling)
   std::mutex queue_mu;  // vkQueueSubmit needs the queue externally synchronised
+  // One-time transfers outside programs (device_array.cpp), made on first use.
+  std::mutex transfer_mu;
+  VkCommandPool transfer_pool = VK_NULL_HANDLE;
+  VkCommandBuffer transfer_cmd = VK_NULL_HANDLE;
+  VkFence transfer_fence = VK_NULL_HANDLE;
   std::unique_ptr<MemoryPool> device_pool;   // device-local: arenas, inputs, outputs, constants
   std::unique_ptr<MemoryPool> staging_pool;  // host-visible: uploads, readbacks, argument tables
 

@@ -16,6 +16,7 @@
 #include "backends/counters.h"
 #include "backends/profiler.h"
 #include "backends/vulkan/context.h"
+#include "backends/vulkan/device_array.h"
 #include "backends/vulkan/pipelines.h"
 #include "backends/vulkan/recorder.h"
 #include "fluxion/error.h"
@@ -75,12 +76,11 @@ class VulkanExecutable final : public backends::Executable {
       inputs_.emplace_back(dev, bytes(program_.body.type(v)));
       if (!host_io_) input_staging_.emplace_back(*ctx_.staging_pool, bytes(program_.body.type(v)));
     }
-    for (const TensorType& t : outputs_) {
-      output_bufs_.emplace_back(dev, bytes(t));
-      if (!host_io_) output_staging_.emplace_back(*ctx_.staging_pool, bytes(t));
-    }
     arena_ = Buffer(dev, std::max<int64_t>(schedule_.arena_bytes, 16));
     status_ = Buffer(*ctx_.staging_pool, 16);
+    size_t io_bytes = 8 * (inputs_.size() + outputs_.size() + 3);
+    io_table_ = Buffer(dev, io_bytes);
+    if (!host_io_) io_staging_ = Buffer(*ctx_.staging_pool, io_bytes);
     auto pi = vk_struct<VkCommandPoolCreateInfo>(VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO);
     pi.flags = VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT;
     pi.queueFamilyIndex = ctx_.queue_family;
@@ -101,19 +101,36 @@ class VulkanExecutable final : public backends::Executable {
     vkDestroyCommandPool(ctx_.device, pool_, nullptr);
   }
 
+  // The results stay in device memory (Arrays read back on first host access).
   std::vector<Array> run(const std::vector<Array>& inputs) const override {
+    std::vector<std::shared_ptr<VulkanBuffer>> results = call(inputs);
     std::vector<Array> out;
-    for (const TensorType& t : outputs_) out.push_back(Array::empty(t.dtype, t.shape));
-    call(inputs, out);
+    for (size_t k = 0; k < outputs_.size(); ++k) out.push_back(Array::from_device(outputs_[k], std::move(results[k])));
     return out;
   }
 
-  void run_into(const std::vector<Array>& inputs, std::vector<Array>& outputs) const override { call(inputs, outputs); }
+  void run_into(const std::vector<Array>& inputs, std::vector<Array>& outputs) const override {
+    std::vector<std::shared_ptr<VulkanBuffer>> results = call(inputs);
+    for (size_t k = 0; k < outputs.size(); ++k) results[k]->read(outputs[k].mutable_data(), static_cast<size_t>(bytes(outputs_[k])));
+  }
 
   std::string describe() const override { return kernel::print(program_.body, schedule_); }
 
  private:
-  void call(const std::vector<Array>& inputs, std::vector<Array>& outputs) const {
+  // Runs the program on `inputs` (read in place when they are already in this device's memory)
+  // into new device buffers, which it returns.
+  std::vector<std::shared_ptr<VulkanBuffer>> call(const std::vector<Array>& inputs) const {
+    std::vector<std::shared_ptr<VulkanBuffer>> results;
+    for (const TensorType& t : outputs_) results.push_back(std::make_shared<VulkanBuffer>(ctx_, bytes(t)));
+    std::vector<std::shared_ptr<const detail::DeviceBuffer>> resident(inputs.size());
+    std::vector<uint64_t> io;
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      resident[i] = inputs[i].device_buffer();
+      auto* vb = dynamic_cast<const VulkanBuffer*>(resident[i].get());
+      io.push_back(vb ? vb->allocation().address : inputs_[i]->address);
+    }
+    for (const auto& r : results) io.push_back(r->allocation().address);
+    io.push_back(arena_->address);
     std::lock_guard<std::mutex> lock(mu_);
     auto& c = backends::counters();
     c.program_calls++;
@@ -121,11 +138,15 @@ class VulkanExecutable final : public backends::Executable {
       profile_ = profiling();
       build();
     }
+    io.push_back(consts_->address);
+    io.push_back(status_->address);
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      if (dynamic_cast<const VulkanBuffer*>(resident[i].get())) continue;
+      const Allocation& dst = host_io_ ? inputs_[i].get() : input_staging_[i].get();
+      std::memcpy(dst.mapped, inputs[i].data(), static_cast<size_t>(bytes(program_.body.type(program_.body.params[i]))));
+    }
     for (;;) {
-      for (size_t i = 0; i < inputs.size(); ++i) {
-        const Allocation& dst = host_io_ ? inputs_[i].get() : input_staging_[i].get();
-        std::memcpy(dst.mapped, inputs[i].data(), static_cast<size_t>(bytes(program_.body.type(program_.body.params[i]))));
-      }
+      std::memcpy(host_io_ ? io_table_->mapped : io_staging_->mapped, io.data(), io.size() * 8);
       std::memset(status_->mapped, 0, 4);
       submit_and_wait(cmd_);
       c.native_calls++;
@@ -144,11 +165,9 @@ class VulkanExecutable final : public backends::Executable {
       if (cap == 0) cap = options_.default_capacity;
       cap *= 8;
       build();
+      io[io.size() - 2] = consts_->address;  // the constants moved with the new recording
     }
-    for (size_t k = 0; k < outputs.size(); ++k) {
-      const Allocation& src = host_io_ ? output_bufs_[k].get() : output_staging_[k].get();
-      std::memcpy(outputs[k].mutable_data(), src.mapped, static_cast<size_t>(bytes(outputs_[k])));
-    }
+    return results;
   }
 
   // Reads the timestamps of the call just run and hands them to the profiler.
@@ -183,24 +202,6 @@ class VulkanExecutable final : public backends::Executable {
     auto& c = backends::counters();
     c.submissions++;
     c.fence_waits++;
-  }
-
-  // Writes `n` bytes into device buffer `dst` (through a staging buffer when it is not mapped).
-  void upload(const Allocation& dst, const void* src, size_t n) const {
-    if (n == 0) return;
-    if (dst.mapped) {
-      std::memcpy(dst.mapped, src, n);
-      return;
-    }
-    Buffer staging(*ctx_.staging_pool, n);
-    std::memcpy(staging->mapped, src, n);
-    auto bi = vk_struct<VkCommandBufferBeginInfo>(VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO);
-    bi.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
-    check(vkBeginCommandBuffer(cmd_, &bi), "vkBeginCommandBuffer");
-    VkBufferCopy region{staging->offset, dst.offset, n};
-    vkCmdCopyBuffer(cmd_, staging->buffer, dst.buffer, 1, &region);
-    check(vkEndCommandBuffer(cmd_), "vkEndCommandBuffer");
-    submit_and_wait(cmd_);
   }
 
   const CompiledKernel& kernel_pipeline(const ir::Region& r, const kernel::RegionSchedule& s, size_t ki) const {
@@ -241,13 +242,6 @@ class VulkanExecutable final : public backends::Executable {
     }
     device_words_ = Buffer(*ctx_.device_pool, recording_.args.size() * 8);
     consts_ = Buffer(*ctx_.device_pool, recording_.consts.size());
-    std::vector<uint64_t> io;
-    for (const Buffer& b : inputs_) io.push_back(b->address);
-    for (const Buffer& b : output_bufs_) io.push_back(b->address);
-    io.push_back(arena_->address);
-    io.push_back(consts_->address);
-    io.push_back(status_->address);
-    io_table_ = Buffer(*ctx_.device_pool, io.size() * 8);
     if (queries_) vkDestroyQueryPool(ctx_.device, queries_, nullptr);
     queries_ = VK_NULL_HANDLE;
     profiled_ = 0;
@@ -258,9 +252,8 @@ class VulkanExecutable final : public backends::Executable {
       qi.queryCount = 2 * profiled_;
       check(vkCreateQueryPool(ctx_.device, &qi, nullptr, &queries_), "vkCreateQueryPool");
     }
-    upload(device_words_.get(), recording_.args.data(), recording_.args.size() * 8);
-    upload(consts_.get(), recording_.consts.data(), recording_.consts.size());
-    upload(io_table_.get(), io.data(), io.size() * 8);
+    upload(ctx_, device_words_.get(), recording_.args.data(), recording_.args.size() * 8);
+    upload(ctx_, consts_.get(), recording_.consts.data(), recording_.consts.size());
     record_commands();
   }
 
@@ -275,6 +268,10 @@ class VulkanExecutable final : public backends::Executable {
       vkCmdPipelineBarrier(cmd_, from, to, 0, 1, &mb, 0, nullptr, 0, nullptr);
     };
     if (!host_io_) {
+      // The io table and the inputs given from the host (an input already on the device is
+      // read in place; its staging copy is then unused).
+      VkBufferCopy io_region{io_staging_->offset, io_table_->offset, io_table_->size};
+      vkCmdCopyBuffer(cmd_, io_staging_->buffer, io_table_->buffer, 1, &io_region);
       for (size_t i = 0; i < inputs_.size(); ++i) {
         VkBufferCopy region{input_staging_[i]->offset, inputs_[i]->offset, inputs_[i]->size};
         vkCmdCopyBuffer(cmd_, input_staging_[i]->buffer, inputs_[i]->buffer, 1, &region);
@@ -302,15 +299,8 @@ class VulkanExecutable final : public backends::Executable {
       vkCmdDispatch(cmd_, d.groups[0], d.groups[1], d.groups[2]);
       if (timed) vkCmdWriteTimestamp(cmd_, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, queries_, static_cast<uint32_t>(2 * i + 1));
     }
-    if (!host_io_) {
-      barrier(VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_ACCESS_SHADER_WRITE_BIT, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_READ_BIT);
-      for (size_t k = 0; k < output_bufs_.size(); ++k) {
-        VkBufferCopy region{output_bufs_[k]->offset, output_staging_[k]->offset, output_bufs_[k]->size};
-        vkCmdCopyBuffer(cmd_, output_bufs_[k]->buffer, output_staging_[k]->buffer, 1, &region);
-      }
-    }
-    barrier(VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT,
-            VK_PIPELINE_STAGE_HOST_BIT, VK_ACCESS_HOST_READ_BIT);
+    barrier(VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_ACCESS_SHADER_WRITE_BIT, VK_PIPELINE_STAGE_HOST_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT,
+            VK_ACCESS_HOST_READ_BIT | VK_ACCESS_TRANSFER_READ_BIT);
     check(vkEndCommandBuffer(cmd_), "vkEndCommandBuffer");
   }
 
@@ -319,10 +309,10 @@ class VulkanExecutable final : public backends::Executable {
   kernel::RegionSchedule schedule_;
   std::vector<TensorType> outputs_;
   bool host_io_ = false;
-  std::vector<Buffer> inputs_, input_staging_, output_bufs_, output_staging_;
-  Buffer arena_, status_;
+  std::vector<Buffer> inputs_, input_staging_;
+  Buffer arena_, status_, io_table_, io_staging_;
   // Rebuilt when an unbounded while loop needs more recorded iterations (under mu_).
-  mutable Buffer device_words_, consts_, io_table_;
+  mutable Buffer device_words_, consts_;
   mutable std::map<const kernel::Kernel*, CompiledKernel> kernels_;
   mutable std::map<const ir::Node*, CompiledLoop> loops_;
   mutable RecordOptions options_;

@@ -36,10 +36,40 @@ Array::Array() : Array(DType::f32, Shape{0}) {}
 
 Array::Array(DType dtype, Shape shape) : type_{dtype, std::move(shape)} {
   int64_t n = checked_numel(type_.shape, nullptr);
-  bytes_ = std::make_shared<std::byte[]>(static_cast<size_t>(n * dtype_size(dtype)));
+  storage_ = std::make_shared<detail::ArrayStorage>();
+  storage_->host = std::make_shared<std::byte[]>(static_cast<size_t>(n * dtype_size(dtype)));
 }
 
-Array::Array(TensorType type, std::shared_ptr<std::byte[]> bytes) : type_(std::move(type)), bytes_(std::move(bytes)) {}
+Array::Array(TensorType type, std::shared_ptr<std::byte[]> bytes) : type_(std::move(type)) {
+  storage_ = std::make_shared<detail::ArrayStorage>();
+  storage_->host = std::move(bytes);
+}
+
+Array Array::from_device(TensorType type, std::shared_ptr<const detail::DeviceBuffer> buffer) {
+  Array a(std::move(type), nullptr);
+  a.storage_->device = std::move(buffer);
+  return a;
+}
+
+std::byte* Array::host() const {
+  std::lock_guard<std::mutex> lock(storage_->mu);
+  if (!storage_->host) {
+    size_t n = static_cast<size_t>(size() * dtype_size(dtype()));
+    storage_->host = std::make_shared_for_overwrite<std::byte[]>(n);
+    if (n) storage_->device->read(storage_->host.get(), n);
+  }
+  return storage_->host.get();
+}
+
+bool Array::on_device() const {
+  std::lock_guard<std::mutex> lock(storage_->mu);
+  return storage_->device != nullptr;
+}
+
+std::shared_ptr<const detail::DeviceBuffer> Array::device_buffer() const {
+  std::lock_guard<std::mutex> lock(storage_->mu);
+  return storage_->device;
+}
 
 Array Array::empty(DType dtype, Shape shape) {
   int64_t n = checked_numel(shape, nullptr);
@@ -54,11 +84,13 @@ void Array::assign(std::span<const T> data, const std::source_location& loc) {
     detail::fail("Array", std::to_string(data.size()) + " values given for shape " + shape_str(type_.shape) +
                               ", which needs " + std::to_string(n), &loc);
   }
-  bytes_ = std::make_shared_for_overwrite<std::byte[]>(static_cast<size_t>(n * dtype_size(type_.dtype)));
+  storage_ = std::make_shared<detail::ArrayStorage>();
+  storage_->host = std::make_shared_for_overwrite<std::byte[]>(static_cast<size_t>(n * dtype_size(type_.dtype)));
+  std::byte* bytes = storage_->host.get();
   if constexpr (std::is_same_v<T, bool>) {
-    for (size_t i = 0; i < data.size(); ++i) bytes_[i] = std::byte{data[i] ? uint8_t{1} : uint8_t{0}};
+    for (size_t i = 0; i < data.size(); ++i) bytes[i] = std::byte{data[i] ? uint8_t{1} : uint8_t{0}};
   } else if (n) {
-    std::memcpy(bytes_.get(), data.data(), data.size_bytes());
+    std::memcpy(bytes, data.data(), data.size_bytes());
   }
 }
 
@@ -91,9 +123,10 @@ std::vector<T> Array::to_vector() const {
   }
   std::vector<T> out(static_cast<size_t>(size()));
   if constexpr (std::is_same_v<T, bool>) {
-    for (size_t i = 0; i < out.size(); ++i) out[i] = bytes_[i] != std::byte{0};
+    const std::byte* bytes = host();
+    for (size_t i = 0; i < out.size(); ++i) out[i] = bytes[i] != std::byte{0};
   } else {
-    if (!out.empty()) std::memcpy(out.data(), bytes_.get(), out.size() * sizeof(T));
+    if (!out.empty()) std::memcpy(out.data(), host(), out.size() * sizeof(T));
   }
   return out;
 }
@@ -104,7 +137,7 @@ template std::vector<bool> Array::to_vector<bool>() const;
 
 std::vector<double> Array::to_doubles() const {
   std::vector<double> out(static_cast<size_t>(size()));
-  const std::byte* p = bytes_.get();
+  const std::byte* p = host();
   for (size_t i = 0; i < out.size(); ++i) {
     switch (dtype()) {
       case DType::f32: { float v; std::memcpy(&v, p + 4 * i, 4); out[i] = v; break; }
@@ -123,13 +156,19 @@ double Array::item() const {
   return to_doubles()[0];
 }
 
-const void* Array::data() const { return bytes_.get(); }
-void* Array::mutable_data() { return bytes_.get(); }
+const void* Array::data() const { return host(); }
+
+void* Array::mutable_data() {
+  std::byte* p = host();
+  std::lock_guard<std::mutex> lock(storage_->mu);
+  storage_->device.reset();  // about to change: the device copy is stale
+  return p;
+}
 
 Array Array::clone() const {
   Array out = empty(dtype(), shape());
   size_t n = static_cast<size_t>(size() * dtype_size(dtype()));
-  if (n) std::memcpy(out.bytes_.get(), bytes_.get(), n);
+  if (n) std::memcpy(out.storage_->host.get(), host(), n);
   return out;
 }
 

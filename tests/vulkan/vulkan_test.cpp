@@ -157,6 +157,37 @@ TEST(Vulkan, ProfilingReportsEveryKernelAndWritesATrace) {
   EXPECT_TRUE(fx::kernel_times().empty());
 }
 
+TEST(Vulkan, ResultsStayOnTheDeviceBetweenCalls) {
+  REQUIRE_VULKAN();
+  // Training steps called one by one: parameters go from one call's results to the next call's
+  // inputs without leaving device memory; only what is read comes back.
+  auto step = [](Tensor w, Tensor x) {
+    auto [loss, g] = fx::value_and_grad([&](Tensor v) { return fx::sum(fx::tanh(fx::matmul(x, v)) * fx::tanh(fx::matmul(x, v))); }, {0})(w);
+    return std::make_pair(loss, w - g[0] * 0.1);
+  };
+  Array w0 = uniform({6, 3}, -0.5, 0.5, 17), x = uniform({5, 6}, -1, 1, 18);
+  auto vk = fx::jit(step, fx::Backend::Vulkan);
+  auto cpu = fx::jit(step, fx::Backend::Cpu);
+  Array w = w0, wc = w0;
+  for (int i = 0; i < 5; ++i) {
+    auto [l, next] = vk(w, x);
+    EXPECT_TRUE(next.on_device());
+    w = next;
+    wc = cpu(wc, x).second;
+  }
+  EXPECT_FALSE(w0.on_device());
+  expect_close(w, wc, 1e-4);
+  EXPECT_TRUE(w.on_device());  // reading made a host copy; the device copy is still there
+  // Writing through mutable_data() makes the host copy the only one, and the next call uses it.
+  static_cast<float*>(w.mutable_data())[0] = 0.25f;
+  EXPECT_FALSE(w.on_device());
+  static_cast<float*>(wc.mutable_data())[0] = 0.25f;
+  expect_close(vk(w, x).second, cpu(wc, x).second, 1e-4);
+  // The CPU backend reads a device-resident array like any other.
+  auto [l, on_device] = vk(w0, x);
+  expect_close(cpu(on_device, x).second, cpu(cpu(w0, x).second, x).second, 1e-4);
+}
+
 TEST(Vulkan, LstmTrainingScanIsOneSubmission) {
   REQUIRE_VULKAN();
   const int64_t H = 8, B = 4, In = 3, T = 50;

@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <source_location>
 #include <span>
 #include <string>
@@ -12,9 +13,33 @@
 
 namespace fluxion {
 
-// A handle to row-major data held in host memory. Copies share the data (like a torch
-// tensor); `clone()` makes an independent copy. Element types: float (f32), double (f64),
-// int32_t (i32), bool (boolean, one byte per element).
+namespace detail {
+
+// Bytes of an Array held in a device's memory, implemented by a backend (the Vulkan backend's
+// results). Never written after it is made: a program writes its results into new buffers.
+class DeviceBuffer {
+ public:
+  virtual ~DeviceBuffer() = default;
+  // Copies the `bytes` bytes to host memory at `dst`.
+  virtual void read(void* dst, size_t bytes) const = 0;
+};
+
+// Where an Array's bytes are: on the host, on a device, or both (the host copy is made on the
+// first read). Shared by the copies of an Array.
+struct ArrayStorage {
+  std::mutex mu;
+  std::shared_ptr<std::byte[]> host;
+  std::shared_ptr<const DeviceBuffer> device;
+};
+
+}  // namespace detail
+
+// A handle to row-major data held in host memory, or in device memory for the results of a
+// program run on the Vulkan backend: those stay on the device, where the next program reads
+// them without a copy, until something reads them on the host (to_vector, data(), item(), str()),
+// which copies them once. Copies share the data (like a torch tensor); `clone()` makes an
+// independent copy. Element types: float (f32), double (f64), int32_t (i32), bool (boolean, one
+// byte per element).
 class Array {
  public:
   // An empty f32 array of shape [0].
@@ -57,9 +82,17 @@ class Array {
   // The single element of a size-1 array converted to double; Error otherwise.
   double item() const;
 
-  // Raw host bytes, row-major, dtype_size(dtype()) bytes per element.
+  // Raw host bytes, row-major, dtype_size(dtype()) bytes per element (copied from the device
+  // first when the array lives there). Writing through mutable_data() leaves the host copy the
+  // only one.
   const void* data() const;
   void* mutable_data();
+
+  // Whether the bytes are in device memory (a result of the Vulkan backend), and that buffer.
+  bool on_device() const;
+  std::shared_ptr<const detail::DeviceBuffer> device_buffer() const;
+  // An array whose bytes are `buffer` (for backends).
+  static Array from_device(TensorType type, std::shared_ptr<const detail::DeviceBuffer> buffer);
 
   // An independent copy of the data.
   Array clone() const;
@@ -68,12 +101,14 @@ class Array {
 
  private:
   Array(TensorType type, std::shared_ptr<std::byte[]> bytes);
+  // The host bytes, copied from the device on first use.
+  std::byte* host() const;
   // Copies `data` (one element per position of type_.shape) into fresh storage.
   template <class T>
   void assign(std::span<const T> data, const std::source_location& loc);
 
   TensorType type_;
-  std::shared_ptr<std::byte[]> bytes_;  // numel * dtype_size bytes
+  std::shared_ptr<detail::ArrayStorage> storage_;  // numel * dtype_size bytes
 };
 
 }  // namespace fluxion
