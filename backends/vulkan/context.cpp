@@ -7,6 +7,7 @@
 #include <optional>
 #include <vector>
 
+#include "backends/disk_cache.h"
 #include "fluxion/error.h"
 
 namespace fluxion::vulkan {
@@ -110,11 +111,30 @@ std::vector<Candidate> enumerate(VkInstance instance) {
   return out;
 }
 
+std::string pipeline_cache_key(const VkPhysicalDeviceProperties& p) {
+  std::string key = "fluxion-vkpipelinecache-1\n" + std::string(p.deviceName) + "\n" + std::to_string(p.vendorID) + ":" +
+                    std::to_string(p.deviceID) + ":" + std::to_string(p.driverVersion) + "\n";
+  for (uint8_t b : p.pipelineCacheUUID) key += std::to_string(b) + ",";
+  return key;
+}
+
+Context* opened = nullptr;
+
+// At exit: the pipeline cache's data to disk, for the next run.
+void store_pipeline_cache() {
+  if (!opened || !opened->pipeline_cache) return;
+  size_t n = 0;
+  if (vkGetPipelineCacheData(opened->device, opened->pipeline_cache, &n, nullptr) != VK_SUCCESS || n == 0) return;
+  std::string data(n, '\0');
+  if (vkGetPipelineCacheData(opened->device, opened->pipeline_cache, &n, data.data()) != VK_SUCCESS) return;
+  data.resize(n);
+  backends::disk_cache_store(pipeline_cache_key(opened->properties), data);
+}
+
 // The device chosen before first use (select_vulkan_device), as an index or a name.
 std::mutex choice_mu;
 std::optional<int> chosen_index;
 std::optional<std::string> chosen_name;
-Context* opened = nullptr;
 
 int rank(VkPhysicalDeviceType t) {
   switch (t) {
@@ -238,8 +258,19 @@ Context* open_context() {
   di.pQueueCreateInfos = &qi;
   check(vkCreateDevice(c.physical, &di, nullptr, &ctx->device), "vkCreateDevice");
   vkGetDeviceQueue(ctx->device, ctx->queue_family, 0, &ctx->queue);
+  // The driver's compiled pipelines from earlier runs (the driver checks the data's UUID and
+  // ignores data of another device or driver version).
+  bool cached = false;
+  std::string initial = backends::disk_cache_load(pipeline_cache_key(ctx->properties), &cached);
   auto pci = vk_struct<VkPipelineCacheCreateInfo>(VK_STRUCTURE_TYPE_PIPELINE_CACHE_CREATE_INFO);
-  check(vkCreatePipelineCache(ctx->device, &pci, nullptr, &ctx->pipeline_cache), "vkCreatePipelineCache");
+  pci.initialDataSize = cached ? initial.size() : 0;
+  pci.pInitialData = cached ? initial.data() : nullptr;
+  if (vkCreatePipelineCache(ctx->device, &pci, nullptr, &ctx->pipeline_cache) != VK_SUCCESS) {
+    pci.initialDataSize = 0;
+    pci.pInitialData = nullptr;
+    check(vkCreatePipelineCache(ctx->device, &pci, nullptr, &ctx->pipeline_cache), "vkCreatePipelineCache");
+  }
+  std::atexit(store_pipeline_cache);
   ctx->device_pool = std::make_unique<MemoryPool>(ctx->device, ctx->physical, VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT, 0, "device");
   ctx->staging_pool = std::make_unique<MemoryPool>(
       ctx->device, ctx->physical, VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT,

@@ -41,7 +41,7 @@ VkPipeline pipeline(Context& ctx, const std::string& glsl, const std::string& na
     auto it = table().find(glsl);
     if (it != table().end()) return it->second;
   }
-  std::vector<uint32_t> spirv = compile_glsl(glsl, name);
+  std::vector<uint32_t> spirv = compile_glsl_cached(glsl, name);
   std::lock_guard<std::mutex> lock(mu);
   auto it = table().find(glsl);
   if (it != table().end()) return it->second;

@@ -2,14 +2,18 @@
 #include "backends/vulkan/shader.h"
 
 #include <glslang/Public/ResourceLimits.h>
+#include <glslang/build_info.h>
 #include <glslang/Public/ShaderLang.h>
 #include <glslang/SPIRV/GlslangToSpv.h>
 #include <spirv-tools/libspirv.hpp>
 #include <spirv-tools/optimizer.hpp>
 
+#include <cstring>
 #include <mutex>
 #include <sstream>
 
+#include "backends/counters.h"
+#include "backends/disk_cache.h"
 #include "fluxion/error.h"
 
 namespace fluxion::vulkan {
@@ -82,6 +86,24 @@ std::vector<uint32_t> compile_glsl(const std::string& glsl, const std::string& n
     detail::fail("vulkan codegen", "internal error: SPIR-V of " + name + " is invalid: " + invalid + numbered(glsl));
   }
   return optimised;
+}
+
+std::vector<uint32_t> compile_glsl_cached(const std::string& glsl, const std::string& name) {
+  std::string key = "fluxion-spirv-1\nglslang " + std::to_string(GLSLANG_VERSION_MAJOR) + "." + std::to_string(GLSLANG_VERSION_MINOR) +
+                    "\n" + glsl;
+  bool found = false;
+  std::string bytes = backends::disk_cache_load(key, &found);
+  if (found && bytes.size() % 4 == 0 && !bytes.empty()) {
+    std::vector<uint32_t> words(bytes.size() / 4);
+    std::memcpy(words.data(), bytes.data(), bytes.size());
+    if (validate_spirv(words).empty()) {
+      backends::counters().disk_cache_hits++;
+      return words;
+    }
+  }
+  std::vector<uint32_t> spirv = compile_glsl(glsl, name);
+  backends::disk_cache_store(key, std::string(reinterpret_cast<const char*>(spirv.data()), spirv.size() * 4));
+  return spirv;
 }
 
 }  // namespace fluxion::vulkan

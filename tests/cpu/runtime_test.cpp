@@ -12,7 +12,7 @@
 #include <new>
 #include <thread>
 
-#include "backends/cpu/disk_cache.h"
+#include "backends/disk_cache.h"
 #include "backends/cpu/executable.h"
 #include "common/test_util.h"
 #include "cpu/lstm_cell.h"
@@ -191,7 +191,7 @@ TEST(CpuRuntime, SecondCompileOfAProgramLoadsItsObjectFromDisk) {
   auto third = fluxion::cpu::compile(p);
   EXPECT_EQ(fx::counters().disk_cache_hits, 0u);
   ::setenv("FLUXION_DISK_CACHE", "0", 1);
-  EXPECT_EQ(fluxion::cpu::disk_cache_dir(), "");
+  EXPECT_EQ(fluxion::backends::disk_cache_dir(), "");
   ::unsetenv("FLUXION_DISK_CACHE");
   ::unsetenv("FLUXION_CACHE_DIR");
   std::filesystem::remove_all(dir);

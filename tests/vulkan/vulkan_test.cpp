@@ -8,6 +8,7 @@
 #include <fluxion/fluxion.h>
 
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 
@@ -288,6 +289,21 @@ TEST(Vulkan, OutOfMemoryBudgetRaisesAndLeavesInputsIntact) {
   ::unsetenv("FLUXION_VULKAN_MEMORY_LIMIT");
   EXPECT_TRUE(raised);
   EXPECT_EQ(x.to_doubles(), before);
+}
+
+TEST(Vulkan, SpirvComesFromTheDiskCacheOnASecondCompile) {
+  std::string dir = ::testing::TempDir() + "fluxion_spirv_cache_test";
+  std::filesystem::remove_all(dir);
+  ::setenv("FLUXION_CACHE_DIR", dir.c_str(), 1);
+  std::string glsl = "#version 460\nlayout(local_size_x = 1) in;\nvoid main() { int unused = 42; }\n";
+  fx::reset_counters();
+  std::vector<uint32_t> first = fx::vulkan::compile_glsl_cached(glsl, "cached");
+  EXPECT_EQ(fx::counters().disk_cache_hits, 0u);
+  std::vector<uint32_t> second = fx::vulkan::compile_glsl_cached(glsl, "cached");
+  EXPECT_EQ(fx::counters().disk_cache_hits, 1u);
+  EXPECT_EQ(first, second);
+  ::unsetenv("FLUXION_CACHE_DIR");
+  std::filesystem::remove_all(dir);
 }
 
 TEST(Vulkan, ValidatorRejectsBrokenSpirv) {

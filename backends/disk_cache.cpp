@@ -1,4 +1,4 @@
-#include "backends/cpu/disk_cache.h"
+#include "backends/disk_cache.h"
 
 #include <unistd.h>
 
@@ -9,7 +9,7 @@
 #include <fstream>
 #include <sstream>
 
-namespace fluxion::cpu {
+namespace fluxion::backends {
 namespace {
 
 uint64_t fnv1a(const std::string& s, uint64_t h) {
@@ -76,4 +76,4 @@ void disk_cache_store(const std::string& key, const std::string& object) {
   if (ec) std::filesystem::remove(tmp, ec);
 }
 
-}  // namespace fluxion::cpu
+}  // namespace fluxion::backends

@@ -1,12 +1,12 @@
-// The on-disk cache of compiled object code, so a second run of a program starts without
-// recompiling. Location: $FLUXION_CACHE_DIR, else $XDG_CACHE_HOME/fluxion, else
+// The on-disk cache of compiled code (the CPU backend's object files, the Vulkan backend's
+// SPIR-V and pipeline cache), so a second run of a program starts without recompiling. Location: $FLUXION_CACHE_DIR, else $XDG_CACHE_HOME/fluxion, else
 // $HOME/.cache/fluxion. FLUXION_DISK_CACHE=0 turns it off. Entries are written atomically
 // (a temporary file renamed into place) and a damaged entry is ignored and recompiled.
 #pragma once
 
 #include <string>
 
-namespace fluxion::cpu {
+namespace fluxion::backends {
 
 // The object stored under `key` (the whole key text is checked, not only its hash), or ""
 // with *found = false.
@@ -17,4 +17,4 @@ void disk_cache_store(const std::string& key, const std::string& object);
 // The directory in use, or "" when the cache is off.
 std::string disk_cache_dir();
 
-}  // namespace fluxion::cpu
+}  // namespace fluxion::backends
