@@ -30,11 +30,13 @@ test: build-test
 	cd build/test && LP_NUM_THREADS=$${LP_NUM_THREADS:-0} ctest --output-on-failure -j $(JOBS)
 
 # The whole suite under AddressSanitizer + UndefinedBehaviorSanitizer. The interpreter's
-# out-of-memory test needs allocations that fail to return null instead of aborting.
+# out-of-memory test needs allocations that fail to return null instead of aborting; lavapipe's
+# own allocations held until exit are suppressed (tests/sanitize/lsan.supp).
 test-sanitize: deps
 	cmake -S . -B build/sanitize -G Ninja -DCMAKE_BUILD_TYPE=Debug -DFLUXION_SANITIZE=ON $(CMAKE_FLAGS)
 	cmake --build build/sanitize -j $(JOBS)
-	cd build/sanitize && LP_NUM_THREADS=$${LP_NUM_THREADS:-0} ASAN_OPTIONS=allocator_may_return_null=1 ctest --output-on-failure -j $(JOBS)
+	cd build/sanitize && LP_NUM_THREADS=$${LP_NUM_THREADS:-0} ASAN_OPTIONS=allocator_may_return_null=1 \
+	  LSAN_OPTIONS=suppressions=$(CURDIR)/tests/sanitize/lsan.supp ctest --output-on-failure -j $(JOBS)
 
 # All runs append to one results file: 1 thread first (it rewrites the file), then all cores, then
 # the Vulkan backend (fluxion-vulkan rows; on lavapipe its times say little, its round trips and

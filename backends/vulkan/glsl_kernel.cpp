@@ -50,7 +50,7 @@ GlslKernel::GlslKernel(const ir::Region& r, const kernel::RegionSchedule& s, con
   computed_.assign(r.types.size(), false);
   auto mark = [&](size_t n) {
     const ir::Node& node = r.nodes[n];
-    bool gemm_root = k.kind == kernel::KernelKind::MatMul && n == k.root && node.op == Op::MatMul;
+    bool gemm_root = k.kind == kernel::KernelKind::MatMul && n == k.root;
     if (is_reduce(node) || gemm_root) return;
     for (ir::ValueId v : node.results) computed_[static_cast<size_t>(v)] = true;
   };
@@ -198,7 +198,7 @@ std::string GlslKernel::at(ir::ValueId v, const Index& idx) {
 void GlslKernel::body_at(const Index& idx) {
   for (size_t n : k_.nodes) {
     const ir::Node& node = r_.nodes[n];
-    if (k_.kind == kernel::KernelKind::MatMul && n == k_.root && node.op == Op::MatMul) {
+    if (k_.kind == kernel::KernelKind::MatMul && n == k_.root) {
       ir::ValueId v = node.results[0];
       kernel::Storage st = s_.storage[static_cast<size_t>(v)];
       if (st == kernel::Storage::Slot || st == kernel::Storage::Output) store(v, idx, at(v, idx));
@@ -308,43 +308,161 @@ void GlslKernel::emit_reducing() {
   line("}");
 }
 
-void GlslKernel::emit_matmul() {
+GlslKernel::Gemm GlslKernel::matmul_gemm() {
   const ir::Node& mm = r_.nodes[k_.root];
-  ir::ValueId a = mm.operands[0], b = mm.operands[1], c = mm.results[0];
-  const Shape& cs = r_.type(c).shape;
+  ir::ValueId a = mm.operands[0], b = mm.operands[1];
+  const Shape& cs = r_.type(mm.results[0]).shape;
   size_t rank = cs.size();
-  int64_t M = cs[rank - 2], N = cs[rank - 1], K = r_.type(a).shape.back();
-  Shape batch(cs.begin(), cs.end() - 2);
+  Gemm g;
+  g.batch.assign(cs.begin(), cs.end() - 2);
+  g.M = cs[rank - 2];
+  g.N = cs[rank - 1];
+  g.K = r_.type(a).shape.back();
+  // The operands' and the result's index: the batch index, then the two matrix dimensions.
+  auto index = [](Index idx, const std::string& x, const std::string& y) {
+    idx.push_back(x);
+    idx.push_back(y);
+    return idx;
+  };
+  g.a = [this, a, index](const Index& bi, const std::string& i, const std::string& k, const std::string& dst) {
+    line(dst + " = " + at(a, index(bi, i, k)) + ";");
+  };
+  g.b = [this, b, index](const Index& bi, const std::string& k, const std::string& j, const std::string& dst) {
+    line(dst + " = " + at(b, index(bi, k, j)) + ";");
+  };
+  g.c_index = index;
+  return g;
+}
+
+// A convolution or one of its gradients as a matrix product whose operands are read as im2col
+// (groups = 1, which the fuser guarantees for MatMul kernels).
+GlslKernel::Gemm GlslKernel::conv_gemm() {
+  const ir::Node& n = r_.nodes[k_.root];
+  const ir::Attrs& at_ = n.attrs;
+  ir::ValueId op0 = n.operands[0], op1 = n.operands[1];
+  auto S = [](int64_t v) { return std::to_string(v); };
+  DType t = r_.type(n.results[0]).dtype;
+  // The row-major coordinates of `v` over `dims`, as fresh int variables.
+  auto split = [this, S](const std::string& v, const std::vector<int64_t>& dims) {
+    Index out(dims.size());
+    std::string rest = fresh("s");
+    line("int " + rest + " = " + v + ";");
+    for (size_t d = dims.size(); d-- > 0;) {
+      out[d] = fresh("s");
+      line("int " + out[d] + " = " + (d == 0 ? rest : rest + " % " + S(dims[d])) + ";");
+      if (d > 0) line(rest + " /= " + S(dims[d]) + ";");
+    }
+    return out;
+  };
+  // dst = x[i0, i1, h, w] when (h, w) lies inside x, else 0.
+  auto guarded = [this, t](ir::ValueId x, const std::string& i0, const std::string& i1, const std::string& h, const std::string& w,
+                           const std::string& valid, const std::string& dst) {
+    line(dst + " = " + constant(t, 0) + ";");
+    line("if (" + valid + ") {");
+    block([&] { line(dst + " = " + at(x, {i0, i1, h, w}) + ";"); });
+    line("}");
+  };
+  auto inside = [S](const std::string& h, int64_t H, const std::string& w, int64_t W) {
+    return h + " >= 0 && " + h + " < " + S(H) + " && " + w + " >= 0 && " + w + " < " + S(W);
+  };
+  // Input row/column read by output row/column `o` through tap `k` along dimension d.
+  auto fwd = [S, &at_](const std::string& o, int d, const std::string& k) {
+    return "(" + o + " * " + S(at_.strides[static_cast<size_t>(d)]) + " - " + S(at_.padding[static_cast<size_t>(2 * d)]) + " + " + k + " * " +
+           S(at_.dilation[static_cast<size_t>(d)]) + ")";
+  };
+  Gemm g;
+  if (n.op == ir::Op::Conv2d) {  // y[n, o, oh, ow] = sum over (c, kh, kw) of w[o, c, kh, kw] x[n, c, h, w]
+    const Shape &xs = r_.type(op0).shape, &ws = r_.type(op1).shape, &ys = r_.type(n.results[0]).shape;
+    g.batch = {xs[0]};
+    g.M = ws[0];
+    g.N = ys[2] * ys[3];
+    g.K = ws[1] * ws[2] * ws[3];
+    g.a = [this, op1, ws, split](const Index&, const std::string& i, const std::string& k, const std::string& dst) {
+      Index c = split(k, {ws[1], ws[2], ws[3]});
+      line(dst + " = " + at(op1, {i, c[0], c[1], c[2]}) + ";");
+    };
+    g.b = [this, op0, xs, ws, ys, split, guarded, inside, fwd](const Index& bi, const std::string& k, const std::string& j, const std::string& dst) {
+      Index c = split(k, {ws[1], ws[2], ws[3]});
+      Index o = split(j, {ys[2], ys[3]});
+      std::string h = fresh("h"), w = fresh("w");
+      line("int " + h + " = " + fwd(o[0], 0, c[1]) + ", " + w + " = " + fwd(o[1], 1, c[2]) + ";");
+      guarded(op0, bi[0], c[0], h, w, inside(h, xs[2], w, xs[3]), dst);
+    };
+    g.c_index = [ys, S](const Index& bi, const std::string& i, const std::string& j) {
+      return Index{bi[0], i, "(" + j + " / " + S(ys[3]) + ")", "(" + j + " % " + S(ys[3]) + ")"};
+    };
+  } else if (n.op == ir::Op::Conv2dInputGrad) {  // dx[n, c, h, w] = sum over (o, kh, kw) of w[o, c, kh, kw] g[n, o, oh, ow]
+    const Shape &gs = r_.type(op0).shape, &ws = r_.type(op1).shape, &xs = r_.type(n.results[0]).shape;
+    g.batch = {xs[0]};
+    g.M = xs[1];
+    g.N = xs[2] * xs[3];
+    g.K = ws[0] * ws[2] * ws[3];
+    g.a = [this, op1, ws, split](const Index&, const std::string& i, const std::string& k, const std::string& dst) {
+      Index c = split(k, {ws[0], ws[2], ws[3]});
+      line(dst + " = " + at(op1, {c[0], i, c[1], c[2]}) + ";");
+    };
+    g.b = [this, op0, gs, ws, xs, split, guarded, S, &at_](const Index& bi, const std::string& k, const std::string& j, const std::string& dst) {
+      Index c = split(k, {ws[0], ws[2], ws[3]});
+      Index p = split(j, {xs[2], xs[3]});
+      std::string th = fresh("d"), tw = fresh("d"), oh = fresh("q"), ow = fresh("q");
+      line("int " + th + " = " + p[0] + " + " + S(at_.padding[0]) + " - " + c[1] + " * " + S(at_.dilation[0]) + ", " + tw + " = " + p[1] + " + " +
+           S(at_.padding[2]) + " - " + c[2] + " * " + S(at_.dilation[1]) + ";");
+      line("int " + oh + " = " + th + " / " + S(at_.strides[0]) + ", " + ow + " = " + tw + " / " + S(at_.strides[1]) + ";");
+      std::string valid = th + " >= 0 && " + th + " % " + S(at_.strides[0]) + " == 0 && " + oh + " < " + S(gs[2]) + " && " + tw + " >= 0 && " + tw +
+                          " % " + S(at_.strides[1]) + " == 0 && " + ow + " < " + S(gs[3]);
+      guarded(op0, bi[0], c[0], oh, ow, valid, dst);
+    };
+    g.c_index = [xs, S](const Index& bi, const std::string& i, const std::string& j) {
+      return Index{bi[0], i, "(" + j + " / " + S(xs[3]) + ")", "(" + j + " % " + S(xs[3]) + ")"};
+    };
+  } else {  // Conv2dWeightGrad: dw[o, c, kh, kw] = sum over (n, oh, ow) of g[n, o, oh, ow] x[n, c, h, w]
+    const Shape &xs = r_.type(op0).shape, &gs = r_.type(op1).shape, &ws = r_.type(n.results[0]).shape;
+    g.M = ws[0];
+    g.N = ws[1] * ws[2] * ws[3];
+    g.K = gs[0] * gs[2] * gs[3];
+    g.a = [this, op1, gs, split](const Index&, const std::string& i, const std::string& k, const std::string& dst) {
+      Index c = split(k, {gs[0], gs[2], gs[3]});
+      line(dst + " = " + at(op1, {c[0], i, c[1], c[2]}) + ";");
+    };
+    g.b = [this, op0, xs, gs, ws, split, guarded, inside, fwd](const Index&, const std::string& k, const std::string& j, const std::string& dst) {
+      Index c = split(k, {gs[0], gs[2], gs[3]});
+      Index q = split(j, {ws[1], ws[2], ws[3]});
+      std::string h = fresh("h"), w = fresh("w");
+      line("int " + h + " = " + fwd(c[1], 0, q[1]) + ", " + w + " = " + fwd(c[2], 1, q[2]) + ";");
+      guarded(op0, c[0], q[0], h, w, inside(h, xs[2], w, xs[3]), dst);
+    };
+    g.c_index = [ws, S](const Index&, const std::string& i, const std::string& j) {
+      return Index{i, "(" + j + " / " + S(ws[2] * ws[3]) + ")", "((" + j + " / " + S(ws[3]) + ") % " + S(ws[2]) + ")", "(" + j + " % " + S(ws[3]) + ")"};
+    };
+  }
+  return g;
+}
+
+void GlslKernel::emit_matmul() {
+  const ir::Node& root = r_.nodes[k_.root];
+  Gemm g = root.op == Op::MatMul ? matmul_gemm() : conv_gemm();
+  ir::ValueId c = root.results[0];
   DType t = r_.type(c).dtype;
   std::string T = glsl_type(t);
+  std::string M = std::to_string(g.M), N = std::to_string(g.N), K = std::to_string(g.K);
   shared_ += "shared " + T + " As[16][33];\nshared " + T + " Bs[16][33];\n";
-  groups_ = {static_cast<uint32_t>((N + 31) / 32), static_cast<uint32_t>((M + 31) / 32), static_cast<uint32_t>(std::max<int64_t>(1, numel(batch)))};
+  groups_ = {static_cast<uint32_t>((g.N + 31) / 32), static_cast<uint32_t>((g.M + 31) / 32), static_cast<uint32_t>(std::max<int64_t>(1, numel(g.batch)))};
   line("int tid = int(gl_LocalInvocationID.x);");
   line("int tx = tid % 8, ty = tid / 8;");
   line("int m0 = int(gl_WorkGroupID.y) * 32, n0 = int(gl_WorkGroupID.x) * 32;");
-  Index bidx = unravel("int(gl_WorkGroupID.z)", batch);
+  Index bidx = unravel("int(gl_WorkGroupID.z)", g.batch);
   line(T + " acc[4][4];");
   line("for (int r = 0; r < 4; ++r) for (int q = 0; q < 4; ++q) acc[r][q] = " + constant(t, 0) + ";");
-  line("for (int k0 = 0; k0 < " + std::to_string(K) + "; k0 += 16) {");
+  line("for (int k0 = 0; k0 < " + K + "; k0 += 16) {");
   indent_ += "  ";
   line("for (int e = tid; e < 512; e += 64) {");
   indent_ += "  ";
   line("int ai = e / 16, ak = e % 16, bk = e / 32, bj = e % 32;");
-  line("if (m0 + ai < " + std::to_string(M) + " && k0 + ak < " + std::to_string(K) + ") {");
-  block([&] {
-    Index ai = bidx;
-    ai.push_back("(m0 + ai)");
-    ai.push_back("(k0 + ak)");
-    line("As[ak][ai] = " + at(a, ai) + ";");
-  });
+  line("if (m0 + ai < " + M + " && k0 + ak < " + K + ") {");
+  block([&] { g.a(bidx, "(m0 + ai)", "(k0 + ak)", "As[ak][ai]"); });
   line("} else { As[ak][ai] = " + constant(t, 0) + "; }");
-  line("if (k0 + bk < " + std::to_string(K) + " && n0 + bj < " + std::to_string(N) + ") {");
-  block([&] {
-    Index bi = bidx;
-    bi.push_back("(k0 + bk)");
-    bi.push_back("(n0 + bj)");
-    line("Bs[bk][bj] = " + at(b, bi) + ";");
-  });
+  line("if (k0 + bk < " + K + " && n0 + bj < " + N + ") {");
+  block([&] { g.b(bidx, "(k0 + bk)", "(n0 + bj)", "Bs[bk][bj]"); });
   line("} else { Bs[bk][bj] = " + constant(t, 0) + "; }");
   indent_.resize(indent_.size() - 2);
   line("}");
@@ -360,11 +478,9 @@ void GlslKernel::emit_matmul() {
   line("for (int r = 0; r < 4; ++r) for (int q = 0; q < 4; ++q) {");
   indent_ += "  ";
   line("int i = m0 + ty + 8 * r, j = n0 + tx + 8 * q;");
-  line("if (i < " + std::to_string(M) + " && j < " + std::to_string(N) + ") {");
+  line("if (i < " + M + " && j < " + N + ") {");
   block([&] {
-    Index idx = bidx;
-    idx.push_back("i");
-    idx.push_back("j");
+    Index idx = g.c_index(bidx, "i", "j");
     memo_[{c, idx}] = "acc[r][q]";
     body_at(idx);
   });
@@ -375,7 +491,7 @@ void GlslKernel::emit_matmul() {
 
 KernelShader GlslKernel::emit(const std::string& name) {
   bool has_reduce = std::any_of(k_.nodes.begin(), k_.nodes.end(), [&](size_t n) { return is_reduce(r_.nodes[n]); });
-  bool gemm = k_.kind == kernel::KernelKind::MatMul && r_.nodes[k_.root].op == Op::MatMul;
+  bool gemm = k_.kind == kernel::KernelKind::MatMul;
   if (gemm && has_reduce) detail::fail("vulkan codegen", "internal error: a matmul kernel's epilogue reduces");
   if (gemm) {
     emit_matmul();
@@ -461,6 +577,10 @@ void GlslKernel::emit_cooperative_matmul() {
 
 std::string GlslKernel::emit_cooperative(const std::function<std::string(ir::ValueId)>& address) {
   indent_ = "    ";
+  if (k_.kind == kernel::KernelKind::MatMul && r_.nodes[k_.root].op != Op::MatMul) {
+    // A convolution inside a loop kernel: computed per output element, like a gathering op.
+    for (ir::ValueId v : r_.nodes[k_.root].results) computed_[static_cast<size_t>(v)] = true;
+  }
   if (k_.kind == kernel::KernelKind::MatMul && r_.nodes[k_.root].op == Op::MatMul) {
     emit_cooperative_matmul();
   } else {

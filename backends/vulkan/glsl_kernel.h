@@ -58,6 +58,18 @@ class GlslKernel {
   void body_at(const Index& idx);
   void emit_elementwise();
   void emit_reducing();
+  // A (batched) matrix product C[b][i][j] = sum over k of A[b][i][k] B[b][k][j]: `a` and `b`
+  // emit code assigning one operand element (inside the bounds) to `dst`; `c_index` is the
+  // result's index for C[b][i][j]. A convolution is the same product over im2col.
+  struct Gemm {
+    Shape batch;
+    int64_t M = 0, N = 0, K = 0;
+    std::function<void(const Index& b, const std::string& i, const std::string& k, const std::string& dst)> a;
+    std::function<void(const Index& b, const std::string& k, const std::string& j, const std::string& dst)> b;
+    std::function<Index(const Index& b, const std::string& i, const std::string& j)> c_index;
+  };
+  Gemm matmul_gemm();
+  Gemm conv_gemm();
   void emit_matmul();
   // Cooperative forms: every invocation of one workgroup strides over rows / outputs.
   void emit_cooperative_rows();
