@@ -215,6 +215,9 @@ Context* open_context() {
   p2.pNext = &sub;
   vkGetPhysicalDeviceProperties2(c.physical, &p2);
   ctx->subgroup_size = sub.subgroupSize;
+  ctx->shaders.subgroup_arithmetic = (sub.supportedStages & VK_SHADER_STAGE_COMPUTE_BIT) &&
+                                     (sub.supportedOperations & VK_SUBGROUP_FEATURE_ARITHMETIC_BIT) &&
+                                     (sub.supportedOperations & VK_SUBGROUP_FEATURE_BASIC_BIT);
   auto fc = vk_struct<VkPhysicalDeviceFloatControlsProperties>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FLOAT_CONTROLS_PROPERTIES);
   auto p2f = vk_struct<VkPhysicalDeviceProperties2>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2);
   p2f.pNext = &fc;

@@ -22,6 +22,7 @@ struct ShaderTarget {
   bool float64 = false;       // shaderFloat64: f64 arithmetic (else f64 programs are refused)
   bool preserve_nan32 = false;  // shaderSignedZeroInfNanPreserveFloat32: IEEE NaN/Inf/-0 in f32
   bool preserve_nan64 = false;  // the same for f64
+  bool subgroup_arithmetic = false;  // subgroupAdd and friends in compute shaders
 };
 
 struct KernelShader {

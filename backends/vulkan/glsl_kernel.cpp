@@ -283,6 +283,40 @@ void GlslKernel::emit_reducing() {
   memo_ = saved;
   indent_.resize(indent_.size() - 2);
   line("}");
+  // One row per workgroup: its subgroups reduce with subgroup operations, then their partial
+  // results through workgroup memory (layout-independent: every subgroup lies in the row).
+  bool by_subgroups = target_.subgroup_arithmetic && lanes == kWorkgroupSize &&
+                      std::all_of(reductions.begin(), reductions.end(), [&](size_t n) {
+                        const ir::Node& node = r_.nodes[n];
+                        DType t = r_.type(node.results[0]).dtype;
+                        // Subgroup max/min leave NaN handling undefined: floats keep the tree.
+                        return node.op == Op::ReduceSum ? t != DType::boolean : t == DType::i32;
+                      });
+  if (by_subgroups) {
+    for (size_t n : reductions) {
+      const ir::Node& node = r_.nodes[n];
+      DType t = r_.type(node.results[0]).dtype;
+      std::string sh = "red" + std::to_string(n);
+      const char* f = node.op == Op::ReduceSum ? "subgroupAdd" : node.op == Op::ReduceMax ? "subgroupMax" : "subgroupMin";
+      shared_ += "shared " + glsl_type(t) + " " + sh + "[64];\n";
+      line(accumulators_[n] + " = " + f + "(" + accumulators_[n] + ");");
+      line("if (subgroupElect()) " + sh + "[gl_SubgroupID] = " + accumulators_[n] + ";");
+    }
+    line("barrier();");
+    line("if (live && tid == 0) {");
+    indent_ += "  ";
+    Index out_idx = unravel("row", kept);
+    for (size_t n : reductions) {
+      const ir::Node& node = r_.nodes[n];
+      DType t = r_.type(node.results[0]).dtype;
+      std::string sh = "red" + std::to_string(n);
+      line("for (int s = 1; s < int(gl_NumSubgroups); ++s) " + sh + "[0] = " + combine(node.op, t, sh + "[0]", sh + "[s]") + ";");
+      store(node.results[0], out_idx, sh + "[0]");
+    }
+    indent_.resize(indent_.size() - 2);
+    line("}");
+    return;
+  }
   for (size_t n : reductions) {
     const ir::Node& node = r_.nodes[n];
     DType t = r_.type(node.results[0]).dtype;

@@ -284,6 +284,9 @@ std::string instantiate(const std::string& text, bool dbl) {
 
 std::string shader_prelude(const ShaderTarget& target) {
   std::string s = kPrelude;
+  if (target.subgroup_arithmetic) {
+    s += "#extension GL_KHR_shader_subgroup_basic : require\n#extension GL_KHR_shader_subgroup_arithmetic : require\n";
+  }
   if (target.preserve_nan32 || (target.float64 && target.preserve_nan64)) {
     s += "#extension GL_EXT_spirv_intrinsics : require\n";
     // SignedZeroInfNanPreserve (execution mode 4461, capability 4466) per float width.
