@@ -527,6 +527,18 @@ KernelShader GlslKernel::emit(const std::string& name) {
   bool has_reduce = std::any_of(k_.nodes.begin(), k_.nodes.end(), [&](size_t n) { return is_reduce(r_.nodes[n]); });
   bool gemm = k_.kind == kernel::KernelKind::MatMul;
   if (gemm && has_reduce) detail::fail("vulkan codegen", "internal error: a matmul kernel's epilogue reduces");
+  const ir::Node& root = r_.nodes[k_.root];
+  if (gemm && root.op != Op::MatMul) {
+    // A convolution as a tiled product pays when it fills tiles and workgroups: with few output
+    // channels (LeNet's 1-16) most of each 32-row tile would idle, and a weight gradient is a
+    // handful of tiles over a very long k. Those run one output element per invocation.
+    Gemm g = conv_gemm();
+    int64_t tiles = std::max<int64_t>(1, numel(g.batch)) * ((g.M + 31) / 32) * ((g.N + 31) / 32);
+    if (g.M < 16 || tiles < 16) {
+      gemm = false;
+      for (ir::ValueId v : root.results) computed_[static_cast<size_t>(v)] = true;
+    }
+  }
   if (gemm) {
     emit_matmul();
   } else if (has_reduce) {

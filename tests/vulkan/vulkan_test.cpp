@@ -275,6 +275,21 @@ TEST(Vulkan, ConvNetMatchesCpu) {
   expect_close(g[1], cg[1], 1e-3);
 }
 
+TEST(Vulkan, WideConvolutionsMatchCpu) {
+  REQUIRE_VULKAN();
+  // Channel counts that make the tiled product pay: 16 -> 16 channels (forward and input
+  // gradient tiled) and 64 -> 16 (weight gradient tiled).
+  auto net = [](Tensor w1, Tensor w2, Tensor x1, Tensor x2) {
+    return fx::sum(fx::tanh(fx::conv2d(x1, w1, {.padding = {1}}))) + fx::sum(fx::tanh(fx::conv2d(x2, w2, {.padding = {1}})));
+  };
+  Array w1 = uniform({16, 16, 3, 3}, -0.2, 0.2, 19), w2 = uniform({16, 64, 3, 3}, -0.1, 0.1, 20);
+  Array x1 = uniform({2, 16, 16, 16}, -1, 1, 21), x2 = uniform({2, 64, 8, 8}, -1, 1, 22);
+  auto [v, g] = fx::jit(fx::value_and_grad(net, {0, 1, 2}), fx::Backend::Vulkan)(w1, w2, x1, x2);
+  auto [cv, cg] = fx::jit(fx::value_and_grad(net, {0, 1, 2}), fx::Backend::Cpu)(w1, w2, x1, x2);
+  expect_close(v, cv, 1e-4);
+  for (size_t i = 0; i < 3; ++i) expect_close(g[i], cg[i], 1e-3);
+}
+
 TEST(Vulkan, OutOfMemoryBudgetRaisesAndLeavesInputsIntact) {
   REQUIRE_VULKAN();
   Array x = uniform({256, 256}, -1, 1, 11);
