@@ -214,7 +214,6 @@ Context* open_context() {
   auto p2 = vk_struct<VkPhysicalDeviceProperties2>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2);
   p2.pNext = &sub;
   vkGetPhysicalDeviceProperties2(c.physical, &p2);
-  ctx->subgroup_size = sub.subgroupSize;
   ctx->shaders.subgroup_arithmetic = (sub.supportedStages & VK_SHADER_STAGE_COMPUTE_BIT) &&
                                      (sub.supportedOperations & VK_SUBGROUP_FEATURE_ARITHMETIC_BIT) &&
                                      (sub.supportedOperations & VK_SUBGROUP_FEATURE_BASIC_BIT);

@@ -36,7 +36,6 @@ struct Context {
   VkPipelineCache pipeline_cache = VK_NULL_HANDLE;
   VulkanDeviceInfo info;
   VkPhysicalDeviceProperties properties{};
-  uint32_t subgroup_size = 1;
   ShaderTarget shaders;
   double timestamp_period_ns = 1;
   uint32_t timestamp_bits = 0;  // of the compute queue; 0: no timestamps (no profiling)

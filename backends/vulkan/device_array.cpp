@@ -8,7 +8,7 @@
 namespace fluxion::vulkan {
 namespace {
 
-// Records `copy` into a one-time command buffer, submits it and waits.
+// Records the copy of `region` into a one-time command buffer, submits it and waits.
 void one_shot(Context& ctx, const VkBufferCopy& region, VkBuffer src, VkBuffer dst) {
   std::lock_guard<std::mutex> lock(ctx.transfer_mu);
   if (!ctx.transfer_pool) {
@@ -27,7 +27,17 @@ void one_shot(Context& ctx, const VkBufferCopy& region, VkBuffer src, VkBuffer d
   auto bi = vk_struct<VkCommandBufferBeginInfo>(VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO);
   bi.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
   check(vkBeginCommandBuffer(ctx.transfer_cmd, &bi), "vkBeginCommandBuffer");
+  // Earlier submissions' writes visible to the copy; the copy's visible to the host.
+  auto before = vk_struct<VkMemoryBarrier>(VK_STRUCTURE_TYPE_MEMORY_BARRIER);
+  before.srcAccessMask = VK_ACCESS_MEMORY_WRITE_BIT;
+  before.dstAccessMask = VK_ACCESS_TRANSFER_READ_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
+  vkCmdPipelineBarrier(ctx.transfer_cmd, VK_PIPELINE_STAGE_ALL_COMMANDS_BIT, VK_PIPELINE_STAGE_TRANSFER_BIT, 0, 1, &before, 0, nullptr, 0, nullptr);
   vkCmdCopyBuffer(ctx.transfer_cmd, src, dst, 1, &region);
+  auto after = vk_struct<VkMemoryBarrier>(VK_STRUCTURE_TYPE_MEMORY_BARRIER);
+  after.srcAccessMask = VK_ACCESS_TRANSFER_WRITE_BIT;
+  after.dstAccessMask = VK_ACCESS_HOST_READ_BIT | VK_ACCESS_SHADER_READ_BIT;
+  vkCmdPipelineBarrier(ctx.transfer_cmd, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_PIPELINE_STAGE_HOST_BIT | VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, 0, 1,
+                       &after, 0, nullptr, 0, nullptr);
   check(vkEndCommandBuffer(ctx.transfer_cmd), "vkEndCommandBuffer");
   auto si = vk_struct<VkSubmitInfo>(VK_STRUCTURE_TYPE_SUBMIT_INFO);
   si.commandBufferCount = 1;

@@ -28,6 +28,18 @@ namespace {
 
 int64_t bytes(const TensorType& t) { return t.numel() * dtype_size(t.dtype); }
 
+// Shaders index arrays with 32-bit ints: every array must have fewer than 2^31 elements.
+void check_sizes(const ir::Region& r) {
+  for (const TensorType& t : r.types) {
+    if (t.numel() >= (int64_t{1} << 31)) {
+      detail::fail("vulkan", "array " + t.str() + " has 2^31 or more elements; the Vulkan backend indexes arrays with 32-bit integers");
+    }
+  }
+  for (const ir::Node& n : r.nodes) {
+    for (const ir::Region& sub : n.regions) check_sizes(sub);
+  }
+}
+
 bool uses_f64(const ir::Region& r) {
   for (const TensorType& t : r.types) {
     if (t.dtype == DType::f64) return true;
@@ -61,6 +73,7 @@ class VulkanExecutable final : public backends::Executable {
     if (uses_f64(program_.body) && !ctx_.shaders.float64) {
       detail::fail("vulkan", "device " + ctx_.info.name + " has no 64-bit float support (shaderFloat64); f64 programs cannot run on it");
     }
+    check_sizes(program_.body);
     kernel::FusionOptions options;
     options.mixed_reductions = false;
     const char* loop_kernels = std::getenv("FLUXION_VULKAN_LOOP_KERNELS");
@@ -92,14 +105,15 @@ class VulkanExecutable final : public backends::Executable {
     check(vkAllocateCommandBuffers(ctx_.device, &ai, &cmd_), "vkAllocateCommandBuffers");
     auto fi = vk_struct<VkFenceCreateInfo>(VK_STRUCTURE_TYPE_FENCE_CREATE_INFO);
     check(vkCreateFence(ctx_.device, &fi, nullptr, &fence_), "vkCreateFence");
-    build();
+    try {
+      build();
+    } catch (...) {
+      release();
+      throw;
+    }
   }
 
-  ~VulkanExecutable() override {
-    if (queries_) vkDestroyQueryPool(ctx_.device, queries_, nullptr);
-    vkDestroyFence(ctx_.device, fence_, nullptr);
-    vkDestroyCommandPool(ctx_.device, pool_, nullptr);
-  }
+  ~VulkanExecutable() override { release(); }
 
   // The results stay in device memory (Arrays read back on first host access).
   std::vector<Array> run(const std::vector<Array>& inputs) const override {
@@ -134,7 +148,7 @@ class VulkanExecutable final : public backends::Executable {
     std::lock_guard<std::mutex> lock(mu_);
     auto& c = backends::counters();
     c.program_calls++;
-    if (profiling() != profile_) {
+    if (profiling() != profile_ || !ready_) {
       profile_ = profiling();
       build();
     }
@@ -147,7 +161,7 @@ class VulkanExecutable final : public backends::Executable {
     }
     for (;;) {
       std::memcpy(host_io_ ? io_table_->mapped : io_staging_->mapped, io.data(), io.size() * 8);
-      std::memset(status_->mapped, 0, 4);
+      std::memcpy(status_->mapped, &kStatusOk, 4);
       submit_and_wait(cmd_);
       c.native_calls++;
       c.kernel_launches += recording_.dispatches.size();
@@ -168,6 +182,12 @@ class VulkanExecutable final : public backends::Executable {
       io[io.size() - 2] = consts_->address;  // the constants moved with the new recording
     }
     return results;
+  }
+
+  void release() const {
+    if (queries_) vkDestroyQueryPool(ctx_.device, queries_, nullptr);
+    vkDestroyFence(ctx_.device, fence_, nullptr);
+    vkDestroyCommandPool(ctx_.device, pool_, nullptr);
   }
 
   // Reads the timestamps of the call just run and hands them to the profiler.
@@ -223,13 +243,16 @@ class VulkanExecutable final : public backends::Executable {
     std::string name = std::string("loop ") + std::to_string(loops_.size()) + ": " + ir::op_name(n.op) + " in one workgroup";
     CompiledLoop cl;
     cl.shader = emit_loop(n, subs, ctx_.shaders, name);
-    if (dump_glsl()) std::fprintf(stderr, "// ---- %s\n%s\n", name.c_str(), cl.shader.glsl.substr(shader_prelude(ctx_.shaders).size()).c_str());
+    if (dump_glsl()) std::fprintf(stderr, "// ---- %s\n%s\n", name.c_str(), cl.shader.glsl.substr(shader_prelude(ctx_.shaders, true).size()).c_str());
     cl.pipeline = pipeline(ctx_, cl.shader.glsl, name);
     return loops_[&n] = std::move(cl);
   }
 
   // Records the program's dispatches, uploads their tables, and records the command buffer.
+  // Re-records the program. Until it succeeds the command buffer may name freed buffers: calls
+  // check ready_ and build again first.
   void build() const {
+    ready_ = false;
     std::vector<const ir::Node*> loops;
     recording_ = record(
         program_, schedule_,
@@ -255,6 +278,7 @@ class VulkanExecutable final : public backends::Executable {
     upload(ctx_, device_words_.get(), recording_.args.data(), recording_.args.size() * 8);
     upload(ctx_, consts_.get(), recording_.consts.data(), recording_.consts.size());
     record_commands();
+    ready_ = true;
   }
 
   void record_commands() const {
@@ -267,6 +291,10 @@ class VulkanExecutable final : public backends::Executable {
       mb.dstAccessMask = dst;
       vkCmdPipelineBarrier(cmd_, from, to, 0, 1, &mb, 0, nullptr, 0, nullptr);
     };
+    // Writes of earlier submissions (uploads, programs whose results are inputs here) become
+    // visible to this one.
+    barrier(VK_PIPELINE_STAGE_ALL_COMMANDS_BIT, VK_ACCESS_MEMORY_WRITE_BIT, VK_PIPELINE_STAGE_TRANSFER_BIT | VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
+            VK_ACCESS_MEMORY_READ_BIT | VK_ACCESS_MEMORY_WRITE_BIT);
     if (!host_io_) {
       // The io table and the inputs given from the host (an input already on the device is
       // read in place; its staging copy is then unused).
@@ -320,6 +348,7 @@ class VulkanExecutable final : public backends::Executable {
   VkCommandPool pool_ = VK_NULL_HANDLE;
   VkCommandBuffer cmd_ = VK_NULL_HANDLE;
   VkFence fence_ = VK_NULL_HANDLE;
+  mutable bool ready_ = false;  // the command buffer matches the recording
   mutable bool profile_ = profiling();  // the setting the command buffer was recorded with
   mutable VkQueryPool queries_ = VK_NULL_HANDLE;
   mutable uint32_t profiled_ = 0;  // dispatches with timestamps

@@ -41,7 +41,9 @@ KernelShader emit_kernel(const ir::Region& r, const kernel::RegionSchedule& s, c
 // address helper and the math library (glsl_math.cpp).
 // Without the float-controls execution modes, Vulkan lets a driver drop NaN and infinity
 // semantics (lavapipe computes 0.0 / 0.0 = 0): they are requested wherever the device has them.
-std::string shader_prelude(const ShaderTarget& target);
+// `coherent`: buffer references are declared coherent (for loop shaders, whose invocations
+// read what the others stored).
+std::string shader_prelude(const ShaderTarget& target, bool coherent = false);
 
 // Helper shaders of the program runner: copy `count` bytes (arguments: guard, src, dst, count);
 // combine guards for a cond (guard, pred, then-flag, else-flag); and a while loop's step

@@ -480,7 +480,7 @@ void GlslKernel::emit_matmul() {
   std::string T = glsl_type(t);
   std::string M = std::to_string(g.M), N = std::to_string(g.N), K = std::to_string(g.K);
   shared_ += "shared " + T + " As[16][33];\nshared " + T + " Bs[16][33];\n";
-  groups_ = {static_cast<uint32_t>((g.N + 31) / 32), static_cast<uint32_t>((g.M + 31) / 32), static_cast<uint32_t>(std::max<int64_t>(1, numel(g.batch)))};
+  groups_ = {static_cast<uint32_t>((g.N + 31) / 32), static_cast<uint32_t>((g.M + 31) / 32), static_cast<uint32_t>(numel(g.batch))};
   line("int tid = int(gl_LocalInvocationID.x);");
   line("int tx = tid % 8, ty = tid / 8;");
   line("int m0 = int(gl_WorkGroupID.y) * 32, n0 = int(gl_WorkGroupID.x) * 32;");
@@ -533,7 +533,7 @@ KernelShader GlslKernel::emit(const std::string& name) {
     // channels (LeNet's 1-16) most of each 32-row tile would idle, and a weight gradient is a
     // handful of tiles over a very long k. Those run one output element per invocation.
     Gemm g = conv_gemm();
-    int64_t tiles = std::max<int64_t>(1, numel(g.batch)) * ((g.M + 31) / 32) * ((g.N + 31) / 32);
+    int64_t tiles = numel(g.batch) * ((g.M + 31) / 32) * ((g.N + 31) / 32);
     if (g.M < 16 || tiles < 16) {
       gemm = false;
       for (ir::ValueId v : root.results) computed_[static_cast<size_t>(v)] = true;

@@ -95,7 +95,7 @@ class LoopEmitter {
     std::string range_word = std::to_string(2 * (args_.size() + 1));
     std::string head = "void main() {\n  if (!fx_guard()) return;\n  int lid = int(gl_LocalInvocationID.x);\n";
     if (scan) head += "  int step0 = int(fx_word(" + range_word + ")), step1 = int(fx_word(" + range_word + " + 1));\n";
-    out.glsl = shader_prelude(target_) + head + code_ + "}\n";
+    out.glsl = shader_prelude(target_, true) + head + code_ + "}\n";
     return out;
   }
 
@@ -184,19 +184,19 @@ class LoopEmitter {
     code_ += "  for (int step = step0; step < step1; ++step) {\n";
     code_ += a.reverse ? "  int t = " + std::to_string(a.length - 1) + " - step;\n" : "  int t = step;\n";
     auto param = [&](size_t i) -> std::string {
-      if (i == 0) return plus(arg({LoopArg::Kind::Iota, 0}), "4 * t");
+      if (i == 0) return plus(arg({LoopArg::Kind::Iota, 0}), "uint64_t(t) * 4ul");
       size_t j = i - 1;
       if (j < nc_) return arg({LoopArg::Kind::Result, static_cast<int64_t>(j)});
       if (j < nc_ + nx) {
         int64_t slice = bytes(body.type(body.params[i]));
-        return plus(arg({LoopArg::Kind::Operand, static_cast<int64_t>(j)}), std::to_string(slice) + " * t");
+        return plus(arg({LoopArg::Kind::Operand, static_cast<int64_t>(j)}), "uint64_t(t) * " + std::to_string(slice) + "ul");
       }
       return arg({LoopArg::Kind::Operand, static_cast<int64_t>(j)});
     };
     std::vector<std::string> res = region(0, param);
     for (size_t j = nc_; j < n_.results.size(); ++j) {
       int64_t slice = bytes(body.type(body.results[j]));
-      copy(res[j], plus(arg({LoopArg::Kind::Result, static_cast<int64_t>(j)}), std::to_string(slice) + " * t"), slice);
+      copy(res[j], plus(arg({LoopArg::Kind::Result, static_cast<int64_t>(j)}), "uint64_t(t) * " + std::to_string(slice) + "ul"), slice);
     }
     update_carries(body, 1, res);
     code_ += "  }\n";
@@ -212,8 +212,8 @@ class LoopEmitter {
     code_ += kSync;  // every invocation has read the condition before the body overwrites it
     code_ += "  if (!go) break;\n";
     if (n_.attrs.max_iters >= 0) {
-      code_ += "  if (it == " + std::to_string(n_.attrs.max_iters) + ") {\n    if (lid == 0) BufI32(" + arg({LoopArg::Kind::Status, 0}) +
-               ").v[0] = " + std::to_string(kWhileMaxIters + n_.attrs.max_iters) + ";\n    break;\n  }\n";
+      code_ += "  if (it == " + std::to_string(n_.attrs.max_iters) + ") {\n    if (lid == 0) atomicMin(BufI32(" + arg({LoopArg::Kind::Status, 0}) +
+               ").v[0], " + std::to_string(kWhileMaxIters + n_.attrs.max_iters) + ");\n    break;\n  }\n";
     }
     std::vector<std::string> res = region(1, param);
     update_carries(n_.regions[1], 0, res);

@@ -17,10 +17,10 @@ const char* kPrelude = R"(#version 460
 #extension GL_EXT_shader_explicit_arithmetic_types_int8 : require
 #extension GL_EXT_shader_8bit_storage : require
 layout(local_size_x = 64) in;  // kWorkgroupSize
-layout(buffer_reference, std430, buffer_reference_align = 4) buffer BufF32 { float v[]; };
-layout(buffer_reference, std430, buffer_reference_align = 4) buffer BufI32 { int v[]; };
-layout(buffer_reference, std430, buffer_reference_align = 4) buffer BufU32 { uint v[]; };
-layout(buffer_reference, std430, buffer_reference_align = 1) buffer BufU8 { uint8_t v[]; };
+layout(buffer_reference, std430, buffer_reference_align = 4) COHERENT buffer BufF32 { float v[]; };
+layout(buffer_reference, std430, buffer_reference_align = 4) COHERENT buffer BufI32 { int v[]; };
+layout(buffer_reference, std430, buffer_reference_align = 4) COHERENT buffer BufU32 { uint v[]; };
+layout(buffer_reference, std430, buffer_reference_align = 1) COHERENT buffer BufU8 { uint8_t v[]; };
 layout(buffer_reference, std430, buffer_reference_align = 8) buffer BufI64 { int64_t v[]; };
 layout(push_constant) uniform Push { uint64_t io; uint64_t args; } pc;
 // Argument k: (io entry, byte offset) or (-1, absolute address).
@@ -31,16 +31,7 @@ uint64_t fx_addr(int k) {
 }
 int64_t fx_word(int k) { return BufI64(pc.args).v[k]; }
 bool fx_guard() { return BufU8(fx_addr(0)).v[0] != uint8_t(0); }
-uvec2 fx_philox(uvec4 c, uvec2 k) {
-  for (int round = 0; round < 10; ++round) {
-    uint hi0, lo0, hi1, lo1;
-    umulExtended(0xD2511F53u, c.x, hi0, lo0);
-    umulExtended(0xCD9E8D57u, c.z, hi1, lo1);
-    c = uvec4(hi1 ^ c.y ^ k.x, lo1, hi0 ^ c.w ^ k.y, lo0);
-    k += uvec2(0x9E3779B9u, 0xBB67AE85u);
-  }
-  return c.xy;
-}
+// Philox-4x32-10 (backends/interp/philox.h).
 uvec4 fx_philox4(uvec4 c, uvec2 k) {
   for (int round = 0; round < 10; ++round) {
     uint hi0, lo0, hi1, lo1;
@@ -61,7 +52,7 @@ float fx_sqrtf(float x) { return x < 0.0 ? fx_nanf() : sqrt(x); }
 const float FX_P1f = 1.5703125, FX_P2f = 4.837512969970703125e-4, FX_P3f = 7.54978995489188216e-8;
 )";
 
-const char* kDoubleBasics = R"(layout(buffer_reference, std430, buffer_reference_align = 8) buffer BufF64 { double v[]; };
+const char* kDoubleBasics = R"(layout(buffer_reference, std430, buffer_reference_align = 8) COHERENT buffer BufF64 { double v[]; };
 double fx_nand() { return packDouble2x32(uvec2(0u, 0x7ff80000u)); }
 double fx_infd() { return packDouble2x32(uvec2(0u, 0x7ff00000u)); }
 bool fx_signbitd(double x) { return (unpackDouble2x32(x).y >> 31) != 0u; }
@@ -282,7 +273,7 @@ std::string instantiate(const std::string& text, bool dbl) {
 
 }  // namespace
 
-std::string shader_prelude(const ShaderTarget& target) {
+std::string shader_prelude(const ShaderTarget& target, bool coherent) {
   std::string s = kPrelude;
   if (target.subgroup_arithmetic) {
     s += "#extension GL_KHR_shader_subgroup_basic : require\n#extension GL_KHR_shader_subgroup_arithmetic : require\n";
@@ -300,6 +291,8 @@ std::string shader_prelude(const ShaderTarget& target) {
     s += kDoubleBasics;
     s += instantiate(kGeneric, true);
   }
+  // Invocations of one loop shader read each other's stores (after barriers): coherent.
+  for (size_t at = s.find("COHERENT "); at != std::string::npos; at = s.find("COHERENT ")) s.replace(at, 9, coherent ? "coherent " : "");
   return s;
 }
 
@@ -351,7 +344,7 @@ void main() {
   BufU8(fx_addr(2)).v[0] = uint8_t(go ? 1 : 0);
   int code = int(fx_word(8));
   if (go && code != 0) {
-    BufI32(fx_addr(3)).v[0] = code;
+    atomicMin(BufI32(fx_addr(3)).v[0], code);
     BufU8(fx_addr(2)).v[0] = uint8_t(0);
   }
 }

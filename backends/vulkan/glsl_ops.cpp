@@ -428,7 +428,7 @@ std::string GlslKernel::random(const ir::Node& n, const Index& o) {
     return "int(" + w + "[" + o[0] + "])";
   }
   std::string w = fresh("w");
-  line("uvec2 " + w + " = fx_philox(uvec4(uint(" + flat(o, r_.type(n.results[0]).shape) + "), 0u, 0u, 0u), " + k + ");");
+  line("uvec2 " + w + " = fx_philox4(uvec4(uint(" + flat(o, r_.type(n.results[0]).shape) + "), 0u, 0u, 0u), " + k + ").xy;");
   if (n.op == Op::RngNormal) {
     // Box-Muller in the widest type the device has.
     DType c = target_.float64 ? DType::f64 : DType::f32;

@@ -28,20 +28,26 @@ VkDeviceSize memory_limit() {
 
 MemoryPool::MemoryPool(VkDevice device, VkPhysicalDevice physical, VkMemoryPropertyFlags required,
                        VkMemoryPropertyFlags preferred, const char* name)
-    : device_(device), name_(name) {
-  VkPhysicalDeviceMemoryProperties props;
-  vkGetPhysicalDeviceMemoryProperties(physical, &props);
+    : device_(device), required_(required), preferred_(preferred), name_(name) {
+  vkGetPhysicalDeviceMemoryProperties(physical, &props_);
+  type_index_ = memory_type(~0u);
+}
+
+uint32_t MemoryPool::memory_type(uint32_t allowed) {
   int best = -1;
-  for (uint32_t i = 0; i < props.memoryTypeCount; ++i) {
-    VkMemoryPropertyFlags f = props.memoryTypes[i].propertyFlags;
-    if ((f & required) != required) continue;
-    if (best < 0 || ((f & preferred) == preferred && (props.memoryTypes[best].propertyFlags & preferred) != preferred)) {
+  for (uint32_t i = 0; i < props_.memoryTypeCount; ++i) {
+    VkMemoryPropertyFlags f = props_.memoryTypes[i].propertyFlags;
+    if (!(allowed & (1u << i)) || (f & required_) != required_) continue;
+    if (best < 0 || ((f & preferred_) == preferred_ && (props_.memoryTypes[best].propertyFlags & preferred_) != preferred_)) {
       best = static_cast<int>(i);
     }
   }
-  if (best < 0) detail::fail("vulkan", std::string("the device has no memory type for the ") + name + " pool");
-  type_index_ = static_cast<uint32_t>(best);
-  host_visible_ = (props.memoryTypes[best].propertyFlags & VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT) != 0;
+  if (best < 0) detail::fail("vulkan", std::string("the device has no memory type for the ") + name_ + " pool");
+  // Mapped access needs coherent memory (nothing flushes or invalidates); otherwise the pool is
+  // reached through staging copies.
+  VkMemoryPropertyFlags mappable = VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT;
+  host_visible_ = (props_.memoryTypes[best].propertyFlags & mappable) == mappable;
+  return static_cast<uint32_t>(best);
 }
 
 MemoryPool::~MemoryPool() {
@@ -62,6 +68,11 @@ int MemoryPool::new_block(VkDeviceSize bytes) {
   check(vkCreateBuffer(device_, &bi, nullptr, &b.buffer), "vkCreateBuffer");
   VkMemoryRequirements req;
   vkGetBufferMemoryRequirements(device_, b.buffer, &req);
+  if (!(req.memoryTypeBits & (1u << type_index_))) {
+    bool was_visible = host_visible_;
+    type_index_ = memory_type(req.memoryTypeBits);
+    if (was_visible != host_visible_) detail::fail("vulkan", std::string("the ") + name_ + " pool's buffers need a memory type of another kind");
+  }
   auto flags = vk_struct<VkMemoryAllocateFlagsInfo>(VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_FLAGS_INFO);
   flags.flags = VK_MEMORY_ALLOCATE_DEVICE_ADDRESS_BIT;
   auto ai = vk_struct<VkMemoryAllocateInfo>(VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO);
@@ -132,9 +143,5 @@ void MemoryPool::free(const Allocation& a) {
   }
 }
 
-VkDeviceSize MemoryPool::allocated_bytes() const {
-  std::lock_guard<std::mutex> lock(mu_);
-  return in_use_;
-}
 
 }  // namespace fluxion::vulkan

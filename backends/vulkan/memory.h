@@ -36,8 +36,8 @@ class MemoryPool {
   // or the FLUXION_VULKAN_MEMORY_LIMIT budget would be exceeded.
   Allocation allocate(VkDeviceSize bytes);
   void free(const Allocation& a);
+  // Whether allocations are mapped (host-visible and coherent memory).
   bool host_visible() const { return host_visible_; }
-  VkDeviceSize allocated_bytes() const;
 
  private:
   struct Block {
@@ -49,8 +49,12 @@ class MemoryPool {
     std::map<VkDeviceSize, VkDeviceSize> free;  // offset -> size, coalesced
   };
   int new_block(VkDeviceSize bytes);
+  // The best memory type among `allowed` (a bit mask) with the pool's flags; sets host_visible_.
+  uint32_t memory_type(uint32_t allowed);
 
   VkDevice device_;
+  VkMemoryPropertyFlags required_, preferred_;
+  VkPhysicalDeviceMemoryProperties props_{};
   uint32_t type_index_ = 0;
   bool host_visible_ = false;
   const char* name_;

@@ -67,6 +67,13 @@ class Recorder {
   void dispatch(VkPipeline pl, std::array<uint32_t, 3> groups, const std::vector<Loc>& pairs, const std::vector<int64_t>& words,
                 const std::vector<Range>& reads, const std::vector<Range>& writes, int name) {
     if (groups[0] == 0 || groups[1] == 0 || groups[2] == 0) return;
+    const uint32_t* limit = context().properties.limits.maxComputeWorkGroupCount;
+    for (int d = 0; d < 3; ++d) {
+      if (groups[static_cast<size_t>(d)] > limit[d]) {
+        detail::fail("vulkan", "a kernel needs " + std::to_string(groups[static_cast<size_t>(d)]) + " workgroups along dimension " + std::to_string(d) +
+                                   ", over the device's limit of " + std::to_string(limit[d]) + " (a matmul with too many rows or batch entries)");
+      }
+    }
     Dispatch d;
     d.pipeline = pl;
     d.groups = groups;
@@ -233,12 +240,15 @@ class Recorder {
     }
   }
 
-  // Whether loop node n runs as loop kernels: its regions fit one workgroup and, on a device
-  // that caps loop iterations, a while loop's bound fits under the cap.
+  // Whether loop node n runs as a loop kernel: its regions fit one workgroup and, for a while
+  // loop, max_iters bounds it (under the cap of a device that caps loop iterations).
   bool use_loop_kernel(const ir::Node& n, const std::vector<RegionSchedule>& subs) {
     if (!options_.loop_kernels || !fits_one_workgroup(n, subs)) return false;
-    if (n.op == ir::Op::Scan || options_.loop_iteration_limit <= 0) return true;
+    if (n.op == ir::Op::Scan) return true;
+    // An unbounded loop in one dispatch could run past a GPU driver's watchdog (device lost):
+    // it is recorded iteration by iteration instead.
     if (n.attrs.max_iters < 0) return false;
+    if (options_.loop_iteration_limit <= 0) return true;
     const CompiledLoop& cl = compile_loop_(n, subs);
     return (n.attrs.max_iters + 1) * cl.shader.iterations_per_step < options_.loop_iteration_limit;
   }

@@ -63,8 +63,10 @@ struct CompiledLoop {
 };
 using LoopCompiler = std::function<const CompiledLoop&(const ir::Node& loop, const std::vector<kernel::RegionSchedule>& subs)>;
 
-// Status codes a run leaves in its status word.
-inline constexpr int32_t kStatusOk = 0;
+// Status codes a run leaves in its status word, which starts at kStatusOk; kernels lower it
+// with atomicMin, so a loop that ran out of recorded iterations (negative: record more and
+// run again) outranks an error it may have caused downstream (positive).
+inline constexpr int32_t kStatusOk = INT32_MAX;
 // kWhileMaxIters + m: a while loop with max_iters = m would start iteration m + 1 (as the CPU).
 inline constexpr int32_t kWhileMaxIters = 1;
 // -(k + 1): unbounded while loop k ran out of recorded iterations; record more and run again.

@@ -74,8 +74,6 @@ std::vector<uint32_t> compile_glsl(const std::string& glsl, const std::string& n
   });
   opt.RegisterPerformancePasses();
   std::vector<uint32_t> optimised;
-  spvtools::ValidatorOptions vopts;
-  vopts.SetScalarBlockLayout(true);
   spvtools::OptimizerOptions oo;
   oo.set_run_validator(false);
   if (!opt.Run(spirv.data(), spirv.size(), &optimised, oo)) {

@@ -55,8 +55,9 @@ std::byte* Array::host() const {
   std::lock_guard<std::mutex> lock(storage_->mu);
   if (!storage_->host) {
     size_t n = static_cast<size_t>(size() * dtype_size(dtype()));
-    storage_->host = std::make_shared_for_overwrite<std::byte[]>(n);
-    if (n) storage_->device->read(storage_->host.get(), n);
+    auto bytes = std::make_shared_for_overwrite<std::byte[]>(n);
+    if (n) storage_->device->read(bytes.get(), n);  // may throw: then nothing is kept
+    storage_->host = std::move(bytes);
   }
   return storage_->host.get();
 }
