@@ -147,28 +147,19 @@ class ProgramEmitter {
     }
   }
 
-  // Copies a region's results into loop carries. A carry that is passed through from another
-  // parameter position is staged first, so that a swap of carries reads the old values.
-  void update_carries(const ir::Region& body, size_t first_result, size_t first_param, const std::vector<Value*>& res,
-                      const std::vector<Value*>& carries) {
-    std::vector<Value*> src(carries.size());
+  // Copies a region's results into loop carries (kernel::carry_updates), staging on the stack.
+  void update_carries(const ir::Region& body, size_t first_param, const std::vector<Value*>& res, const std::vector<Value*>& carries) {
+    std::vector<kernel::CarryUpdate> plan = kernel::carry_updates(body, carries.size(), first_param);
+    std::vector<Value*> src(res.begin(), res.begin() + static_cast<long>(carries.size()));
     for (size_t j = 0; j < carries.size(); ++j) {
-      ir::ValueId v = body.results[first_result + j];
-      src[j] = res[first_result + j];
-      auto it = std::find(body.params.begin(), body.params.end(), v);
-      if (it == body.params.end()) continue;
-      size_t pi = static_cast<size_t>(it - body.params.begin());
-      if (pi == first_param + j) {
-        src[j] = nullptr;  // unchanged
-      } else {
-        int64_t n = bytes(body.type(v));
-        Value* tmp = entry_alloca(b_.getInt8Ty(), static_cast<uint64_t>(std::max<int64_t>(n, 1)));
-        copy(tmp, src[j], n);
-        src[j] = tmp;
-      }
+      if (plan[j] != kernel::CarryUpdate::Staged) continue;
+      int64_t n = bytes(body.type(body.results[j]));
+      Value* tmp = entry_alloca(b_.getInt8Ty(), static_cast<uint64_t>(std::max<int64_t>(n, 1)));
+      copy(tmp, src[j], n);
+      src[j] = tmp;
     }
     for (size_t j = 0; j < carries.size(); ++j) {
-      if (src[j]) copy(carries[j], src[j], bytes(body.type(body.results[first_result + j])));
+      if (plan[j] != kernel::CarryUpdate::Unchanged) copy(carries[j], src[j], bytes(body.type(body.results[j])));
     }
   }
 
@@ -200,7 +191,7 @@ class ProgramEmitter {
         Value* dst = b_.CreateInBoundsGEP(b_.getInt8Ty(), ptr[static_cast<size_t>(n.results[j])], b_.CreateMul(t, b_.getInt64(static_cast<uint64_t>(slice))));
         copy(dst, res[j], slice);
       }
-      update_carries(body, 0, 1, res, carries);
+      update_carries(body, 1, res, carries);
       return std::vector<Value*>{};
     });
   }
@@ -234,7 +225,7 @@ class ProgramEmitter {
     b_.CreateRet(b_.getInt32(static_cast<uint32_t>(kWhileMaxIters + n.attrs.max_iters)));
     b_.SetInsertPoint(body);
     std::vector<Value*> res = region(n.regions[1], subs[1], arena, params);
-    update_carries(n.regions[1], 0, 0, res, carries);
+    update_carries(n.regions[1], 0, res, carries);
     iter->addIncoming(b_.CreateAdd(iter, b_.getInt64(1)), b_.GetInsertBlock());
     b_.CreateBr(head);
     b_.SetInsertPoint(exit);

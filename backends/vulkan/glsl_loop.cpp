@@ -149,30 +149,25 @@ class LoopEmitter {
     return out;
   }
 
-  // Copies region results into the carries; a carry passed through from another parameter
-  // position is staged in scratch first, so that a swap reads the old values.
+  // Copies region results into the carries (kernel::carry_updates), staging in scratch.
   void update_carries(const ir::Region& body, size_t first_param, const std::vector<std::string>& res) {
-    std::vector<std::string> src(nc_);
-    std::vector<bool> move(nc_, true);
+    std::vector<kernel::CarryUpdate> plan = kernel::carry_updates(body, nc_, first_param);
+    std::vector<std::string> src(res.begin(), res.begin() + static_cast<long>(nc_));
     bool staged = false;
     for (size_t j = 0; j < nc_; ++j) {
-      ir::ValueId v = body.results[j];
-      src[j] = res[j];
-      auto it = std::find(body.params.begin(), body.params.end(), v);
-      if (it == body.params.end()) continue;
-      if (static_cast<size_t>(it - body.params.begin()) == first_param + j) {
-        move[j] = false;
-        continue;
-      }
+      if (plan[j] != kernel::CarryUpdate::Staged) continue;
+      int64_t n = bytes(body.type(body.results[j]));
       std::string tmp = plus(arg({LoopArg::Kind::Scratch, 0}), std::to_string(scratch_bytes_));
-      scratch_bytes_ += (bytes(body.type(v)) + 7) / 8 * 8;
-      copy(src[j], tmp, bytes(body.type(v)));
+      scratch_bytes_ += (n + 7) / 8 * 8;
+      copy(src[j], tmp, n);
       src[j] = tmp;
       staged = true;
     }
     if (staged) code_ += kSync;
     for (size_t j = 0; j < nc_; ++j) {
-      if (move[j]) copy(src[j], arg({LoopArg::Kind::Result, static_cast<int64_t>(j)}), bytes(body.type(body.results[j])));
+      if (plan[j] != kernel::CarryUpdate::Unchanged) {
+        copy(src[j], arg({LoopArg::Kind::Result, static_cast<int64_t>(j)}), bytes(body.type(body.results[j])));
+      }
     }
     code_ += kSync;
   }

@@ -285,29 +285,20 @@ class Recorder {
     return iota_;
   }
 
-  // Copies a region's results into loop carries; a carry that is passed through from another
-  // parameter position is staged first, so that a swap of carries reads the old values.
-  void update_carries(const ir::Region& body, size_t first_result, size_t first_param, const std::vector<Loc>& res,
-                      const std::vector<Loc>& carries, const Loc& guard) {
-    std::vector<Loc> src(carries.size());
-    std::vector<bool> move(carries.size(), true);
+  // Copies a region's results into loop carries (kernel::carry_updates).
+  void update_carries(const ir::Region& body, size_t first_param, const std::vector<Loc>& res, const std::vector<Loc>& carries,
+                      const Loc& guard) {
+    std::vector<kernel::CarryUpdate> plan = kernel::carry_updates(body, carries.size(), first_param);
+    std::vector<Loc> src(res.begin(), res.begin() + static_cast<long>(carries.size()));
     for (size_t j = 0; j < carries.size(); ++j) {
-      ir::ValueId v = body.results[first_result + j];
-      src[j] = res[first_result + j];
-      auto it = std::find(body.params.begin(), body.params.end(), v);
-      if (it == body.params.end()) continue;
-      size_t pi = static_cast<size_t>(it - body.params.begin());
-      if (pi == first_param + j) {
-        move[j] = false;
-      } else {
-        int64_t n = bytes(body.type(v));
-        Loc tmp = scratch(&body, j, n);
-        copy(src[j], tmp, n, guard);
-        src[j] = tmp;
-      }
+      if (plan[j] != kernel::CarryUpdate::Staged) continue;
+      int64_t n = bytes(body.type(body.results[j]));
+      Loc tmp = scratch(&body, j, n);
+      copy(src[j], tmp, n, guard);
+      src[j] = tmp;
     }
     for (size_t j = 0; j < carries.size(); ++j) {
-      if (move[j]) copy(src[j], carries[j], bytes(body.type(body.results[first_result + j])), guard);
+      if (plan[j] != kernel::CarryUpdate::Unchanged) copy(src[j], carries[j], bytes(body.type(body.results[j])), guard);
     }
   }
 
@@ -342,7 +333,7 @@ class Recorder {
         int64_t slice = bytes(body.type(body.results[j]));
         copy(res[j], loc[static_cast<size_t>(n.results[j])] + t * slice, slice, guard);
       }
-      update_carries(body, 0, 1, res, carries, guard);
+      update_carries(body, 1, res, carries, guard);
     }
   }
 
@@ -375,7 +366,7 @@ class Recorder {
                {range(flag, 1), range(c, 1)}, {range(flag, 1), range(status, 4)}, name_of("while step"));
       if (it == bound) break;
       std::vector<Loc> res = region(n.regions[1], subs[1], arena, params, flag, false);
-      update_carries(n.regions[1], 0, 0, res, carries, flag);
+      update_carries(n.regions[1], 0, res, carries, flag);
     }
   }
 

@@ -84,6 +84,14 @@ RegionSchedule schedule(const ir::Region& r, bool top_level, const FusionOptions
 // slots whose lifetimes do not overlap share bytes.
 void plan_memory(const ir::Region& r, RegionSchedule& s);
 
+// How a loop's carries are updated from its body's results (the first `carries` results),
+// the same for every backend: a result that is the carry's own parameter needs nothing; one
+// that is another parameter is copied through a staging buffer first, so that a swap of carries
+// reads the old values; any other result is copied directly. `first_param`: the body
+// parameter of carry 0 (a scan body's parameter 0 is its iteration index).
+enum class CarryUpdate : uint8_t { Unchanged, Staged, Direct };
+std::vector<CarryUpdate> carry_updates(const ir::Region& body, size_t carries, size_t first_param);
+
 // The strided views a MatMul kernel reads its operands through (views.cpp).
 struct StridedView;
 bool matmul_operands(const ir::Region& r, const RegionSchedule& s, const Kernel& k, StridedView* a, StridedView* b);
