@@ -136,12 +136,12 @@ class VulkanExecutable final : public backends::Executable {
   std::vector<std::shared_ptr<VulkanBuffer>> call(const std::vector<Array>& inputs) const {
     std::vector<std::shared_ptr<VulkanBuffer>> results;
     for (const TensorType& t : outputs_) results.push_back(std::make_shared<VulkanBuffer>(ctx_, bytes(t)));
-    std::vector<std::shared_ptr<const detail::DeviceBuffer>> resident(inputs.size());
+    // Inputs already in this device's memory, held for the call; null for host inputs.
+    std::vector<std::shared_ptr<const VulkanBuffer>> resident(inputs.size());
     std::vector<uint64_t> io;
     for (size_t i = 0; i < inputs.size(); ++i) {
-      resident[i] = inputs[i].device_buffer();
-      auto* vb = dynamic_cast<const VulkanBuffer*>(resident[i].get());
-      io.push_back(vb ? vb->allocation().address : inputs_[i]->address);
+      resident[i] = std::dynamic_pointer_cast<const VulkanBuffer>(inputs[i].device_buffer());
+      io.push_back(resident[i] ? resident[i]->allocation().address : inputs_[i]->address);
     }
     for (const auto& r : results) io.push_back(r->allocation().address);
     io.push_back(arena_->address);
@@ -155,7 +155,7 @@ class VulkanExecutable final : public backends::Executable {
     io.push_back(consts_->address);
     io.push_back(status_->address);
     for (size_t i = 0; i < inputs.size(); ++i) {
-      if (dynamic_cast<const VulkanBuffer*>(resident[i].get())) continue;
+      if (resident[i]) continue;
       const Allocation& dst = host_io_ ? inputs_[i].get() : input_staging_[i].get();
       std::memcpy(dst.mapped, inputs[i].data(), static_cast<size_t>(bytes(program_.body.type(program_.body.params[i]))));
     }

@@ -43,6 +43,16 @@ void expect_close(const Array& got, const Array& want, double tol) {
   for (size_t i = 0; i < g.size(); ++i) EXPECT_NEAR(g[i], w[i], tol * (1 + std::abs(w[i]))) << "element " << i;
 }
 
+// The value and gradients `v`, `g` that Vulkan computed for value_and_grad(f, wrt) against the
+// CPU backend's on the same arguments.
+template <class F, class... Args>
+void expect_grad_matches_cpu(const Array& v, const std::vector<Array>& g, F f, std::vector<int> wrt, const Args&... args) {
+  auto [cv, cg] = fx::jit(fx::value_and_grad(f, wrt), fx::Backend::Cpu)(args...);
+  expect_close(v, cv, 1e-4);
+  ASSERT_EQ(g.size(), cg.size());
+  for (size_t i = 0; i < g.size(); ++i) expect_close(g[i], cg[i], 1e-3);
+}
+
 // FLUXION_VULKAN_LOOP_KERNELS=0 (a second ctest run of this suite) records loops iteration by
 // iteration instead of running small ones inside one dispatch.
 bool loop_kernels() {
@@ -92,10 +102,7 @@ TEST(Vulkan, SmallNetworkLoopIsOneSubmissionForwardAndBackward) {
   EXPECT_EQ(fx::counters().submissions, 1u);
   EXPECT_EQ(fx::counters().fence_waits, 1u);
   expect_close(y, fx::jit(f, fx::Backend::Cpu)(W1, W2, x), 1e-4);
-  auto [cv, cg] = fx::jit(fx::value_and_grad(f, {0, 1}), fx::Backend::Cpu)(W1, W2, x);
-  expect_close(v, cv, 1e-4);
-  expect_close(g[0], cg[0], 1e-3);
-  expect_close(g[1], cg[1], 1e-3);
+  expect_grad_matches_cpu(v, g, f, {0, 1}, W1, W2, x);
 }
 
 TEST(Vulkan, W7ForwardAndGradientMatchCpuInOneSubmission) {
@@ -123,10 +130,7 @@ TEST(Vulkan, W7ForwardAndGradientMatchCpuInOneSubmission) {
   // so the 8000 steps come in chunks there), not the ~100,000 of recording every iteration.
   EXPECT_LE(fx::counters().kernel_launches, 400u);
   expect_close(s, fx::jit(w7, fx::Backend::Cpu)(w1, w2, noise), 1e-4);
-  auto [cv, cg] = fx::jit(fx::value_and_grad(w7, {0, 1}), fx::Backend::Cpu)(w1, w2, noise);
-  expect_close(v, cv, 1e-4);
-  expect_close(g[0], cg[0], 1e-3);
-  expect_close(g[1], cg[1], 1e-3);
+  expect_grad_matches_cpu(v, g, w7, {0, 1}, w1, w2, noise);
 }
 
 TEST(Vulkan, ProfilingReportsEveryKernelAndWritesATrace) {
@@ -141,12 +145,15 @@ TEST(Vulkan, ProfilingReportsEveryKernelAndWritesATrace) {
   fx::set_profiling(false);
   ASSERT_FALSE(times.empty());
   bool saw_matmul = false;
+  double total_us = 0;
   for (const fx::KernelTime& t : times) {
     saw_matmul = saw_matmul || t.name.find("matmul") != std::string::npos;
     EXPECT_EQ(t.calls % 2, 0u) << t.name;  // each kernel once per call, two calls
-    EXPECT_GE(t.total_us, 0);
+    EXPECT_NEAR(t.mean_us * static_cast<double>(t.calls), t.total_us, 1e-6 * (1 + t.total_us)) << t.name;
+    total_us += t.total_us;
   }
   EXPECT_TRUE(saw_matmul);
+  EXPECT_GT(total_us, 0);  // timestamps were written and read back
   EXPECT_NE(fx::kernel_time_table().find("matmul"), std::string::npos);
   std::string path = ::testing::TempDir() + "fluxion_trace.json";
   fx::write_chrome_trace(path);
@@ -269,10 +276,7 @@ TEST(Vulkan, ConvNetMatchesCpu) {
   };
   Array w1 = uniform({4, 2, 3, 3}, -0.5, 0.5, 8), w2 = uniform({3, 4, 2, 2}, -0.5, 0.5, 9), x = uniform({2, 2, 8, 8}, -1, 1, 10);
   auto [v, g] = fx::jit(fx::value_and_grad(net, {0, 1}), fx::Backend::Vulkan)(w1, w2, x);
-  auto [cv, cg] = fx::jit(fx::value_and_grad(net, {0, 1}), fx::Backend::Cpu)(w1, w2, x);
-  expect_close(v, cv, 1e-4);
-  expect_close(g[0], cg[0], 1e-3);
-  expect_close(g[1], cg[1], 1e-3);
+  expect_grad_matches_cpu(v, g, net, {0, 1}, w1, w2, x);
 }
 
 TEST(Vulkan, WideConvolutionsMatchCpu) {
@@ -285,9 +289,7 @@ TEST(Vulkan, WideConvolutionsMatchCpu) {
   Array w1 = uniform({16, 16, 3, 3}, -0.2, 0.2, 19), w2 = uniform({16, 64, 3, 3}, -0.1, 0.1, 20);
   Array x1 = uniform({2, 16, 16, 16}, -1, 1, 21), x2 = uniform({2, 64, 8, 8}, -1, 1, 22);
   auto [v, g] = fx::jit(fx::value_and_grad(net, {0, 1, 2}), fx::Backend::Vulkan)(w1, w2, x1, x2);
-  auto [cv, cg] = fx::jit(fx::value_and_grad(net, {0, 1, 2}), fx::Backend::Cpu)(w1, w2, x1, x2);
-  expect_close(v, cv, 1e-4);
-  for (size_t i = 0; i < 3; ++i) expect_close(g[i], cg[i], 1e-3);
+  expect_grad_matches_cpu(v, g, net, {0, 1, 2}, w1, w2, x1, x2);
 }
 
 TEST(Vulkan, OutOfMemoryBudgetRaisesAndLeavesInputsIntact) {
