@@ -5,12 +5,11 @@
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
-#include <filesystem>
-#include <fstream>
 #include <map>
 #include <mutex>
 #include <sstream>
 
+#include "backends/files.h"
 #include "fluxion/error.h"
 #include "fluxion/profile.h"
 
@@ -119,19 +118,7 @@ void write_chrome_trace(const std::string& path) {
     }
     json << "\n], \"displayTimeUnit\": \"ns\"}\n";
   }
-  std::string tmp = path + ".tmp";
-  {
-    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-    f << json.str();
-    f.flush();
-    if (!f) detail::fail("write_chrome_trace", "cannot write " + tmp);
-  }
-  std::error_code ec;
-  std::filesystem::rename(tmp, path, ec);
-  if (ec) {
-    std::filesystem::remove(tmp, ec);
-    detail::fail("write_chrome_trace", "cannot rename " + tmp + " to " + path);
-  }
+  backends::write_file_atomically(path, json.str(), "write_chrome_trace");
 }
 
 namespace backends {

@@ -1,0 +1,14 @@
+// The neural-network library: layers, initialisers, losses, optimizers, training steps and
+// checkpoints (docs/nn.md).
+#pragma once
+
+#include "fluxion/data.h"
+#include "fluxion/fluxion.h"
+#include "fluxion/nn/checkpoint.h"
+#include "fluxion/nn/init.h"
+#include "fluxion/nn/layer.h"
+#include "fluxion/nn/layers.h"
+#include "fluxion/nn/losses.h"
+#include "fluxion/nn/optim.h"
+#include "fluxion/nn/recurrent.h"
+#include "fluxion/safetensors.h"

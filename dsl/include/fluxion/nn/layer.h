@@ -1,0 +1,85 @@
+// Layers and models: a layer describes its parameters (names, shapes, initialisers) and how it
+// maps an input Tensor to an output Tensor given those parameters. Parameters are not stored
+// in the layer: they are a std::vector<Array> the user owns (JAX/Flax style), passed to a
+// compiled program as its inputs and returned updated by a training step, so the same model
+// runs on any backend and its parameters stay wherever that backend keeps them.
+#pragma once
+
+#include <concepts>
+#include <cstdint>
+#include <initializer_list>
+#include <memory>
+#include <source_location>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "fluxion/array.h"
+#include "fluxion/nn/init.h"
+#include "fluxion/tensor.h"
+
+namespace fluxion::nn {
+
+struct ParamSpec {
+  std::string name;  // PyTorch's state_dict name: "weight", "0.bias", "weight_ih_l0"
+  Shape shape;
+  Initializer init;
+};
+
+class Layer {
+ public:
+  virtual ~Layer() = default;
+  // This layer's parameters, in the order forward() takes them.
+  virtual std::vector<ParamSpec> params() const { return {}; }
+  // The output for input `x`; `p` holds one Tensor per params() entry with its shape. Raises
+  // Error (naming the layer, the input's shape and what it expected) when x does not fit.
+  virtual Tensor forward(std::span<const Tensor> p, const Tensor& x) const = 0;
+  // "Dense(784 -> 32)".
+  virtual std::string describe() const = 0;
+};
+
+// A handle to a layer (copies share it): what users pass around and call.
+class Model {
+ public:
+  template <class L>
+    requires std::derived_from<L, Layer>
+  Model(L layer) : layer_(std::make_shared<L>(std::move(layer))) {}
+  explicit Model(std::shared_ptr<const Layer> layer);
+
+  std::vector<ParamSpec> param_specs() const { return layer_->params(); }
+  std::vector<std::string> param_names() const;
+  int64_t param_count() const;  // number of scalar parameters
+  // Fresh parameters drawn from each spec's initialiser; the same seed gives the same values.
+  std::vector<Array> init(uint64_t seed) const;
+  // The forward pass inside a trace. Raises Error when `params` do not match param_specs().
+  Tensor operator()(std::span<const Tensor> params, const Tensor& x,
+                    std::source_location loc = std::source_location::current()) const;
+  // One line per layer with its parameter shapes, and the total count.
+  std::string summary() const;
+  const Layer& layer() const { return *layer_; }
+
+ private:
+  std::shared_ptr<const Layer> layer_;
+};
+
+// Layers applied in order; parameter names are prefixed with the layer's index ("0.weight"),
+// as in PyTorch's nn.Sequential.
+class Sequential : public Layer {
+ public:
+  Sequential(std::initializer_list<Model> layers) : layers_(layers) {}
+  explicit Sequential(std::vector<Model> layers) : layers_(std::move(layers)) {}
+  std::vector<ParamSpec> params() const override;
+  Tensor forward(std::span<const Tensor> p, const Tensor& x) const override;
+  std::string describe() const override;
+  const std::vector<Model>& layers() const { return layers_; }
+
+ private:
+  std::vector<Model> layers_;
+};
+
+// Checks that `x` has rank `rank` (or at least `rank` when `at_least`) and that its dimension
+// `axis` is `size` (skipped when size < 0); raises Error naming `layer` otherwise.
+void expect_input(const std::string& layer, const Tensor& x, int64_t rank, int64_t axis, int64_t size,
+                  bool at_least = false);
+
+}  // namespace fluxion::nn

@@ -1,0 +1,27 @@
+// Trains an LSTM or GRU classifier on Fashion-MNIST, reading each image as a sequence of 28
+// rows of 28 pixels; the last step's hidden state feeds a dense layer over the 10 classes.
+#include <cstdio>
+
+#include "common/classifier.h"
+
+namespace nn = fluxion::nn;
+
+int main(int argc, char** argv) {
+  samples::TrainingOptions opt;
+  int64_t hidden = 128, layers = 1;
+  std::string cell = "lstm";
+  samples::Cli cli("rnn_train", "An LSTM or GRU reading Fashion-MNIST images row by row.");
+  cli.add_training(&opt);
+  cli.add("--cell", &cell, "lstm or gru");
+  cli.add("--hidden", &hidden, "hidden state size");
+  cli.add("--layers", &layers, "stacked recurrent layers");
+  cli.parse(argc, argv);
+  if (cell != "lstm" && cell != "gru") {
+    std::fprintf(stderr, "error: --cell %s: expected lstm or gru\n%s", cell.c_str(), cli.usage().c_str());
+    return 2;
+  }
+  nn::RecurrentOptions rnn{.input = 28, .hidden = hidden, .layers = layers, .batch_first = true, .last_only = true};
+  nn::Model model = nn::Sequential{nn::Reshape({28, 28}), cell == "lstm" ? nn::Model(nn::LSTM(rnn)) : nn::Model(nn::GRU(rnn)),
+                                   nn::Dense(hidden, 10)};
+  return samples::train_classifier(cli.program(), opt, model, samples::make_optimizer(opt));
+}
