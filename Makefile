@@ -1,5 +1,5 @@
 # Entry points for people and CI. Everything is built with CMake + Ninja under build/.
-#   make demo   install what is missing, build in Release, run the demo sample
+#   make demo   install what is missing, build in Release, train the MLP sample on Fashion-MNIST
 #   make test   install what is missing, build the tests, run every test through ctest
 #   make test-sanitize  the tests under ASan + UBSan
 #   make bench  the benchmarks against libtorch and hand-written C++ (bench/README.md);
@@ -17,8 +17,9 @@ build-release: deps
 	cmake -S . -B build/release -G Ninja -DCMAKE_BUILD_TYPE=Release -DFLUXION_BUILD_TESTS=OFF $(CMAKE_FLAGS)
 	cmake --build build/release -j $(JOBS)
 
+# Five epochs of mlp_train on the default backend: about 0.86 test accuracy in a few seconds.
 demo: build-release
-	build/release/samples/demo
+	build/release/samples/mlp_train --csv build/mlp_train_curves.csv --svg build/mlp_train_curves.svg
 
 build-test: deps
 	cmake -S . -B build/test -G Ninja -DCMAKE_BUILD_TYPE=Debug -DFLUXION_VERIFY_IR=ON $(CMAKE_FLAGS)

@@ -7,6 +7,7 @@
 
 #include "common/classifier.h"
 #include "common/curves.h"
+#include "common/models.h"
 #include "common/progress.h"
 
 namespace fx = fluxion;
@@ -43,10 +44,11 @@ int main(int argc, char** argv) {
     if (opt.limit > 0 && opt.limit < train.size()) train = fx::data::subset(train, 0, opt.limit);
     int64_t V = text.vocab_size();
 
-    nn::Embedding emb(V, embed);
-    nn::Recurrent lstm = nn::LSTM({.input = embed, .hidden = hidden, .layers = layers, .batch_first = true});
-    nn::Dense head(hidden, V);
-    nn::Model model = nn::Sequential{emb, lstm, head};
+    samples::CharModel net(V, embed, hidden, layers);
+    const nn::Model& model = net.model;
+    const nn::Embedding& emb = net.embedding;
+    const nn::Recurrent& lstm = net.lstm;
+    const nn::Dense& head = net.head;
     nn::Optimizer optimizer = samples::make_optimizer(opt);
     auto loss = [](const Tensor& logits, const Tensor& next) { return nn::softmax_cross_entropy(logits, next); };
     nn::Trainer trainer(model, loss, optimizer, backend);

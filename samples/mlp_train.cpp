@@ -1,8 +1,7 @@
 // Trains the W3 model (784 -> hidden -> 10, tanh) on Fashion-MNIST with softmax cross-entropy.
 // Every training step is one compiled call: forward, backward and the optimizer's update.
 #include "common/classifier.h"
-
-namespace nn = fluxion::nn;
+#include "common/models.h"
 
 int main(int argc, char** argv) {
   samples::TrainingOptions opt;
@@ -11,6 +10,5 @@ int main(int argc, char** argv) {
   cli.add_training(&opt);
   cli.add("--hidden", &hidden, "hidden layer width");
   cli.parse(argc, argv);
-  nn::Model model = nn::Sequential{nn::Flatten(), nn::Dense(784, hidden), nn::Tanh(), nn::Dense(hidden, 10)};
-  return samples::train_classifier(cli.program(), opt, model, samples::make_optimizer(opt));
+  return samples::train_classifier(cli.program(), opt, samples::mlp_model(hidden), samples::make_optimizer(opt));
 }

@@ -3,8 +3,7 @@
 #include <cstdio>
 
 #include "common/classifier.h"
-
-namespace nn = fluxion::nn;
+#include "common/models.h"
 
 int main(int argc, char** argv) {
   samples::TrainingOptions opt;
@@ -20,8 +19,5 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "error: --cell %s: expected lstm or gru\n%s", cell.c_str(), cli.usage().c_str());
     return 2;
   }
-  nn::RecurrentOptions rnn{.input = 28, .hidden = hidden, .layers = layers, .batch_first = true, .last_only = true};
-  nn::Model model = nn::Sequential{nn::Reshape({28, 28}), cell == "lstm" ? nn::Model(nn::LSTM(rnn)) : nn::Model(nn::GRU(rnn)),
-                                   nn::Dense(hidden, 10)};
-  return samples::train_classifier(cli.program(), opt, model, samples::make_optimizer(opt));
+  return samples::train_classifier(cli.program(), opt, samples::rnn_model(cell, hidden, layers), samples::make_optimizer(opt));
 }

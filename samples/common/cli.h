@@ -13,7 +13,7 @@ namespace samples {
 
 // The flags every training sample takes.
 struct TrainingOptions {
-  std::string backend = "cpu";
+  std::string backend = fluxion::backend_name(fluxion::default_backend());
   int64_t epochs = 5;
   int64_t batch_size = 128;
   double lr = 1e-3;

@@ -1,0 +1,133 @@
+// The compiled training step on every backend: each sample model, trained briefly on a small
+// subset of Fashion-MNIST, reduces its loss; runs are reproducible; parameters stay on the
+// Vulkan device between steps; the LSTM step fuses as seed 001 asks.
+#include <gtest/gtest.h>
+
+#include "common/models.h"
+#include "nn/nn_test_util.h"
+
+namespace fx = fluxion;
+namespace nn = fluxion::nn;
+using fx::Array;
+using fx::Tensor;
+using fx::Backend;
+using fx::DType;
+using namespace fx::testing;
+
+class Training : public BackendTest {
+ protected:
+  static const fx::data::Dataset& subset() {
+    static const fx::data::Dataset d = fx::data::subset(fx::data::fashion_mnist("train"), 0, 256);
+    return d;
+  }
+  // Trains for `epochs` passes over the subset in batches of 64; returns the losses of the
+  // whole subset before and after, and every step's loss.
+  struct Run {
+    double before, after;
+    std::vector<double> steps;
+  };
+  Run train(const nn::Model& model, const nn::Optimizer& opt, int epochs) { return train_on(backend(), model, opt, epochs); }
+  Run train_on(Backend b, const nn::Model& model, const nn::Optimizer& opt, int epochs) {
+    nn::Trainer trainer(model, [](const Tensor& o, const Tensor& y) { return nn::softmax_cross_entropy(o, y); }, opt, b);
+    nn::TrainState state = trainer.init(3);
+    auto loss = [&] { return trainer.evaluate(state.params, subset().inputs, subset().targets).first.item(); };
+    Run r{loss(), 0, {}};
+    fx::data::Loader loader(subset(), {.batch_size = 64, .shuffle = true, .seed = 1});
+    for (int e = 0; e < epochs; ++e) {
+      loader.set_epoch(e);
+      for (int64_t i = 0; i < loader.size(); ++i) {
+        auto [x, y] = loader.batch(i);
+        r.steps.push_back(trainer.step(state, x, y).item());
+      }
+    }
+    r.after = loss();
+    return r;
+  }
+};
+FLUXION_INSTANTIATE_BACKENDS(Training);
+
+TEST_P(Training, MlpLearns) {
+  Run r = train(samples::mlp_model(32), nn::adam({.lr = 3e-3}), 4);
+  EXPECT_LT(r.after, 0.7 * r.before) << r.before << " -> " << r.after;
+}
+
+TEST_P(Training, LeNetLearns) {
+  Run r = train(samples::lenet_model(), nn::adam({.lr = 5e-3}), 3);
+  EXPECT_LT(r.after, 0.85 * r.before) << r.before << " -> " << r.after;
+}
+
+TEST_P(Training, LstmAndGruLearn) {
+  for (const char* cell : {"lstm", "gru"}) {
+    Run r = train(samples::rnn_model(cell, 16), nn::adam({.lr = 2e-2}), 4);
+    EXPECT_LT(r.after, 0.9 * r.before) << cell << ": " << r.before << " -> " << r.after;
+  }
+}
+
+TEST_P(Training, CharModelLearns) {
+  fx::data::CharText text = fx::data::CharText::from_string(
+      "the quick brown fox jumps over the lazy dog. the quick brown fox jumps over the lazy dog. ");
+  samples::CharModel net(text.vocab_size(), 8, 16, 1);
+  fx::data::Dataset seqs = text.sequences(10);
+  nn::Trainer trainer(net.model, [](const Tensor& o, const Tensor& y) { return nn::softmax_cross_entropy(o, y); },
+                      nn::adam({.lr = 2e-2}), backend());
+  nn::TrainState s = trainer.init(0);
+  double first = trainer.step(s, seqs.inputs, seqs.targets).item(), last = first;
+  for (int i = 0; i < 30; ++i) last = trainer.step(s, seqs.inputs, seqs.targets).item();
+  EXPECT_LT(last, 0.5 * first) << first << " -> " << last;
+}
+
+TEST_P(Training, SameSeedSameNumbers) {
+  Run a = train(samples::mlp_model(16), nn::sgd({.lr = 0.1, .momentum = 0.9}), 1);
+  Run b = train(samples::mlp_model(16), nn::sgd({.lr = 0.1, .momentum = 0.9}), 1);
+  EXPECT_EQ(a.steps, b.steps);
+  EXPECT_EQ(a.after, b.after);
+}
+
+TEST_P(Training, MatchesTheInterpreterStepByStep) {
+  // The interpreter's run is the reference (itself when the backend is the interpreter, which
+  // then checks that its reference is reproducible).
+  Run here = train(samples::mlp_model(16), nn::adam({.lr = 1e-3}), 1);
+  Run ref = train_on(Backend::Interp, samples::mlp_model(16), nn::adam({.lr = 1e-3}), 1);
+  ASSERT_EQ(here.steps.size(), ref.steps.size());
+  for (size_t i = 0; i < ref.steps.size(); ++i) EXPECT_NEAR(here.steps[i], ref.steps[i], 1e-4 * ref.steps[i]) << "step " << i;
+}
+
+TEST(TrainingVulkan, ParametersStayOnTheDevice) {
+  bool have = false;
+  for (Backend b : fx::available_backends()) have = have || b == Backend::Vulkan;
+  if (!have) GTEST_SKIP() << "no Vulkan device";
+  nn::Model model = samples::mlp_model(16);
+  nn::Trainer trainer(model, [](const Tensor& o, const Tensor& y) { return nn::softmax_cross_entropy(o, y); },
+                      nn::adam(), Backend::Vulkan);
+  nn::TrainState s = trainer.init(0);
+  Array x(fx::f32, {8, 1, 28, 28}), y(fx::i32, {8});
+  fx::reset_counters();
+  for (int i = 0; i < 3; ++i) trainer.step(s, x, y);
+  for (const Array& p : s.params) EXPECT_TRUE(p.on_device());
+  for (const Array& p : s.opt_state) EXPECT_TRUE(p.on_device());
+  EXPECT_EQ(fx::counters().native_calls, 3u);  // one submission per step
+}
+
+TEST(TrainingFusion, LstmStepIsOneMatmulAndOneKernelAfterIt) {
+  // Seed 001: the step's gates come from one matmul (h W_hh^T) whose epilogue adds the
+  // hoisted input gates; everything after it is one kernel.
+  nn::RecurrentCell cell = nn::LSTMCell(8, 16);
+  auto f = fx::jit([&](const std::vector<Tensor>& p, const Tensor& xg, const Tensor& h, const Tensor& c) {
+    std::vector<Tensor> q{p[0], p[1], p[2], p[3]};
+    return cell.step(q, xg, {h, c});
+  }, Backend::Cpu);
+  std::string text = f.lower(nn::Model(cell).init(0), Array(fx::f32, {4, 8}), Array(fx::f32, {4, 16}),
+                             Array(fx::f32, {4, 16})).kernels();
+  size_t gate_kernels = 0, kernels = 0;
+  for (size_t pos = 0; (pos = text.find("kernel ", pos)) != std::string::npos; ++pos) {
+    ++kernels;
+    size_t end = text.find('\n', pos);
+    std::string line = text.substr(pos, end - pos);
+    if (line.find("sigmoid") != std::string::npos) {
+      ++gate_kernels;
+      EXPECT_NE(line.find("tanh"), std::string::npos) << line;
+    }
+  }
+  EXPECT_EQ(gate_kernels, 1u) << text;
+  EXPECT_LE(kernels, 4u) << text;  // the input matmul, the recurrent matmul, the gates (+ a bias sum)
+}
