@@ -5,6 +5,7 @@
 
 int main(int argc, char** argv) {
   samples::TrainingOptions opt;
+  opt.lr = 2e-3;  // Adam; 0.878 test accuracy after 5 epochs (docs/samples.md)
   samples::Cli cli("lenet_train", "LeNet-5 on Fashion-MNIST.");
   cli.add_training(&opt);
   cli.parse(argc, argv);

@@ -7,6 +7,7 @@
 
 int main(int argc, char** argv) {
   samples::TrainingOptions opt;
+  opt.lr = 2e-3;  // Adam; 0.874 test accuracy after 5 epochs with the LSTM (docs/samples.md)
   int64_t hidden = 128, layers = 1;
   std::string cell = "lstm";
   samples::Cli cli("rnn_train", "An LSTM or GRU reading Fashion-MNIST images row by row.");

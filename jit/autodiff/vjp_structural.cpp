@@ -48,6 +48,56 @@ ValueId unpad(Builder& b, const ir::Node& n, ValueId g) {
   return b.op(Op::Slice, {g}, std::move(a));
 }
 
+// conv2d's input gradient. The direct form, conv2d_input_grad, is one product per image whose
+// im2col operand is gathered (with bounds checks) while packing; each packed element is reused
+// once per input channel, so with few input channels (LeNet's 6) packing costs more than the
+// multiply-adds. Then the gradient is taken as col2im instead: one plain matmul W^T g per image
+// (every weight tap against every output pixel, no gathering) and a sum of each tap's columns
+// placed where that tap read its input (pad with the conv's strides), which fuses into one
+// elementwise kernel. Used when the columns are small enough and every tap lands inside the
+// input (no conv padding cut off); else the direct form.
+constexpr int64_t kCol2imMaxChannels = 16;
+constexpr int64_t kCol2imMaxBytes = int64_t{64} << 20;
+
+ValueId conv_input_grad(Builder& b, const ir::Attrs& at, ValueId g, ValueId w, const TensorType& xt) {
+  auto direct = [&] { return b.op(Op::Conv2dInputGrad, {g, w}, at, {xt}); };
+  Shape ws = b.shape(w), gs = b.shape(g);
+  int64_t O = ws[0], C = ws[1], KH = ws[2], KW = ws[3], N = gs[0], OH = gs[2], OW = gs[3];
+  int64_t taps = KH * KW;
+  if (at.groups != 1 || C >= kCol2imMaxChannels || N * O * OH * OW == 0 ||
+      N * taps * C * OH * OW * dtype_size(xt.dtype) > kCol2imMaxBytes)
+    return direct();
+  // Where tap (kh, kw)'s columns go: padding before and after along H and W.
+  auto placement = [&](int64_t k, int d, int64_t out, int64_t in) {
+    int64_t lo = k * at.dilation[static_cast<size_t>(d)] - at.padding[static_cast<size_t>(2 * d)];
+    return std::make_pair(lo, in - lo - ((out - 1) * at.strides[static_cast<size_t>(d)] + 1));
+  };
+  for (int64_t kh : {int64_t{0}, KH - 1})
+    for (int64_t kw : {int64_t{0}, KW - 1}) {
+      auto [hl, hh] = placement(kh, 0, OH, xt.shape[2]);
+      auto [wl, wh] = placement(kw, 1, OW, xt.shape[3]);
+      if (hl < 0 || hh < 0 || wl < 0 || wh < 0) return direct();
+    }
+  ValueId wt = b.reshape(b.transpose(w, {2, 3, 1, 0}), {taps * C, O});  // [kh, kw, c] x o
+  ValueId cols = b.op(Op::MatMul, {b.broadcast(wt, {N, taps * C, O}), b.reshape(g, {N, O, OH * OW})});
+  cols = b.reshape(cols, {N, taps, C, OH, OW});
+  std::vector<ValueId> parts;
+  for (int64_t t = 0; t < taps; ++t) {
+    ir::Attrs slice;
+    slice.starts = {0, t, 0, 0, 0};
+    slice.limits = {N, t + 1, C, OH, OW};
+    slice.strides = {1, 1, 1, 1, 1};
+    ValueId tap = b.reshape(b.op(Op::Slice, {cols}, std::move(slice)), {N, C, OH, OW});
+    auto [hl, hh] = placement(t / KW, 0, OH, xt.shape[2]);
+    auto [wl, wh] = placement(t % KW, 1, OW, xt.shape[3]);
+    ir::Attrs pad;
+    pad.strides = {1, 1, at.strides[0], at.strides[1]};
+    pad.padding = {0, 0, 0, 0, hl, hh, wl, wh};
+    parts.push_back(b.op(Op::Pad, {tap}, std::move(pad)));
+  }
+  return b.sum_all(parts);
+}
+
 ValueId concat_part(Builder& b, const ir::Node& n, ValueId g, size_t part) {
   int64_t ax = n.attrs.axes[0];
   int64_t offset = 0;
@@ -138,7 +188,7 @@ std::vector<ValueId> vjp_structural(Builder& b, const ir::Node& n, ValueId g, co
     // conv2d and its gradients are bilinear and transposes of each other, so the rules close
     // over the three ops (grad of grad works).
     case Op::Conv2d:
-      set(0, [&] { return b.op(Op::Conv2dInputGrad, {g, n.operands[1]}, n.attrs, {b.type(x)}); });
+      set(0, [&] { return conv_input_grad(b, n.attrs, g, n.operands[1], b.type(x)); });
       set(1, [&] { return b.op(Op::Conv2dWeightGrad, {x, g}, n.attrs, {b.type(n.operands[1])}); });
       break;
     case Op::Conv2dInputGrad:  // (g, w) -> dx
@@ -146,7 +196,7 @@ std::vector<ValueId> vjp_structural(Builder& b, const ir::Node& n, ValueId g, co
       set(1, [&] { return b.op(Op::Conv2dWeightGrad, {g, x}, n.attrs, {b.type(n.operands[1])}); });
       break;
     case Op::Conv2dWeightGrad:  // (x, g) -> dw
-      set(0, [&] { return b.op(Op::Conv2dInputGrad, {n.operands[1], g}, n.attrs, {b.type(x)}); });
+      set(0, [&] { return conv_input_grad(b, n.attrs, n.operands[1], g, b.type(x)); });
       set(1, [&] { return b.op(Op::Conv2d, {x, g}, n.attrs); });
       break;
     // The max-pooling ops are linear in their second operand and piecewise constant in x.
