@@ -20,9 +20,10 @@ std::vector<bool> varied_values(const ir::Region& f, const std::vector<bool>& wr
 // adjoint computation for the given adjoints of f's results (-1: none). Returns one adjoint
 // per parameter of f (-1 where not in wrt, inactive or zero); `outputs` receives f's results
 // as ids of target.
+// `node_index`, when given, receives for each node of f the index of its inlined copy in target.
 std::vector<ir::ValueId> emit_vjp(ir::Region& target, const ir::Region& f, const std::vector<ir::ValueId>& args,
                                   const std::vector<ir::ValueId>& out_adjoints, const std::vector<bool>& wrt,
-                                  std::vector<ir::ValueId>* outputs);
+                                  std::vector<ir::ValueId>* outputs, std::vector<size_t>* node_index = nullptr);
 
 // The forward-mode core: inlines f into `target` on `args`, then appends the computation of
 // the tangents of f's results from `tangents` (one per parameter of f, -1 for a zero tangent).

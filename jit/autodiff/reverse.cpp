@@ -127,7 +127,7 @@ ir::ValueId accumulate(Builder& b, const ir::Region& r, const std::vector<ir::Va
 
 std::vector<ir::ValueId> emit_vjp(ir::Region& target, const ir::Region& f, const std::vector<ir::ValueId>& args,
                                   const std::vector<ir::ValueId>& out_adjoints, const std::vector<bool>& wrt,
-                                  std::vector<ir::ValueId>* outputs) {
+                                  std::vector<ir::ValueId>* outputs, std::vector<size_t>* inlined_nodes) {
   std::vector<bool> active = varied_values(f, wrt);
   std::vector<bool> useful = useful_values(f, out_adjoints);
   for (size_t v = 0; v < active.size(); ++v) active[v] = active[v] && useful[v];
@@ -136,6 +136,7 @@ std::vector<ir::ValueId> emit_vjp(ir::Region& target, const ir::Region& f, const
   std::vector<size_t> node_index;
   std::vector<ir::ValueId> results = ir::inline_region(target, f, args, &node_index);
   if (outputs) *outputs = results;
+  if (inlined_nodes) *inlined_nodes = node_index;
 
   // Adjoint contributions, keyed by f's value ids, holding target's value ids.
   Builder b(target);

@@ -1,6 +1,9 @@
-// Reverse rules of control flow. scan (and so fori_loop): a reverse scan that reads the carries
-// the forward scan saved. Policy today: save every step's incoming carry, recompute the body's internal
-// values inside the reverse body.
+// Reverse rules of control flow. scan (and so fori_loop): a reverse scan that reads what the
+// forward scan saved. Policy: save every step's incoming carry and the result of every sizeable
+// matmul or convolution in the body (residuals); the reverse body recomputes the rest of the
+// body's values from them. Elementwise values are cheap to recompute and fuse into the reverse
+// step's kernels; a matmul is not (recomputing the LSTM's gate matmul made its training step 27%
+// more multiply-adds), so its result is stored, as the fuser stores expensive values.
 #include "fluxion/error.h"
 #include "jit/autodiff/autodiff.h"
 #include "jit/autodiff/vjp_rules.h"
@@ -20,6 +23,52 @@ TensorType unstacked(TensorType t) {
   return t;
 }
 
+// Products smaller than this are recomputed (cheaper than a store and a load per step), and
+// residuals stop being stored once the stacked ones of a loop reach the byte budget.
+constexpr int64_t kResidualMinMacs = 4096;
+constexpr int64_t kResidualBudgetBytes = int64_t{256} << 20;
+
+// Follows `k`'s result through its only user while that user is an add or a sub of the same
+// type (an epilogue: a bias, the LSTM's hoisted input gates), whose reverse rules need no
+// operand values: storing the epilogue's result lets the reverse body drop the epilogue too.
+size_t through_epilogue(const ir::Region& body, size_t k) {
+  for (;;) {
+    ValueId v = body.nodes[k].results[0];
+    size_t user = body.nodes.size(), uses = 0;
+    for (size_t u = k + 1; u < body.nodes.size(); ++u)
+      for (ValueId o : body.nodes[u].operands)
+        if (o == v) ++uses, user = u;
+    for (ValueId r : body.results) uses += r == v;
+    if (uses != 1 || user == body.nodes.size()) return k;
+    const ir::Node& n = body.nodes[user];
+    if ((n.op != ir::Op::Add && n.op != ir::Op::Sub) || !(body.type(n.results[0]) == body.type(v))) return k;
+    k = user;
+  }
+}
+
+// The body's nodes whose results the forward scan stores for the reverse scan: float matmul
+// and conv2d results whose products are large enough (or the epilogue after them), within the
+// budget.
+std::vector<size_t> residual_nodes(const ir::Region& body, int64_t length) {
+  std::vector<size_t> out;
+  int64_t bytes = 0;
+  for (size_t k = 0; k < body.nodes.size(); ++k) {
+    const ir::Node& n = body.nodes[k];
+    if ((n.op != ir::Op::MatMul && n.op != ir::Op::Conv2d) || !is_float(body.type(n.results[0]).dtype)) continue;
+    const TensorType& t = body.type(n.results[0]);
+    int64_t inner = body.type(n.operands[0]).shape.empty() ? 1 : body.type(n.operands[0]).shape.back();
+    if (n.op == ir::Op::Conv2d) {
+      const Shape& w = body.type(n.operands[1]).shape;
+      inner = numel(w) / std::max<int64_t>(1, w[0]);
+    }
+    int64_t stacked_bytes = t.numel() * dtype_size(t.dtype) * length;
+    if (t.numel() * inner < kResidualMinMacs || bytes + stacked_bytes > kResidualBudgetBytes) continue;
+    bytes += stacked_bytes;
+    out.push_back(through_epilogue(body, k));
+  }
+  return out;
+}
+
 }  // namespace
 
 std::vector<ValueId> vjp_scan(Builder& b, const ir::Node& n, size_t index, const std::vector<ValueId>& adjoints,
@@ -31,15 +80,22 @@ std::vector<ValueId> vjp_scan(Builder& b, const ir::Node& n, size_t index, const
   int64_t length = a.length;
   auto operand = [&](size_t i) { return n.operands[i]; };
 
-  // 1. The forward scan also returns, stacked, the carry entering each step.
-  std::vector<ValueId> saved;
+  // 1. The forward scan also returns, stacked, the carry entering each step and the residuals.
+  std::vector<ValueId> saved, stored;
+  std::vector<size_t> residuals = residual_nodes(b.region().nodes[index].regions[0], length);
   {
     ir::Region& r = b.region();
     ir::Region& body = r.nodes[index].regions[0];
     for (size_t j = 0; j < nc; ++j) body.results.push_back(body.params[1 + j]);
+    for (size_t k : residuals) body.results.push_back(body.nodes[k].results[0]);
     for (size_t j = 0; j < nc; ++j) {
       saved.push_back(r.new_value(stacked(r.type(operand(j)), length)));
       r.nodes[index].results.push_back(saved.back());
+    }
+    for (size_t k : residuals) {
+      TensorType t = body.type(body.nodes[k].results[0]);
+      stored.push_back(r.new_value(stacked(t, length)));
+      r.nodes[index].results.push_back(stored.back());
     }
   }
   const ir::Region& fwd_body = b.region().nodes[index].regions[0];
@@ -61,15 +117,16 @@ std::vector<ValueId> vjp_scan(Builder& b, const ir::Node& n, size_t index, const
   }
 
   // 3. The reverse body: params [i, d carries, d captures (accumulated), carries entering the
-  //    step, per-step inputs, adjoints of per-step outputs, captures].
+  //    step, per-step inputs, adjoints of per-step outputs, residuals, captures].
   ir::Region rb;
   ValueId i = rb.add_param(TensorType{DType::i32, {}});
-  std::vector<ValueId> dc(nc, -1), dk, c(nc), x(nx), dy(ny, -1), k(nk);
+  std::vector<ValueId> dc(nc, -1), dk, c(nc), x(nx), dy(ny, -1), res_params, k(nk);
   for (size_t j : fc) dc[j] = rb.add_param(b.type(operand(j)));
   for (size_t q : kk) dk.push_back(rb.add_param(b.type(operand(nc + nx + q))));
   for (size_t j = 0; j < nc; ++j) c[j] = rb.add_param(b.type(operand(j)));
   for (size_t q = 0; q < nx; ++q) x[q] = rb.add_param(unstacked(b.type(operand(nc + q))));
   for (size_t y : fy) dy[y] = rb.add_param(fwd_body.type(fwd_body.results[nc + y]));
+  for (size_t kr : residuals) res_params.push_back(rb.add_param(fwd_body.type(fwd_body.nodes[kr].results[0])));
   for (size_t q = 0; q < nk; ++q) k[q] = rb.add_param(b.type(operand(nc + nx + q)));
 
   std::vector<ValueId> args{i};
@@ -84,7 +141,18 @@ std::vector<ValueId> vjp_scan(Builder& b, const ir::Node& n, size_t index, const
   for (size_t q : kx) wrt[1 + nc + q] = true;
   for (size_t q : kk) wrt[1 + nc + nx + q] = true;
   ir::Region body_copy = fwd_body;  // emit_vjp reads it while the target region grows
-  std::vector<ValueId> g = emit_vjp(rb, body_copy, args, out_adjoints, wrt, nullptr);
+  std::vector<size_t> inlined;
+  std::vector<ValueId> g = emit_vjp(rb, body_copy, args, out_adjoints, wrt, nullptr, &inlined);
+  // The recomputed residuals are replaced by the stored ones; their recomputation is then dead
+  // (the matmul and conv rules read only the operands) and DCE removes it.
+  for (size_t q = 0; q < residuals.size(); ++q) {
+    ValueId recomputed = rb.nodes[inlined[residuals[q]]].results[0];
+    for (ir::Node& node : rb.nodes)
+      for (ValueId& v : node.operands)
+        if (v == recomputed) v = res_params[q];
+    for (ValueId& v : rb.results)
+      if (v == recomputed) v = res_params[q];
+  }
 
   Builder rbb(rb);
   auto or_zero = [&](ValueId v, ValueId like) { return v >= 0 ? v : rbb.splat_like(0, like); };
@@ -105,11 +173,12 @@ std::vector<ValueId> vjp_scan(Builder& b, const ir::Node& n, size_t index, const
     ValueId adj = adjoints[nc + y];
     operands.push_back(adj >= 0 ? adj : b.splat(0, stacked(fwd_body.type(fwd_body.results[nc + y]), length)));
   }
+  operands.insert(operands.end(), stored.begin(), stored.end());
   for (size_t q = 0; q < nk; ++q) operands.push_back(operand(nc + nx + q));
   ir::Attrs ra;
   ra.length = length;
   ra.carries = static_cast<int64_t>(fc.size() + kk.size());
-  ra.xs = static_cast<int64_t>(nc + nx + fy.size());
+  ra.xs = static_cast<int64_t>(nc + nx + fy.size() + stored.size());
   ra.reverse = !a.reverse;
   std::vector<ir::Region> regions;
   regions.push_back(std::move(rb));

@@ -131,3 +131,25 @@ TEST(TrainingFusion, LstmStepIsOneMatmulAndOneKernelAfterIt) {
   EXPECT_EQ(gate_kernels, 1u) << text;
   EXPECT_LE(kernels, 4u) << text;  // the input matmul, the recurrent matmul, the gates (+ a bias sum)
 }
+
+TEST(TrainingFusion, LstmBackwardStepReusesTheStoredGates) {
+  // The reverse scan reads the gate pre-activations the forward scan stored (docs/autodiff.md):
+  // its step runs the two adjoint matmuls (dh and dW_hh), not the forward matmul again, and one
+  // kernel for every pointwise op of the cell, forward values and adjoints together.
+  nn::Model m = nn::LSTM({.input = 8, .hidden = 32, .last_only = true});
+  auto g = fx::jit([&](const std::vector<Tensor>& p, const Tensor& x) {
+    return fx::value_and_grad([&](const std::vector<Tensor>& q) { return fx::sum(m(q, x)); })(p);
+  }, Backend::Cpu);
+  std::string text = g.lower(m.init(0), Array(fx::f32, {16, 10, 8})).kernels();
+  size_t second_scan = text.find("scan {", text.find("scan {") + 1);
+  ASSERT_NE(second_scan, std::string::npos) << text;
+  std::string reverse = text.substr(second_scan, text.find('}', second_scan) - second_scan);
+  size_t matmuls = 0, pointwise = 0;
+  for (size_t pos = 0; (pos = reverse.find("kernel ", pos)) != std::string::npos; ++pos) {
+    std::string line = reverse.substr(pos, reverse.find('\n', pos) - pos);
+    matmuls += line.find(" matmul [") != std::string::npos;
+    pointwise += line.find("sigmoid") != std::string::npos;
+  }
+  EXPECT_EQ(matmuls, 2u) << reverse;
+  EXPECT_EQ(pointwise, 1u) << reverse;
+}
