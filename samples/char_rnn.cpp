@@ -8,7 +8,6 @@
 #include "common/classifier.h"
 #include "common/curves.h"
 #include "common/models.h"
-#include "common/progress.h"
 
 namespace fx = fluxion;
 namespace nn = fluxion::nn;
@@ -64,18 +63,7 @@ int main(int argc, char** argv) {
     std::string svg = opt.svg.empty() ? "char_rnn_curves.svg" : opt.svg;
     std::vector<samples::EpochRecord> curves;
     for (int64_t epoch = 1; epoch <= opt.epochs; ++epoch) {
-      loader.set_epoch(epoch);
-      samples::ProgressBar bar("epoch " + std::to_string(epoch), loader.size());
-      samples::LossMeter meter;
-      int64_t examples = 0;
-      for (int64_t i = 0; i < loader.size(); ++i) {
-        auto [x, y] = loader.batch(i);
-        meter.add(trainer.step(state, x, y));
-        examples += x.shape()[0];
-        if (bar.due()) bar.update(i + 1, examples, meter.mean());
-      }
-      double train_loss = meter.mean(), seconds = bar.seconds();
-      bar.finish(examples, train_loss);
+      auto [train_loss, seconds] = samples::train_epoch(trainer, state, loader, epoch);
       double valid_loss = trainer.evaluate(state.params, valid.inputs, valid.targets).first.item() /
                           static_cast<double>(valid.size());
       std::printf("epoch %lld/%lld  train loss %.4f  validation loss %.4f (%.3f bits/char)  %.2f s\n",

@@ -11,11 +11,28 @@ namespace samples {
 namespace fx = fluxion;
 namespace nn = fluxion::nn;
 
-double LossMeter::mean() {
-  for (const fx::Array& a : pending_) sum_ += a.item();
-  count_ += static_cast<int64_t>(pending_.size());
-  pending_.clear();
-  return count_ > 0 ? sum_ / static_cast<double>(count_) : 0.0;
+EpochResult train_epoch(const nn::Trainer& trainer, nn::TrainState& state, fx::data::Loader& loader, int64_t epoch) {
+  loader.set_epoch(epoch);
+  ProgressBar bar("epoch " + std::to_string(epoch), loader.size());
+  std::vector<fx::Array> pending;
+  double sum = 0;
+  int64_t steps = 0, examples = 0;
+  auto mean = [&] {
+    for (const fx::Array& a : pending) sum += a.item();
+    steps += static_cast<int64_t>(pending.size());
+    pending.clear();
+    return steps > 0 ? sum / static_cast<double>(steps) : 0.0;
+  };
+  for (int64_t i = 0; i < loader.size(); ++i) {
+    auto [x, y] = loader.batch(i);
+    pending.push_back(trainer.step(state, x, y));
+    examples += x.shape()[0];
+    if (bar.due()) bar.update(i + 1, examples, mean());
+  }
+  EpochResult r{mean(), 0};  // waits for the last step
+  r.seconds = bar.seconds();
+  bar.finish(examples, r.train_loss);
+  return r;
 }
 
 nn::Optimizer make_optimizer(const TrainingOptions& opt) {
@@ -71,23 +88,11 @@ int train_classifier(const std::string& program, const TrainingOptions& opt, con
     std::vector<EpochRecord> curves;
     TestResult result{};
     for (int64_t epoch = 1; epoch <= opt.epochs; ++epoch) {
-      loader.set_epoch(epoch);
-      ProgressBar bar("epoch " + std::to_string(epoch), loader.size());
-      LossMeter meter;
-      int64_t examples = 0;
-      for (int64_t i = 0; i < loader.size(); ++i) {
-        auto [x, y] = loader.batch(i);
-        meter.add(trainer.step(state, x, y));
-        examples += x.shape()[0];
-        if (bar.due()) bar.update(i + 1, examples, meter.mean());
-      }
-      double train_loss = meter.mean();  // waits for the last step
-      double seconds = bar.seconds();
-      bar.finish(examples, train_loss);
+      auto [train_loss, seconds] = train_epoch(trainer, state, loader, epoch);
       result = evaluate(trainer, state.params, test);
       std::printf("epoch %lld/%lld  train loss %.4f  test loss %.4f  test accuracy %.4f  %.2f s (%.0f examples/s)\n",
                   static_cast<long long>(epoch), static_cast<long long>(opt.epochs), train_loss, result.loss,
-                  result.accuracy, seconds, static_cast<double>(examples) / seconds);
+                  result.accuracy, seconds, static_cast<double>(train.size()) / seconds);
       curves.push_back({static_cast<int>(epoch), train_loss, result.loss, result.accuracy, seconds});
       write_csv(csv, curves);
       write_svg(svg, program + " on Fashion-MNIST (" + fx::backend_name(backend) + ")", curves);

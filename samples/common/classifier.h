@@ -19,17 +19,15 @@ fluxion::nn::Optimizer make_optimizer(const TrainingOptions& opt);
 int train_classifier(const std::string& program, const TrainingOptions& opt, const fluxion::nn::Model& model,
                      const fluxion::nn::Optimizer& optimizer);
 
-// Loss-summing helper shared with char_rnn: reads the pending per-step losses (reading a
-// Vulkan result copies it to the host, so the samples read them only when they print).
-class LossMeter {
- public:
-  void add(const fluxion::Array& loss) { pending_.push_back(loss); }
-  double mean();  // over every loss added so far
-
- private:
-  std::vector<fluxion::Array> pending_;
-  double sum_ = 0;
-  int64_t count_ = 0;
+struct EpochResult {
+  double train_loss = 0;  // the mean of the epoch's step losses
+  double seconds = 0;     // the training loop's time
 };
+
+// One epoch of training steps over `loader` (shuffled for `epoch`) with a progress bar. The
+// step losses are read only when the bar is drawn and at the end: reading a Vulkan result
+// copies it to the host.
+EpochResult train_epoch(const fluxion::nn::Trainer& trainer, fluxion::nn::TrainState& state,
+                        fluxion::data::Loader& loader, int64_t epoch);
 
 }  // namespace samples
