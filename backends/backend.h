@@ -21,6 +21,9 @@ class Executable {
   virtual void run_into(const std::vector<Array>& inputs, std::vector<Array>& outputs) const;
   // The compiled form: kernels and the graph ops each contains (empty when there are none).
   virtual std::string describe() const { return ""; }
+  // The line of describe() for the kernel that computes the node at `path` (see
+  // kernel::kernel_containing); "" when there is none, or no kernels (the interpreter).
+  virtual std::string kernel_containing(const std::vector<size_t>& /*path*/) const { return ""; }
 };
 
 // Compiles `p` for `backend`. Raises Error when the backend is not built or not usable here.

@@ -96,6 +96,9 @@ class CpuExecutable final : public backends::Executable {
   }
 
   std::string describe() const override { return kernel::print(program_.body, schedule_); }
+  std::string kernel_containing(const std::vector<size_t>& path) const override {
+    return kernel::kernel_containing(program_.body, schedule_, path);
+  }
 
  private:
   // Whether result k goes through its arena slot: it has one, and its buffer overlaps an input

@@ -106,6 +106,50 @@ Array to_array(const Buffer& b) {
   return Array();
 }
 
+// The search of first_non_finite: the stack of (region, node) being evaluated, and where the
+// first producer of a non-finite value was found (then evaluation stops by throwing Found).
+struct NonFiniteSearch {
+  std::vector<std::pair<const ir::Region*, size_t>> frames;
+  std::optional<NonFinite> found;
+  struct Found {};
+};
+thread_local NonFiniteSearch* search = nullptr;
+
+bool has_non_finite(const Buffer& b, int64_t* element) {
+  if (!is_float(b.type.dtype)) return false;
+  for (size_t i = 0; i < b.v.size(); ++i) {
+    if (!std::isfinite(b.v[i])) {
+      *element = static_cast<int64_t>(i);
+      return true;
+    }
+  }
+  return false;
+}
+
+// Called after each node while searching: records the node when it is the first producer.
+void check_node(const ir::Node& n, const std::vector<Value>& in, const std::vector<Value>& res) {
+  if (n.op == ir::Op::Constant) return;
+  int64_t element = 0;
+  for (const Value& v : in)
+    if (has_non_finite(*v, &element)) return;  // propagated, not produced here
+  for (const Value& v : res) {
+    if (!has_non_finite(*v, &element)) continue;
+    NonFinite f;
+    const auto& frames = search->frames;
+    for (size_t j = 0; j < frames.size(); ++j) {
+      if (j > 0) {
+        const ir::Node& parent = frames[j - 1].first->nodes[frames[j - 1].second];
+        f.path.push_back(static_cast<size_t>(frames[j].first - parent.regions.data()));
+      }
+      f.path.push_back(frames[j].second);
+    }
+    f.element = element;
+    f.value = v->v[static_cast<size_t>(element)];
+    search->found = f;
+    throw NonFiniteSearch::Found{};
+  }
+}
+
 }  // namespace
 
 std::vector<Value> eval_region(const ir::Region& r, const std::vector<Value>& args) {
@@ -117,12 +161,30 @@ std::vector<Value> eval_region(const ir::Region& r, const std::vector<Value>& ar
     for (ir::ValueId v : n.operands) in.push_back(env[static_cast<size_t>(v)]);
     std::vector<TensorType> out;
     for (ir::ValueId v : n.results) out.push_back(r.type(v));
+    if (search) search->frames.emplace_back(&r, static_cast<size_t>(&n - r.nodes.data()));
     std::vector<Value> res = eval_node(n, in, out);
+    if (search) {
+      check_node(n, in, res);
+      search->frames.pop_back();
+    }
     for (size_t i = 0; i < res.size(); ++i) env[static_cast<size_t>(n.results[i])] = std::move(res[i]);
   }
   std::vector<Value> results;
   for (ir::ValueId v : r.results) results.push_back(env[static_cast<size_t>(v)]);
   return results;
+}
+
+std::optional<NonFinite> first_non_finite(const ir::Program& p, const std::vector<Array>& inputs) {
+  NonFiniteSearch state;
+  search = &state;
+  struct Reset {
+    ~Reset() { search = nullptr; }
+  } reset;
+  try {
+    run(p, inputs);
+  } catch (const NonFiniteSearch::Found&) {
+  }
+  return state.found;
 }
 
 std::vector<Array> run(const ir::Program& p, const std::vector<Array>& inputs) {

@@ -129,6 +129,9 @@ class VulkanExecutable final : public backends::Executable {
   }
 
   std::string describe() const override { return kernel::print(program_.body, schedule_); }
+  std::string kernel_containing(const std::vector<size_t>& path) const override {
+    return kernel::kernel_containing(program_.body, schedule_, path);
+  }
 
  private:
   // Runs the program on `inputs` (read in place when they are already in this device's memory)

@@ -3,8 +3,10 @@
 
 #include <string>
 
+#include "dsl/src/check_numerics.h"
 #include "dsl/src/trace.h"
 #include "fluxion/error.h"
+#include "fluxion/runtime.h"
 #include "jit/pipeline.h"
 
 namespace fluxion {
@@ -68,13 +70,23 @@ void check_types(const std::vector<Array>& arrays, const std::vector<TensorType>
 
 std::vector<Array> Compiled::run(const std::vector<Array>& inputs) const {
   check_types(inputs, impl_->inputs, "input");
-  return impl_->program.executable->run(inputs);
+  std::vector<Array> outputs = impl_->program.executable->run(inputs);
+  detail::check_call_numerics(impl_->program, inputs, outputs);
+  return outputs;
 }
 
 void Compiled::run_into(const std::vector<Array>& inputs, std::vector<Array>& outputs) const {
   check_types(inputs, impl_->inputs, "input");
   check_types(outputs, impl_->outputs, "output");
+  if (!check_numerics()) {
+    impl_->program.executable->run_into(inputs, outputs);
+    return;
+  }
+  // Outputs may overwrite inputs (an in-place update): the replay needs the inputs as they were.
+  std::vector<Array> before;
+  for (const Array& a : inputs) before.push_back(a.clone());
   impl_->program.executable->run_into(inputs, outputs);
+  detail::check_call_numerics(impl_->program, before, outputs);
 }
 
 const std::vector<TensorType>& Compiled::input_types() const { return impl_->inputs; }

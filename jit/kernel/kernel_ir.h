@@ -99,6 +99,10 @@ bool matmul_operands(const ir::Region& r, const RegionSchedule& s, const Kernel&
 // One line per kernel and step, naming the graph ops each kernel contains; nested regions
 // indented. Used by Compiled::kernels() and FLUXION_DUMP_IR.
 std::string print(const ir::Region& r, const RegionSchedule& s, int indent = 0);
+// The line of `print` for the kernel that computes the node at `path` (its index in r, then
+// pairs of region index and node index into nested regions), "" when no kernel does (a
+// control node, a view folded into its users' index math).
+std::string kernel_containing(const ir::Region& r, const RegionSchedule& s, const std::vector<size_t>& path);
 
 // A view of a buffer as offset + strides (in elements) over a shape.
 struct StridedView {

@@ -27,4 +27,15 @@ struct RuntimeCounters {
 RuntimeCounters counters();
 void reset_counters();
 
+// The numerics check (like JAX's debug_nans and debug_infs). When on, every call of a compiled
+// program checks its float results for NaN and infinity; when one holds any, the program is
+// replayed op by op on the reference interpreter with the same inputs, and the call raises
+// Error naming the first op that produced a non-finite value, its source line, and the kernel
+// of the compiled program that contains it (or the input that already held one). Costs a read
+// of every result (a copy to the host on Vulkan), so it is a debugging mode; off by default,
+// or on when the environment sets FLUXION_CHECK_NUMERICS=1. A NaN that a later op masks (a
+// `where` discarding it) leaves the results finite and is not reported.
+void set_check_numerics(bool on);
+bool check_numerics();
+
 }  // namespace fluxion

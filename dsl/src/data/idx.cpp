@@ -1,7 +1,12 @@
 #include <zlib.h>
 
+#include <algorithm>
+#include <climits>
+#include <cstdint>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 
 #include "dsl/src/data/idx_file.h"
 #include "fluxion/data.h"
@@ -15,30 +20,45 @@ namespace {
   fluxion::detail::fail("data::read_idx", "'" + path + "': " + what);
 }
 
-// The whole file, decompressed when it is gzip (zlib passes other files through unchanged).
-std::string read_all(const std::string& path) {
+std::string read_file(const std::string& path) {
   std::error_code ec;
   if (!std::filesystem::is_regular_file(path, ec)) bad_file(path, "no such file");
-  gzFile f = gzopen(path.c_str(), "rb");
-  if (!f) bad_file(path, "cannot open");
+  std::ifstream in(path, std::ios::binary);
+  if (!in) bad_file(path, "cannot open");
+  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (in.bad()) bad_file(path, "read error");
+  return bytes;
+}
+
+// Inflates a whole gzip stream held in memory.
+std::string gunzip(const std::string& bytes, const std::string& name, int64_t max_bytes) {
+  z_stream z{};
+  if (inflateInit2(&z, 16 + MAX_WBITS) != Z_OK) bad_file(name, "zlib cannot start inflating");
+  z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(bytes.data()));
+  z.avail_in = static_cast<uInt>(std::min<size_t>(bytes.size(), UINT32_MAX));
   std::string out;
   char chunk[1 << 16];
-  for (;;) {
-    int n = gzread(f, chunk, sizeof chunk);
-    if (n > 0) out.append(chunk, static_cast<size_t>(n));
-    if (n < static_cast<int>(sizeof chunk)) {
-      int code = Z_OK;
-      const char* msg = gzerror(f, &code);
-      if (n < 0 || (code != Z_OK && code != Z_STREAM_END)) {
-        std::string what = code == Z_BUF_ERROR ? "truncated gzip data (unexpected end of file)"
-                                               : std::string("corrupt gzip data: ") + (msg ? msg : "unknown error");
-        gzclose(f);
-        bad_file(path, what);
-      }
-      if (gzeof(f)) break;
+  int rc = Z_OK;
+  while (rc != Z_STREAM_END) {
+    z.next_out = reinterpret_cast<Bytef*>(chunk);
+    z.avail_out = sizeof chunk;
+    rc = inflate(&z, Z_NO_FLUSH);
+    out.append(chunk, sizeof chunk - z.avail_out);
+    if (static_cast<int64_t>(out.size()) > max_bytes) {
+      inflateEnd(&z);
+      bad_file(name, "decompresses to more than " + std::to_string(max_bytes) + " bytes");
+    }
+    if (rc == Z_BUF_ERROR || (rc == Z_OK && z.avail_in == 0 && z.avail_out != 0)) {
+      inflateEnd(&z);
+      bad_file(name, "truncated gzip data (unexpected end of file)");
+    }
+    if (rc != Z_OK && rc != Z_STREAM_END) {
+      std::string msg = z.msg ? z.msg : "error " + std::to_string(rc);
+      inflateEnd(&z);
+      bad_file(name, "corrupt gzip data: " + msg);
     }
   }
-  gzclose(f);
+  inflateEnd(&z);
   return out;
 }
 
@@ -60,8 +80,11 @@ uint64_t big_endian(const unsigned char* p, int64_t bytes) {
 
 }  // namespace
 
-IdxFile read_idx_file(const std::string& path) {
-  std::string bytes = read_all(path);
+IdxFile read_idx_file(const std::string& path) { return decode_idx(read_file(path), path); }
+
+IdxFile decode_idx(const std::string& file, const std::string& path, int64_t max_bytes) {
+  bool gzip = file.size() >= 2 && static_cast<unsigned char>(file[0]) == 0x1f && static_cast<unsigned char>(file[1]) == 0x8b;
+  std::string bytes = gzip ? gunzip(file, path, max_bytes) : file;
   const auto* b = reinterpret_cast<const unsigned char*>(bytes.data());
   if (bytes.size() < 4) bad_file(path, "truncated: " + std::to_string(bytes.size()) + " bytes, shorter than the IDX header");
   if (b[0] != 0 || b[1] != 0 || element_size(b[2]) == 0) {

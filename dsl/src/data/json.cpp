@@ -58,7 +58,7 @@ class Parser {
         skip_space();
         std::string key = string();
         expect(':');
-        v.members.emplace_back(std::move(key), value(depth + 1));
+        v.members.push_back(Member{std::move(key), value(depth + 1)});
       } while (take(','));
       expect('}');
     } else if (c == '[') {

@@ -17,18 +17,25 @@ struct JsonError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+struct Member;
+
 struct Value {
   enum class Kind { Null, Bool, Number, String, Array, Object };
   Kind kind = Kind::Null;
   bool boolean = false;
   std::string text;  // a string's contents, or a number's literal text
   std::vector<Value> items;                            // Array
-  std::vector<std::pair<std::string, Value>> members;  // Object, in file order
+  std::vector<Member> members;  // Object, in file order
 
   // The number as an exact integer; JsonError when it is not one or does not fit.
   int64_t as_int() const;
   // The member named `key`, or null.
   const Value* find(std::string_view key) const;
+};
+
+struct Member {
+  std::string key;
+  Value value;
 };
 
 // Parses one JSON value filling all of `text` (surrounding whitespace allowed).

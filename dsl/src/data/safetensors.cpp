@@ -10,6 +10,7 @@
 
 #include "backends/files.h"
 #include "dsl/src/data/json.h"
+#include "dsl/src/data/safetensors_bytes.h"
 #include "fluxion/error.h"
 
 static_assert(std::endian::native == std::endian::little, "safetensors data is little-endian");
@@ -127,7 +128,11 @@ NamedArrays load_safetensors(const std::string& path, std::map<std::string, std:
   if (!in) bad_file(path, "cannot open");
   std::ostringstream ss;
   ss << in.rdbuf();
-  std::string file = ss.str();
+  return data::parse_safetensors(ss.str(), path, metadata);
+}
+
+NamedArrays data::parse_safetensors(const std::string& file, const std::string& path,
+                                    std::map<std::string, std::string>* metadata) {
   if (file.size() < 8) bad_file(path, "truncated: " + std::to_string(file.size()) + " bytes, no header length");
   uint64_t header_size = 0;
   std::memcpy(&header_size, file.data(), 8);

@@ -1,0 +1,16 @@
+// The safetensors reader on a file's bytes (load_safetensors reads the file, then this), for
+// callers that hold the bytes already: the fuzz target.
+#pragma once
+
+#include <map>
+#include <string>
+
+#include "fluxion/safetensors.h"
+
+namespace fluxion::data {
+
+// Raises Error naming `name` for damaged bytes (see load_safetensors).
+NamedArrays parse_safetensors(const std::string& bytes, const std::string& name,
+                              std::map<std::string, std::string>* metadata = nullptr);
+
+}  // namespace fluxion::data
