@@ -179,6 +179,9 @@ bool KernelEmitter::collapsible() const {
       if (pn.op == Op::Constant && pn.attrs.data.size() == 1) return true;
       // A broadcast of one element reads index 0 whatever the index.
       if (pn.op == Op::Broadcast && r_.type(pn.operands[0]).numel() == 1) return true;
+      // at() reads a view through its index math even when another kernel also stores it (a
+      // transposed result): that needs the full index, not the linear one.
+      if (kernel::is_view_op(pn.op) && s_.storage[vi] != kernel::Storage::Alias) return false;
     }
     kernel::Storage st = s_.storage[vi];
     return st != kernel::Storage::View && st != kernel::Storage::None && r_.type(v).numel() == n;

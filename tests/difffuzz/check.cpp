@@ -1,0 +1,147 @@
+#include "difffuzz/check.h"
+
+#include <cmath>
+#include <cstdio>
+
+#include "jit/ir/ir.h"
+#include "jit/pipeline.h"
+
+namespace fluxion::difffuzz {
+
+namespace {
+
+bool close(double got, double want, double rel, double abs) {
+  if (std::isnan(want)) return std::isnan(got);
+  return std::abs(got - want) <= rel * std::abs(want) + abs;
+}
+
+std::string compare(const std::string& what, const std::vector<double>& got, const std::vector<double>& want,
+                    double rel, double abs) {
+  if (got.size() != want.size()) return what + ": " + std::to_string(got.size()) + " values, expected " + std::to_string(want.size());
+  for (size_t i = 0; i < got.size(); ++i) {
+    if (!close(got[i], want[i], rel, abs)) {
+      char buf[160];
+      std::snprintf(buf, sizeof buf, "%s: element %zu is %.17g, expected %.17g", what.c_str(), i, got[i], want[i]);
+      return buf;
+    }
+  }
+  return "";
+}
+
+}  // namespace
+
+std::string check(const Spec& spec, const std::vector<Backend>& backends) {
+  std::vector<Array> inputs = make_inputs(spec.inputs, spec.seed);
+  auto program = [spec](const std::vector<Tensor>& in) { return trace(spec, in); };
+  auto loss = [spec](const std::vector<Tensor>& in) { return trace(spec, in)[0]; };
+  try {
+    auto reference = jit(program, Backend::Interp);
+    std::vector<Array> want = reference(inputs);
+    double f0 = want[0].item();
+    if (!std::isfinite(f0)) return "";  // a program whose value overflows says nothing about the backends
+    // Central differences of the interpreter's loss, per input element and along one direction.
+    auto loss_at = [&](const std::vector<Array>& x) { return reference(x)[0].item(); };
+    std::vector<std::vector<double>> fd(inputs.size());
+    std::vector<Array> direction = make_inputs(spec.inputs, spec.seed + 1);
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      std::vector<double> x = inputs[i].to_doubles();
+      for (size_t j = 0; j < x.size(); ++j) {
+        double h = 1e-6 * std::max(1.0, std::abs(x[j]));
+        auto shifted = [&](double d) {
+          std::vector<Array> moved = inputs;
+          std::vector<double> y = x;
+          y[j] += d;
+          moved[i] = Array(y, inputs[i].shape());
+          return loss_at(moved);
+        };
+        fd[i].push_back((shifted(h) - shifted(-h)) / (2 * h));
+      }
+    }
+    double h = 1e-6;
+    auto along = [&](double d) {
+      std::vector<Array> moved;
+      for (size_t i = 0; i < inputs.size(); ++i) {
+        std::vector<double> x = inputs[i].to_doubles(), t = direction[i].to_doubles();
+        for (size_t j = 0; j < x.size(); ++j) x[j] += d * t[j];
+        moved.emplace_back(x, inputs[i].shape());
+      }
+      return loss_at(moved);
+    };
+    double fd_direction = (along(h) - along(-h)) / (2 * h);
+    double grad_abs = 1e-6 * std::max(1.0, std::abs(f0));
+
+    for (Backend b : backends) {
+      std::string at = std::string(" on ") + backend_name(b);
+      std::vector<Array> got = jit(program, b)(inputs);
+      for (size_t r = 0; r < got.size(); ++r) {
+        std::string e = compare("result " + std::to_string(r) + at, got[r].to_doubles(), want[r].to_doubles(), 1e-9, 1e-12);
+        if (!e.empty()) return e;
+      }
+      auto [value, grads] = jit(value_and_grad(loss), b)(inputs);
+      if (!close(value.item(), f0, 1e-9, 1e-12)) return "value_and_grad's value" + at + " differs from the primal";
+      for (size_t i = 0; i < inputs.size(); ++i) {
+        std::string e = compare("gradient of input " + std::to_string(i) + at + " vs finite differences", grads[i].to_doubles(),
+                                fd[i], 1e-5, grad_abs);
+        if (!e.empty()) return e;
+      }
+      auto tangent = jit(
+          [spec](const std::vector<Tensor>& in, const std::vector<Tensor>& t) {
+            return jvp([&](const std::vector<Tensor>& x) { return trace(spec, x)[0]; }, std::make_tuple(in), t).second;
+          },
+          b)(inputs, direction);
+      if (!close(tangent.item(), fd_direction, 1e-5, grad_abs))
+        return "jvp" + at + " is " + std::to_string(tangent.item()) + ", finite differences " + std::to_string(fd_direction);
+    }
+  } catch (const std::exception& e) {
+    return std::string("exception: ") + e.what();
+  }
+  return "";
+}
+
+Spec shrink(const Spec& spec, const std::vector<Backend>& backends) {
+  Spec best = spec;
+  for (size_t n = 1; n < spec.length; ++n) {
+    Spec shorter = spec;
+    shorter.length = n;
+    if (!check(shorter, backends).empty()) {
+      best = shorter;
+      break;
+    }
+  }
+  return best;
+}
+
+std::string gradient_ir(const Spec& spec) {
+  auto loss = [spec](const std::vector<Tensor>& in) { return trace(spec, in)[0]; };
+  return jit(value_and_grad(loss), Backend::Interp).lower(make_inputs(spec.inputs, spec.seed)).traced_ir();
+}
+
+std::string report(const Spec& spec, const std::string& failure) {
+  std::string ir;
+  try {
+    ir = gradient_ir(spec);
+  } catch (const std::exception& e) {
+    ir = std::string("(no IR: ") + e.what() + ")";
+  }
+  return "difffuzz seed " + std::to_string(spec.seed) + ", " + std::to_string(spec.length) + " steps:\n" + spec.describe() +
+         "failure: " + failure + "\nIR (value_and_grad; replay(ir, " + std::to_string(spec.seed) + ", backends)):\n" + ir;
+}
+
+std::string replay(const std::string& ir_text, uint64_t input_seed, const std::vector<Backend>& backends) {
+  ir::Program p = ir::parse(ir_text);
+  std::vector<Shape> shapes;
+  for (const TensorType& t : p.body.param_types()) shapes.push_back(t.shape);
+  std::vector<Array> inputs = make_inputs(shapes, input_seed);
+  std::vector<Array> want = compiler::compile(p, Backend::Interp).executable->run(inputs);
+  for (Backend b : backends) {
+    std::vector<Array> got = compiler::compile(p, b).executable->run(inputs);
+    for (size_t r = 0; r < want.size(); ++r) {
+      std::string e = compare("result " + std::to_string(r) + " on " + backend_name(b), got[r].to_doubles(),
+                              want[r].to_doubles(), 1e-9, 1e-12);
+      if (!e.empty()) return e;
+    }
+  }
+  return "";
+}
+
+}  // namespace fluxion::difffuzz
