@@ -66,19 +66,14 @@ std::string Conv2d::describe() const {
          (opt_.padding == std::vector<int64_t>{0, 0} ? "" : ", padding " + join(opt_.padding)) + ")";
 }
 
-Tensor MaxPool2d::forward(std::span<const Tensor>, const Tensor& x) const {
+Tensor Pool2d::forward(std::span<const Tensor>, const Tensor& x) const {
   expect_input(describe(), x, 4, 0, -1);
-  return max_pool2d(x, opt_);
+  return kind_ == Kind::Max ? max_pool2d(x, opt_) : avg_pool2d(x, opt_);
 }
 
-std::string MaxPool2d::describe() const { return "MaxPool2d(" + join(opt_.window) + ")"; }
-
-Tensor AvgPool2d::forward(std::span<const Tensor>, const Tensor& x) const {
-  expect_input(describe(), x, 4, 0, -1);
-  return avg_pool2d(x, opt_);
+std::string Pool2d::describe() const {
+  return std::string(kind_ == Kind::Max ? "MaxPool2d(" : "AvgPool2d(") + join(opt_.window) + ")";
 }
-
-std::string AvgPool2d::describe() const { return "AvgPool2d(" + join(opt_.window) + ")"; }
 
 Tensor Flatten::forward(std::span<const Tensor>, const Tensor& x) const { return flatten(x, start_); }
 

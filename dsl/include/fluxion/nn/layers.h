@@ -55,27 +55,22 @@ class Conv2d : public Layer {
   Options opt_;
 };
 
-class MaxPool2d : public Layer {
+// Max or average pooling over 2-D windows (max ignores padding; average counts it).
+class Pool2d : public Layer {
  public:
-  explicit MaxPool2d(int64_t window) : opt_{{window, window}, {}, {0, 0}} {}
-  explicit MaxPool2d(Pool2dOptions opt) : opt_(std::move(opt)) {}
+  enum class Kind { Max, Avg };
+  Pool2d(Kind kind, Pool2dOptions opt) : kind_(kind), opt_(std::move(opt)) {}
   Tensor forward(std::span<const Tensor> p, const Tensor& x) const override;
   std::string describe() const override;
 
  private:
+  Kind kind_;
   Pool2dOptions opt_;
 };
-
-class AvgPool2d : public Layer {
- public:
-  explicit AvgPool2d(int64_t window) : opt_{{window, window}, {}, {0, 0}} {}
-  explicit AvgPool2d(Pool2dOptions opt) : opt_(std::move(opt)) {}
-  Tensor forward(std::span<const Tensor> p, const Tensor& x) const override;
-  std::string describe() const override;
-
- private:
-  Pool2dOptions opt_;
-};
+inline Pool2d MaxPool2d(int64_t window) { return {Pool2d::Kind::Max, {{window, window}, {}, {0, 0}}}; }
+inline Pool2d MaxPool2d(Pool2dOptions opt) { return {Pool2d::Kind::Max, std::move(opt)}; }
+inline Pool2d AvgPool2d(int64_t window) { return {Pool2d::Kind::Avg, {{window, window}, {}, {0, 0}}}; }
+inline Pool2d AvgPool2d(Pool2dOptions opt) { return {Pool2d::Kind::Avg, std::move(opt)}; }
 
 // Flattens every axis from `start_axis` on: [N, C, H, W] -> [N, C*H*W] by default.
 class Flatten : public Layer {
