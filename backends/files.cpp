@@ -49,17 +49,20 @@ void write_file_atomically(const std::string& path, std::string_view bytes, std:
   int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) detail::fail(op, "cannot create '" + tmp + "': " + std::strerror(errno));
   bool ok = write_all(fd, bytes) && ::fsync(fd) == 0;
-  int saved = errno;
-  ok = ::close(fd) == 0 && ok;
-  std::error_code ec;
+  int saved = ok ? 0 : errno;
+  if (::close(fd) != 0 && ok) {
+    ok = false;
+    saved = errno;
+  }
+  std::error_code ec, ignored;
   if (!ok) {
-    std::filesystem::remove(tmp, ec);
+    std::filesystem::remove(tmp, ignored);
     detail::fail(op, "cannot write '" + path + "': " + std::strerror(saved) + " (any previous file is unchanged)");
   }
   std::filesystem::rename(tmp, path, ec);
   if (ec) {
-    std::filesystem::remove(tmp, ec);
-    detail::fail(op, "cannot rename '" + tmp + "' to '" + path + "': " + ec.message());
+    std::filesystem::remove(tmp, ignored);
+    detail::fail(op, "cannot rename '" + tmp + "' to '" + path + "': " + ec.message() + " (any previous file is unchanged)");
   }
 }
 

@@ -115,25 +115,28 @@ struct NonFiniteSearch {
 };
 thread_local NonFiniteSearch* search = nullptr;
 
-bool has_non_finite(const Buffer& b, int64_t* element) {
-  if (!is_float(b.type.dtype)) return false;
-  for (size_t i = 0; i < b.v.size(); ++i) {
-    if (!std::isfinite(b.v[i])) {
-      *element = static_cast<int64_t>(i);
-      return true;
-    }
-  }
-  return false;
+// The first element that is NaN (nan_only) or not finite; -1 when none.
+int64_t first_bad(const Buffer& b, bool nan_only) {
+  if (!is_float(b.type.dtype)) return -1;
+  for (size_t i = 0; i < b.v.size(); ++i)
+    if (nan_only ? std::isnan(b.v[i]) : !std::isfinite(b.v[i])) return static_cast<int64_t>(i);
+  return -1;
 }
 
-// Called after each node while searching: records the node when it is the first producer.
+// Called after each node while searching: records the node when it is the first producer, of
+// a NaN from operands without one (inf - inf from a constant included), or of an infinity from
+// finite operands.
 void check_node(const ir::Node& n, const std::vector<Value>& in, const std::vector<Value>& res) {
   if (n.op == ir::Op::Constant) return;
-  int64_t element = 0;
-  for (const Value& v : in)
-    if (has_non_finite(*v, &element)) return;  // propagated, not produced here
+  bool in_nan = false, in_non_finite = false;
+  for (const Value& v : in) {
+    in_nan = in_nan || first_bad(*v, true) >= 0;
+    in_non_finite = in_non_finite || first_bad(*v, false) >= 0;
+  }
+  if (in_nan) return;  // propagated, not produced here
   for (const Value& v : res) {
-    if (!has_non_finite(*v, &element)) continue;
+    int64_t element = first_bad(*v, in_non_finite);
+    if (element < 0) continue;
     NonFinite f;
     const auto& frames = search->frames;
     for (size_t j = 0; j < frames.size(); ++j) {

@@ -4,6 +4,8 @@
 // body's values from them. Elementwise values are cheap to recompute and fuse into the reverse
 // step's kernels; a matmul is not (recomputing the LSTM's gate matmul made its training step 27%
 // more multiply-adds), so its result is stored, as the fuser stores expensive values.
+#include <algorithm>
+
 #include "fluxion/error.h"
 #include "jit/autodiff/autodiff.h"
 #include "jit/autodiff/vjp_rules.h"
@@ -63,8 +65,11 @@ std::vector<size_t> residual_nodes(const ir::Region& body, int64_t length) {
     }
     int64_t stacked_bytes = t.numel() * dtype_size(t.dtype) * length;
     if (t.numel() * inner < kResidualMinMacs || bytes + stacked_bytes > kResidualBudgetBytes) continue;
+    size_t stored = through_epilogue(body, k);
+    // Two products summed into one epilogue (an LSTM cell's two gate matmuls) store it once.
+    if (std::find(out.begin(), out.end(), stored) != out.end()) continue;
     bytes += stacked_bytes;
-    out.push_back(through_epilogue(body, k));
+    out.push_back(stored);
   }
   return out;
 }

@@ -81,6 +81,12 @@ TEST(Subset, CopiesRowsAndChecksTheRange) {
   EXPECT_EQ(s.targets.to_vector<int32_t>(), (std::vector<int32_t>{3, 4, 5}));
   EXPECT_EQ(s.inputs.shape(), (fx::Shape{3, 2}));
   EXPECT_THROW(fx::data::subset(numbered(10), 5, 11), fx::Error);
+  fx::data::Dataset short_targets{Array(fx::f32, {10, 3}), Array(fx::i32, {5})};
+  EXPECT_THROW(fx::data::subset(short_targets, 0, 10), fx::Error);
+  fx::data::Dataset scalar_targets{Array(fx::f32, {10, 3}), Array::scalar(1)};
+  EXPECT_THROW(fx::data::subset(scalar_targets, 0, 1), fx::Error);
+  // A batch larger than the dataset is one batch (no overflow for a huge batch size).
+  EXPECT_EQ(fx::data::Loader(numbered(10), {.batch_size = INT64_MAX}).size(), 1);
 }
 
 class CharTextFiles : public FileTest {};

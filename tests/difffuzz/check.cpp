@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstdio>
 
+#include "backends/interp/interpreter.h"
 #include "jit/ir/ir.h"
 #include "jit/pipeline.h"
 
@@ -39,6 +40,15 @@ std::string check(const Spec& spec, const std::vector<Backend>& backends) {
     std::vector<Array> want = reference(inputs);
     double f0 = want[0].item();
     if (!std::isfinite(f0)) return "";  // a program whose value overflows says nothing about the backends
+    // Every backend runs the simplified program: the traced one, unsimplified, on the
+    // interpreter checks the simplifier too.
+    ir::Program traced = ir::parse(reference.lower(inputs).traced_ir());
+    std::vector<Array> unsimplified = interp::run(traced, inputs);
+    for (size_t r = 0; r < want.size(); ++r) {
+      std::string e = compare("result " + std::to_string(r) + " after simplification", want[r].to_doubles(),
+                              unsimplified[r].to_doubles(), 1e-12, 1e-14);
+      if (!e.empty()) return e;
+    }
     // Central differences of the interpreter's loss, per input element and along one direction.
     auto loss_at = [&](const std::vector<Array>& x) { return reference(x)[0].item(); };
     std::vector<std::vector<double>> fd(inputs.size());

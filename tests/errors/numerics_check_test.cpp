@@ -59,6 +59,17 @@ TEST_P(NumericsCheck, InsideALoopBody) {
   }
 }
 
+TEST_P(NumericsCheck, NanFromInfiniteConstantsIsAttributedToTheOpThatMadeIt) {
+  // inf * 0: the NaN is produced by the mul, although an operand was already infinite. (Not
+  // t - t: lavapipe folds x - x to 0 even for an infinite x.)
+  std::string m = error_of([](Tensor x, Tensor y) { return (x + fx::full({2}, kInf, DType::f32)) * y; },
+                           make(DType::f32, {1, 2}, {2}), make(DType::f32, {0, 1}, {2}));
+  EXPECT_NE(m.find("is 'mul'"), std::string::npos) << m;
+  // An infinity that only flows from a constant: no op produced it.
+  std::string c = error_of([](Tensor x) { return x + fx::full({2}, kInf, DType::f32); }, make(DType::f32, {1, 2}, {2}));
+  EXPECT_NE(c.find("comes from an infinite constant"), std::string::npos) << c;
+}
+
 TEST_P(NumericsCheck, NonFiniteInputsAreNamed) {
   std::string m = error_of([](Tensor x) { return x * 2.0; }, make(DType::f32, {1, kNaN}, {2}));
   EXPECT_NE(m.find("Input 0 (f32[2]) already holds NaN at element 1"), std::string::npos) << m;

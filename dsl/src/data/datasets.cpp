@@ -41,6 +41,9 @@ uint64_t splitmix64(uint64_t x) {
 }  // namespace
 
 Dataset subset(const Dataset& d, int64_t begin, int64_t end) {
+  if (d.inputs.rank() == 0 || d.targets.rank() == 0 || d.inputs.shape()[0] != d.targets.shape()[0])
+    fluxion::detail::fail("data::subset", "inputs " + d.inputs.type().str() + " and targets " + d.targets.type().str() +
+                                              ": expected the same number of rows");
   if (begin < 0 || end < begin || end > d.size())
     fluxion::detail::fail("data::subset", "rows [" + std::to_string(begin) + ", " + std::to_string(end) +
                                               ") of a dataset of " + std::to_string(d.size()));
@@ -109,7 +112,7 @@ Loader::Loader(const Dataset& data, Options opt) : data_(data), opt_(opt) {
 
 int64_t Loader::size() const {
   int64_t n = data_.size();
-  return opt_.drop_last ? n / opt_.batch_size : (n + opt_.batch_size - 1) / opt_.batch_size;
+  return opt_.drop_last ? n / opt_.batch_size : n == 0 ? 0 : (n - 1) / opt_.batch_size + 1;
 }
 
 void Loader::set_epoch(int64_t epoch) {

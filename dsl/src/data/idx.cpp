@@ -34,12 +34,18 @@ std::string read_file(const std::string& path) {
 std::string gunzip(const std::string& bytes, const std::string& name, int64_t max_bytes) {
   z_stream z{};
   if (inflateInit2(&z, 16 + MAX_WBITS) != Z_OK) bad_file(name, "zlib cannot start inflating");
-  z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(bytes.data()));
-  z.avail_in = static_cast<uInt>(std::min<size_t>(bytes.size(), UINT32_MAX));
+  size_t fed = 0;
+  auto feed = [&] {  // zlib takes at most 4 GiB at a time
+    z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(bytes.data() + fed));
+    z.avail_in = static_cast<uInt>(std::min<size_t>(bytes.size() - fed, UINT32_MAX));
+    fed += z.avail_in;
+  };
+  feed();
   std::string out;
   char chunk[1 << 16];
   int rc = Z_OK;
   while (rc != Z_STREAM_END) {
+    if (z.avail_in == 0 && fed < bytes.size()) feed();
     z.next_out = reinterpret_cast<Bytef*>(chunk);
     z.avail_out = sizeof chunk;
     rc = inflate(&z, Z_NO_FLUSH);

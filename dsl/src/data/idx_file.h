@@ -18,6 +18,6 @@ struct IdxFile {
 IdxFile read_idx_file(const std::string& path);
 // The same for a file's bytes (gzip-compressed when they start with gzip's magic), `name`
 // naming it in errors; decompressed data beyond `max_bytes` is an error (a fuzzer's bound).
-IdxFile decode_idx(const std::string& bytes, const std::string& name, int64_t max_bytes = int64_t{1} << 34);
+IdxFile decode_idx(const std::string& bytes, const std::string& name, int64_t max_bytes = int64_t{1} << 32);
 
 }  // namespace fluxion::data

@@ -6,6 +6,7 @@
 #include "fluxion/error.h"
 #include "fluxion/nn/losses.h"
 #include "fluxion/ops.h"
+#include "fluxion/runtime.h"
 
 namespace fluxion::nn {
 
@@ -193,8 +194,10 @@ TrainState Trainer::init(uint64_t seed) const {
 }
 
 Array Trainer::step(TrainState& state, const Array& x, const Array& y) const {
-  if (backend_ == Backend::Vulkan) {
-    // The results are new device buffers: parameters and state stay on the device.
+  if (backend_ == Backend::Vulkan || check_numerics()) {
+    // The results are new arrays, which replace state's only after the call succeeded (on
+    // Vulkan, new device buffers: parameters and state stay on the device); a step the numerics
+    // check rejects leaves `state` as it was.
     auto [loss, params, opt_state] = step_(state.params, state.opt_state, x, y);
     state.params = std::move(params);
     state.opt_state = std::move(opt_state);

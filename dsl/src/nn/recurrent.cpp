@@ -50,6 +50,11 @@ std::vector<Tensor> cell_step(CellKind kind, std::span<const Tensor> p, const Te
   return {n + z * (h - n)};
 }
 
+void check_params(const std::string& who, std::span<const Tensor> p, size_t want) {
+  if (p.size() != want)
+    fluxion::detail::fail(who, std::to_string(p.size()) + " parameters given, expected " + std::to_string(want));
+}
+
 void check_state(const std::string& who, CellKind kind, const std::vector<Tensor>& state, size_t layers, int64_t batch,
                  int64_t hidden) {
   size_t want = layers * state_size(kind);
@@ -69,6 +74,7 @@ std::vector<ParamSpec> RecurrentCell::params() const { return cell_params(kind_,
 std::vector<Tensor> RecurrentCell::step(std::span<const Tensor> p, const Tensor& x,
                                         const std::vector<Tensor>& state) const {
   expect_input(describe(), x, 2, 1, input_);
+  check_params(describe(), p, 4);
   check_state(describe(), kind_, state, 1, x.dim(0), hidden_);
   return cell_step(kind_, p, input_gates(kind_, p, x), state);
 }
@@ -107,6 +113,7 @@ std::vector<ParamSpec> Recurrent::params() const {
 std::pair<Tensor, std::vector<Tensor>> Recurrent::run(std::span<const Tensor> p, const Tensor& x,
                                                       const std::vector<Tensor>& state) const {
   expect_input(describe(), x, 3, 2, opt_.input);
+  check_params(describe(), p, 4 * static_cast<size_t>(opt_.layers));
   Tensor seq = opt_.batch_first ? permute(x, {1, 0, 2}) : x;  // [T, B, input]
   int64_t T = seq.dim(0), B = seq.dim(1);
   check_state(describe(), kind_, state, static_cast<size_t>(opt_.layers), B, opt_.hidden);
@@ -133,6 +140,7 @@ std::pair<Tensor, std::vector<Tensor>> Recurrent::run(std::span<const Tensor> p,
 std::pair<Tensor, std::vector<Tensor>> Recurrent::step(std::span<const Tensor> p, const Tensor& x,
                                                        const std::vector<Tensor>& state) const {
   expect_input(describe(), x, 2, 1, opt_.input);
+  check_params(describe(), p, 4 * static_cast<size_t>(opt_.layers));
   check_state(describe(), kind_, state, static_cast<size_t>(opt_.layers), x.dim(0), opt_.hidden);
   size_t per_layer = state_size(kind_);
   std::vector<Tensor> next_state;

@@ -83,7 +83,9 @@ class Trainer {
   TrainState init(uint64_t seed) const;
   // One compiled call: forward, loss, backward and update of `state` for the batch (x, y).
   // Returns the batch's loss, which stays on the device with Vulkan until read. On the CPU
-  // backend the parameters and state are updated in place (their Arrays' storage is reused).
+  // backend the parameters and state are updated in place (their Arrays' storage is reused, so
+  // copies of them that share it see the update: clone() what you keep); on Vulkan, and when
+  // the numerics check is on, the step's new arrays replace state's after the call succeeded.
   Array step(TrainState& state, const Array& x, const Array& y) const;
   // The model's output for x.
   Array predict(const std::vector<Array>& params, const Array& x) const;
