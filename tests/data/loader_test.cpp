@@ -37,7 +37,8 @@ TEST(Permutation, IsASeededPermutation) {
   EXPECT_NE(p, fx::data::permutation(1000, 5, 1));
   EXPECT_NE(p, iota);
   // Fixed values: the order must not change with the platform or the standard library.
-  EXPECT_EQ(fx::data::permutation(6, 0, 0), fx::data::permutation(6, 0, 0));
+  EXPECT_EQ(fx::data::permutation(6, 0, 0), (std::vector<int64_t>{1, 4, 2, 5, 0, 3}));
+  EXPECT_EQ(fx::data::permutation(6, 7, 3), (std::vector<int64_t>{5, 2, 4, 0, 1, 3}));
   EXPECT_TRUE(fx::data::permutation(0, 1).empty());
 }
 
