@@ -94,6 +94,16 @@ class KernelEmitter {
   // reduces only over every axis): then it runs as one flat loop.
   bool collapsible() const;
   void init_reductions(llvm::Value* lo, llvm::Value* hi);
+  // StraightLine kernels (straight_line.cpp): every element of every stored value, at constant indices;
+  // a reduction or matrix product at one index is its sum written out.
+  void straight_line();
+  llvm::Value* fold(const ir::Node& n, const Index& idx);
+  // Computes every element of elementwise node n as vectors of `lanes` elements (padded), each
+  // then read back per element from memo_.
+  void vector_node(const ir::Node& n, unsigned lanes);
+  // A libmvec call for math function f32_name / f64_name on vectors of lanes_ elements, or
+  // per-lane scalar calls where libmvec has no variant.
+  llvm::Value* vector_math(const char* f32_name, const char* f64_name, DType t, const std::vector<llvm::Value*>& args);
   // A matrix product C[b][i][j] = sum over k of A[b][i][k] B[b][k][j], with k running in
   // `blocks` blocks: k = kb * kc + kk (matmul.cpp). The operands and the result are given by
   // accessors, so a convolution is the same kernel reading its input as im2col.
@@ -130,6 +140,7 @@ class KernelEmitter {
   llvm::Value* bufs_ = nullptr;
   std::map<std::pair<ir::ValueId, Index>, llvm::Value*> memo_;
   bool collapsed_ = false;
+  unsigned lanes_ = 0;  // > 0 while vector_node emits: constants are splats of this many lanes
 };
 
 }  // namespace fluxion::cpu

@@ -12,10 +12,23 @@ using ir::Op;
 using llvm::Value;
 
 Value* KernelEmitter::intrinsic(llvm::Intrinsic::ID id, std::vector<Value*> args) {
+  if (lanes_ > 0) {
+    // LLVM's code generator expands these on vectors into a scalar call per lane.
+    DType t = args[0]->getType()->getScalarType()->isDoubleTy() ? DType::f64 : DType::f32;
+    switch (id) {
+      case llvm::Intrinsic::exp: return vector_math("expf", "exp", t, args);
+      case llvm::Intrinsic::log: return vector_math("logf", "log", t, args);
+      case llvm::Intrinsic::sin: return vector_math("sinf", "sin", t, args);
+      case llvm::Intrinsic::cos: return vector_math("cosf", "cos", t, args);
+      case llvm::Intrinsic::pow: return vector_math("powf", "pow", t, args);
+      default: break;
+    }
+  }
   return b_.CreateIntrinsic(id, {args[0]->getType()}, args);
 }
 
 Value* KernelEmitter::math(const char* f32_name, const char* f64_name, DType t, std::vector<Value*> args) {
+  if (lanes_ > 0) return vector_math(f32_name, f64_name, t, args);
   llvm::Type* ty = reg_type(c_, t);
   std::vector<llvm::Type*> params(args.size(), ty);
   llvm::FunctionCallee f = m_.getOrInsertFunction(t == DType::f32 ? f32_name : f64_name, llvm::FunctionType::get(ty, params, false));
@@ -238,6 +251,10 @@ Value* KernelEmitter::compute(const ir::Node& n, const Index& idx) {
     default: break;
   }
   if (kernel::is_view_op(n.op)) return view(n, res, idx);
+  if (k_.kind == kernel::KernelKind::StraightLine &&
+      (ir::op_info(n.op).cls == ir::OpClass::Reduce || ir::op_info(n.op).cls == ir::OpClass::MatMul)) {
+    return fold(n, idx);
+  }
   return gathering(n, idx);
 }
 

@@ -1,4 +1,6 @@
 // KernelEmitter: the loop nest of a Loop kernel, index math for views, loads and stores.
+#include <utility>
+
 #include <llvm/IR/MDBuilder.h>
 
 #include "backends/cpu/codegen.h"
@@ -63,8 +65,8 @@ KernelEmitter::KernelEmitter(const ir::Region& r, const kernel::RegionSchedule& 
   computed_.assign(r.types.size(), false);
   auto mark = [&](size_t n) {
     const ir::Node& node = r.nodes[n];
-    bool stored_result = ir::op_info(node.op).cls == ir::OpClass::Reduce ||
-                         (k.kind == kernel::KernelKind::MatMul && n == k.root);
+    bool stored_result = k.kind != kernel::KernelKind::StraightLine &&
+                         (ir::op_info(node.op).cls == ir::OpClass::Reduce || (k.kind == kernel::KernelKind::MatMul && n == k.root));
     if (!stored_result) {
       for (ir::ValueId v : node.results) computed_[static_cast<size_t>(v)] = true;
     }
@@ -76,6 +78,12 @@ KernelEmitter::KernelEmitter(const ir::Region& r, const kernel::RegionSchedule& 
 Value* KernelEmitter::i64(int64_t v) { return b_.getInt64(static_cast<uint64_t>(v)); }
 
 Value* KernelEmitter::constant(DType t, double v) {
+  if (lanes_ > 0) {
+    unsigned lanes = std::exchange(lanes_, 0);
+    auto* splat = llvm::ConstantVector::getSplat(llvm::ElementCount::getFixed(lanes), llvm::cast<llvm::Constant>(constant(t, v)));
+    lanes_ = lanes;
+    return splat;
+  }
   switch (t) {
     case DType::f32: return llvm::ConstantFP::get(llvm::Type::getFloatTy(c_), static_cast<double>(static_cast<float>(v)));
     case DType::f64: return llvm::ConstantFP::get(llvm::Type::getDoubleTy(c_), v);
@@ -281,7 +289,9 @@ llvm::Function* KernelEmitter::emit(const std::string& name) {
   b_.SetInsertPoint(entry);
   b_.CreateBr(start);
   b_.SetInsertPoint(start);
-  if (k_.kind == kernel::KernelKind::MatMul) {
+  if (k_.kind == kernel::KernelKind::StraightLine) {
+    straight_line();
+  } else if (k_.kind == kernel::KernelKind::MatMul) {
     init_reductions(lo, hi);
     gemm(r_.nodes[k_.root].op == ir::Op::MatMul ? matmul_gemm() : conv_gemm(), lo, hi);
   } else {

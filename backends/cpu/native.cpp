@@ -39,6 +39,12 @@ bool libmvec_loaded() {
   return loaded;
 }
 
+// The x86 vector-function ABI name of a libmvec function: ISA letter ('b' SSE, 'd' AVX2,
+// 'e' AVX-512), unmasked, lanes, one 'v' per vector argument.
+std::string vector_abi_name(char isa, int lanes, int args, const std::string& name) {
+  return "_ZGV" + std::string(1, isa) + "N" + std::to_string(lanes) + std::string(static_cast<size_t>(args), 'v') + "_" + name;
+}
+
 // Vector variants in glibc's libmvec that LLVM 19's LIBMVEC-X86 table lacks: the functions it
 // does not map at all (tanh, expm1, log1p, erf, atan2), and the AVX-512 ('e') variants of every
 // function, which it does not map either. ISA letters: 'b' SSE, 'd' AVX2, 'e' AVX-512.
@@ -68,7 +74,7 @@ const std::vector<llvm::VecDesc>& more_libmvec_functions(int vector_bytes) {
     std::string base = scalar.rfind("llvm.", 0) == 0 ? scalar.substr(5, scalar.find('.', 5) - 5) + (scalar.back() == '2' ? "f" : "")
                                                      : scalar;
     std::string params(static_cast<size_t>(args), 'v');
-    std::string vec = "_ZGV" + std::string(1, isa) + "N" + std::to_string(lanes) + params + "_" + base;
+    std::string vec = vector_abi_name(isa, lanes, args, base);
     std::string abi = "_ZGV_LLVM_N" + std::to_string(lanes) + params;
     v.emplace_back(keep(scalar), keep(vec), llvm::ElementCount::getFixed(static_cast<unsigned>(lanes)), false, keep(abi));
   };
@@ -169,6 +175,13 @@ const HostInfo& host() {
     return h;
   }();
   return info;
+}
+
+std::string libmvec_variant(const std::string& name, int lanes, int elem_bytes, int args) {
+  int bytes = lanes * elem_bytes;
+  if (!libmvec_loaded() || bytes > host().vector_bytes) return "";
+  char isa = bytes == 16 ? 'b' : bytes == 32 ? 'd' : bytes == 64 ? 'e' : 0;
+  return isa ? vector_abi_name(isa, lanes, args, name) : "";
 }
 
 std::unique_ptr<NativeCode> build_native(const std::string& key, const std::function<void(llvm::Module&)>& emit) {

@@ -32,6 +32,11 @@ struct HostInfo {
 };
 const HostInfo& host();
 
+// glibc's libmvec variant of the scalar math function `name` ("expf", "tanh", ...) on `lanes`
+// elements of `elem_bytes` bytes with `args` vector arguments (its vector-ABI name, e.g.
+// _ZGVeN16v_expf), or "" when libmvec is missing or the host lacks that vector width.
+std::string libmvec_variant(const std::string& name, int lanes, int elem_bytes, int args);
+
 // Produces native code for the program whose cache key is `key`: from the on-disk cache when it
 // holds the object, otherwise by calling `emit` to fill a module, optimising it (O3, host CPU)
 // and generating code, which is then stored in the cache. Raises Error on failure.

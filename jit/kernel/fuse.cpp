@@ -561,6 +561,11 @@ bool is_cheap_op(Op op) {
 }
 
 RegionSchedule schedule(const ir::Region& r, bool top_level, const FusionOptions& options) {
+  if (!top_level && options.straight_line_regions && straight_line_region(r)) {
+    RegionSchedule s = straight_line_schedule(r);
+    plan_memory(r, s);
+    return s;
+  }
   RegionSchedule s = Fuser(r, top_level, options).run();
   for (size_t i = 0; i < r.nodes.size(); ++i) {
     if (!has_regions(r.nodes[i].op)) continue;

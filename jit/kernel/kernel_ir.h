@@ -24,6 +24,11 @@ enum class KernelKind : uint8_t {
   // gradients read as im2col) over `space` = its output shape, with the other nodes as an
   // epilogue evaluated on each finished output tile.
   MatMul,
+  // A whole small region (a loop body whose arrays are all tiny) as straight-line code: every
+  // element of every value computed at constant indices, reductions and matrix products
+  // unrolled, only the region's results stored (straight_line.cpp). `space` is empty; `nodes` is
+  // every node but the baked constants.
+  StraightLine,
 };
 
 struct Kernel {
@@ -74,11 +79,23 @@ struct FusionOptions {
   // workgroup row per kept index: its reductions must all fold the same axes, and a matmul
   // epilogue is elementwise only.
   bool mixed_reductions = true;
+  // Small loop bodies become one StraightLine kernel (see `straight_line_region`). Off for the GPU, whose
+  // kernels are one invocation per index.
+  bool straight_line_regions = true;
 };
 
 // Splits `r` into kernels and steps (fuse.cpp). `top_level`: results may be written in place into
 // the caller's output buffers.
 RegionSchedule schedule(const ir::Region& r, bool top_level, const FusionOptions& options = {});
+
+// Whether the nested region r runs as one StraightLine kernel: no control flow, no convolution,
+// pooling or random numbers, every array at most kMaxStraightLineElements and about
+// kMaxStraightLineWork scalar operations in all. A step of W7 is ~60 operations that would
+// otherwise be 3 kernels forward and 7 backward, each a loop with loads and stores.
+inline constexpr int64_t kMaxStraightLineElements = 256;
+inline constexpr int64_t kMaxStraightLineWork = 2048;
+bool straight_line_region(const ir::Region& r);
+RegionSchedule straight_line_schedule(const ir::Region& r);
 
 // Assigns arena offsets to every Slot value and nested arena (memory_plan.cpp):
 // slots whose lifetimes do not overlap share bytes.

@@ -10,7 +10,8 @@ namespace {
 
 std::string kernel_line(const ir::Region& r, const Kernel& k, size_t index) {
   std::ostringstream out;
-  out << "kernel " << index << (k.kind == KernelKind::MatMul ? " matmul " : " loop ") << shape_str(k.space)
+  const char* kind = k.kind == KernelKind::MatMul ? " matmul " : k.kind == KernelKind::StraightLine ? " straight " : " loop ";
+  out << "kernel " << index << kind << shape_str(k.space)
       << (k.parallel ? " parallel" : "") << ":";
   for (size_t n : k.nodes) out << " " << ir::op_name(r.nodes[n].op);
   if (!k.recomputed.empty()) {
