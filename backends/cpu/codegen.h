@@ -30,10 +30,16 @@ struct ModuleInfo {
 struct Target {
   int vector_bytes = 32;         // vector width for loops LLVM vectorises (its own preference)
   int matmul_vector_bytes = 32;  // vector width of the matmul kernel's register tiles
+  bool profile = false;          // call fx_profile_mark before and after every kernel
 };
 
 // Emits the module for program `p` with the top-level schedule `s`.
 ModuleInfo emit_program(const ir::Program& p, const kernel::RegionSchedule& s, const Target& target, llvm::Module& m);
+
+// The name of every kernel of the program in the order the entry point numbers them for
+// fx_profile_mark: kernel::print's lines, those of loop bodies prefixed with where they are
+// ("scan@4.body: kernel 0 straight []: ...").
+std::vector<std::string> kernel_names(const ir::Program& p, const kernel::RegionSchedule& s);
 
 // Run-time error codes returned by the entry point: kWhileMaxIters + m when a while loop with
 // max_iters = m would start iteration m + 1.

@@ -157,11 +157,48 @@ Value* KernelEmitter::view(const ir::Node& n, ir::ValueId v, const Index& idx) {
   Index src;
   switch (n.op) {
     case Op::Reshape: {
-      Value* f = flat(idx, out);
-      src.assign(in.size(), nullptr);
-      for (size_t d = in.size(); d-- > 0;) {
-        src[d] = d == 0 ? f : b_.CreateURem(f, i64(in[d]));
-        if (d > 0) f = b_.CreateUDiv(f, i64(in[d]));
+      if (idx.size() != out.size() || numel(in) == 0) {  // a collapsed kernel's linear index
+        Value* f = flat(idx, out);
+        src.assign(in.size(), nullptr);
+        for (size_t d = in.size(); d-- > 0;) {
+          src[d] = d == 0 ? f : b_.CreateURem(f, i64(in[d]));
+          if (d > 0) f = b_.CreateUDiv(f, i64(in[d]));
+        }
+        return at(n.operands[0], src);
+      }
+      // Runs of dimensions with equal element counts on both sides: a run that is one
+      // dimension on each side keeps its index; others are flattened and split again within
+      // the run only. Unit dimensions read index 0. (A divide per dimension and tap made
+      // LeNet's col2im gradient 1.7 ms.)
+      std::vector<size_t> on, inn;
+      for (size_t d = 0; d < out.size(); ++d) {
+        if (out[d] != 1) on.push_back(d);
+      }
+      for (size_t d = 0; d < in.size(); ++d) {
+        if (in[d] != 1) inn.push_back(d);
+      }
+      src.assign(in.size(), i64(0));
+      for (size_t i = 0, k = 0; i < on.size();) {
+        size_t i1 = i + 1, k1 = k + 1;
+        int64_t po = out[on[i]], pi = in[inn[k]];
+        while (po != pi) {
+          if (po < pi) {
+            po *= out[on[i1++]];
+          } else {
+            pi *= in[inn[k1++]];
+          }
+        }
+        if (i1 - i == 1 && k1 - k == 1) {
+          src[inn[k]] = idx[on[i]];
+        } else {
+          Value* f = idx[on[i]];
+          for (size_t d = i + 1; d < i1; ++d) f = b_.CreateAdd(b_.CreateMul(f, i64(out[on[d]]), "", true, true), idx[on[d]], "", true, true);
+          for (size_t d = k1; d-- > k;) {
+            src[inn[d]] = d == k ? f : b_.CreateURem(f, i64(in[inn[d]]));
+            if (d > k) f = b_.CreateUDiv(f, i64(in[inn[d]]));
+          }
+        }
+        i = i1, k = k1;
       }
       return at(n.operands[0], src);
     }

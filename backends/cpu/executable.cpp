@@ -9,10 +9,13 @@
 #include <new>
 
 #include "backends/counters.h"
-#include "codegen_version.h"
 #include "backends/cpu/codegen.h"
 #include "backends/cpu/native.h"
+#include "backends/cpu/runtime.h"
+#include "backends/profiler.h"
+#include "codegen_version.h"
 #include "fluxion/error.h"
+#include "fluxion/profile.h"
 
 namespace fluxion::cpu {
 namespace {
@@ -30,13 +33,7 @@ class CpuExecutable final : public backends::Executable {
     if (const char* dump = std::getenv("FLUXION_DUMP_IR"); dump && *dump && std::string(dump) != "0") {
       std::fprintf(stderr, "// ---- kernels\n%s\n", describe().c_str());
     }
-    Target target;
-    target.vector_bytes = host().vector_bytes;
-    target.matmul_vector_bytes = host().matmul_vector_bytes;
-    std::string key = std::string("fluxion codegen " FLUXION_CODEGEN_HASH) + "\nvector " + std::to_string(target.vector_bytes) +
-                      " " + std::to_string(target.matmul_vector_bytes) + "\n" + ir::print(program_);
-    code_ = build_native(key, [&](llvm::Module& m) { emit_program(program_, schedule_, target, m); });
-    (code_->from_disk_cache ? backends::counters().disk_cache_hits : backends::counters().compiles)++;
+    code_ = build(false);
     for (ir::ValueId v : program_.body.results) outputs_.push_back(program_.body.type(v));
   }
 
@@ -77,7 +74,10 @@ class CpuExecutable final : public backends::Executable {
       io[ni + k] = staged(inputs, outputs, k) ? arena.get() + output_slot(k) : outputs[k].mutable_data();
     }
     int64_t launches = 0;
-    int32_t rc = code_->entry(io, arena.get(), &launches);
+    const NativeCode* code = profiling() ? &profiled_code() : code_.get();
+    if (code != code_.get()) profile_marks().clear();
+    int32_t rc = code->entry(io, arena.get(), &launches);
+    if (code != code_.get()) report_marks();
     auto& c = backends::counters();
     c.program_calls++;
     c.native_calls++;
@@ -101,6 +101,42 @@ class CpuExecutable final : public backends::Executable {
   }
 
  private:
+  // Native code for the program; `profile`: with a timestamp before and after every kernel
+  // (a separate compile, made on the first call that finds profiling on).
+  std::unique_ptr<NativeCode> build(bool profile) const {
+    Target target;
+    target.vector_bytes = host().vector_bytes;
+    target.matmul_vector_bytes = host().matmul_vector_bytes;
+    target.profile = profile;
+    std::string key = std::string("fluxion codegen " FLUXION_CODEGEN_HASH) + "\nvector " + std::to_string(target.vector_bytes) +
+                      " " + std::to_string(target.matmul_vector_bytes) + (profile ? " profiled" : "") + "\n" + ir::print(program_);
+    auto code = build_native(key, [&](llvm::Module& m) { emit_program(program_, schedule_, target, m); });
+    (code->from_disk_cache ? backends::counters().disk_cache_hits : backends::counters().compiles)++;
+    return code;
+  }
+
+  const NativeCode& profiled_code() const {
+    std::call_once(profiled_once_, [&] {
+      kernel_names_ = kernel_names(program_, schedule_);
+      profiled_code_ = build(true);
+    });
+    return *profiled_code_;
+  }
+
+  // Pairs this thread's marks of the call just made (before, after) into timed kernels.
+  void report_marks() const {
+    const std::vector<ProfileMark>& marks = profile_marks();
+    if (marks.empty()) return;
+    thread_local std::vector<backends::TimedDispatch> dispatches;
+    dispatches.clear();
+    int64_t t0 = marks[0].ns;
+    for (size_t i = 0; i + 1 < marks.size(); i += 2) {
+      const std::string* name = &kernel_names_.at(static_cast<size_t>(marks[i].kernel));
+      dispatches.push_back({name, static_cast<double>(marks[i].ns - t0) / 1e3, static_cast<double>(marks[i + 1].ns - marks[i].ns) / 1e3});
+    }
+    backends::report_profile(dispatches);
+  }
+
   // Whether result k goes through its arena slot: it has one, and its buffer overlaps an input
   // or an earlier output.
   bool staged(const std::vector<Array>& inputs, const std::vector<Array>& outputs, size_t k) const {
@@ -158,6 +194,9 @@ class CpuExecutable final : public backends::Executable {
   ir::Program program_;
   kernel::RegionSchedule schedule_;
   std::unique_ptr<NativeCode> code_;
+  mutable std::once_flag profiled_once_;
+  mutable std::unique_ptr<NativeCode> profiled_code_;
+  mutable std::vector<std::string> kernel_names_;  // by fx_profile_mark's kernel number
   std::vector<TensorType> outputs_;
   mutable std::mutex mu_;
   mutable std::vector<Arena> free_ = [] {

@@ -3,6 +3,7 @@
 // integer matmul. Written in gather form (each output element reads what contributes to it), so
 // a kernel never scatters and parallel chunks never write the same element.
 #include <algorithm>
+#include <limits>
 
 #include "backends/cpu/codegen.h"
 #include "fluxion/error.h"
@@ -28,16 +29,20 @@ struct Tap {
 std::pair<Value*, Value*> KernelEmitter::pool_select(ir::ValueId x, const Index& o, const ir::Attrs& a) {
   const Shape& xs = r_.type(x).shape;
   DType t = r_.type(x).dtype;
-  auto tap = [&](Value* out, int64_t stride, int64_t pad, Value* k, int64_t dim) {
-    Value* pos = b_.CreateAdd(b_.CreateSub(b_.CreateMul(out, i64(stride)), i64(pad)), k);
+  // Without padding along a dimension every window lies inside the input (the output size is
+  // what fits): no bounds check there.
+  auto tap = [&](Value* out, int64_t stride, size_t d, Value* k, int64_t dim) {
+    int64_t before = a.padding[2 * d], after = a.padding[2 * d + 1];
+    Value* pos = b_.CreateAdd(b_.CreateSub(b_.CreateMul(out, i64(stride)), i64(before)), k);
+    if (before == 0 && after == 0) return Tap{pos, b_.getTrue()};
     Value* valid = b_.CreateAnd(b_.CreateICmpSGE(pos, i64(0)), b_.CreateICmpSLT(pos, i64(dim)));
     return Tap{pos, valid};
   };
   std::vector<Value*> init{constant(t, 0), i64(0), i64(0), b_.getFalse()};
   auto res = emit_for(b_, i64(0), i64(a.window[0]), init, [&](Value* kh, const std::vector<Value*>& acc) {
-    Tap th = tap(o[2], a.strides[0], a.padding[0], kh, xs[2]);
+    Tap th = tap(o[2], a.strides[0], 0, kh, xs[2]);
     return emit_for(b_, i64(0), i64(a.window[1]), acc, [&](Value* kw, const std::vector<Value*>& acc2) {
-      Tap tw = tap(o[3], a.strides[1], a.padding[2], kw, xs[3]);
+      Tap tw = tap(o[3], a.strides[1], 1, kw, xs[3]);
       Value* valid = b_.CreateAnd(th.valid, tw.valid);
       Value* h = b_.CreateSelect(valid, th.pos, i64(0));
       Value* w = b_.CreateSelect(valid, tw.pos, i64(0));
@@ -62,6 +67,8 @@ Value* KernelEmitter::conv(const ir::Node& n, const Index& o) {
     Value* pos = b_.CreateAdd(b_.CreateSub(b_.CreateMul(out, i64(a.strides[static_cast<size_t>(d)])),
                                            i64(a.padding[static_cast<size_t>(2 * d)])),
                               b_.CreateMul(k, i64(a.dilation[static_cast<size_t>(d)])));
+    // Unpadded, every tap of every output lies inside the input (the output size is what fits).
+    if (a.padding[static_cast<size_t>(2 * d)] == 0 && a.padding[static_cast<size_t>(2 * d + 1)] == 0) return Tap{pos, b_.getTrue()};
     Value* valid = b_.CreateAnd(b_.CreateICmpSGE(pos, i64(0)), b_.CreateICmpSLT(pos, i64(dim)));
     return Tap{b_.CreateSelect(valid, pos, i64(0)), valid};
   };
@@ -146,23 +153,30 @@ Value* KernelEmitter::pool(const ir::Node& n, const Index& o) {
   ir::ValueId res = n.results[0];
   DType t = r_.type(res).dtype;
   Value* area = constant(t, static_cast<double>(a.window[0] * a.window[1]));
-  if (n.op == Op::MaxPool2d || n.op == Op::MaxPool2dSelect) {
+  if (n.op == Op::MaxPool2dSelect) {
     auto [h, w] = pool_select(n.operands[0], o, a);
-    return at(n.operands[n.op == Op::MaxPool2d ? 0 : 1], {o[0], o[1], h, w});
+    return at(n.operands[1], {o[0], o[1], h, w});
   }
-  if (n.op == Op::AvgPool2d) {
+  if (n.op == Op::MaxPool2d || n.op == Op::AvgPool2d) {
+    // The window folded by value: the maximum (NaN if any element is one, as the first-maximum
+    // rule gives) or the sum, padding excluded. No position: the value is all that is needed.
+    bool max = n.op == Op::MaxPool2d;
     const Shape& xs = r_.type(n.operands[0]).shape;
-    Value* sum = emit_for(b_, i64(0), i64(a.window[0]), {constant(t, 0)}, [&](Value* kh, const std::vector<Value*>& acc) {
+    Value* init = constant(t, max ? -std::numeric_limits<double>::infinity() : 0.0);
+    Value* folded = emit_for(b_, i64(0), i64(a.window[0]), {init}, [&](Value* kh, const std::vector<Value*>& acc) {
       return emit_for(b_, i64(0), i64(a.window[1]), acc, [&](Value* kw, const std::vector<Value*>& acc2) {
         Value* h = b_.CreateAdd(b_.CreateSub(b_.CreateMul(o[2], i64(a.strides[0])), i64(a.padding[0])), kh);
         Value* w = b_.CreateAdd(b_.CreateSub(b_.CreateMul(o[3], i64(a.strides[1])), i64(a.padding[2])), kw);
-        Value* valid = b_.CreateAnd(b_.CreateAnd(b_.CreateICmpSGE(h, i64(0)), b_.CreateICmpSLT(h, i64(xs[2]))),
-                                    b_.CreateAnd(b_.CreateICmpSGE(w, i64(0)), b_.CreateICmpSLT(w, i64(xs[3]))));
+        bool unpadded = std::all_of(a.padding.begin(), a.padding.end(), [](int64_t p) { return p == 0; });
+        Value* valid = unpadded ? b_.getTrue()
+                                : b_.CreateAnd(b_.CreateAnd(b_.CreateICmpSGE(h, i64(0)), b_.CreateICmpSLT(h, i64(xs[2]))),
+                                               b_.CreateAnd(b_.CreateICmpSGE(w, i64(0)), b_.CreateICmpSLT(w, i64(xs[3]))));
         Value* x = at(n.operands[0], {o[0], o[1], b_.CreateSelect(valid, h, i64(0)), b_.CreateSelect(valid, w, i64(0))});
-        return std::vector<Value*>{b_.CreateSelect(valid, b_.CreateFAdd(acc2[0], x), acc2[0])};
+        Value* next = max ? intrinsic(llvm::Intrinsic::maximum, {acc2[0], x}) : b_.CreateFAdd(acc2[0], x);
+        return std::vector<Value*>{b_.CreateSelect(valid, next, acc2[0])};
       });
     })[0];
-    return b_.CreateFDiv(sum, area);
+    return max ? folded : b_.CreateFDiv(folded, area);
   }
   // The gradients, in gather form: input element (p0, p1, h, w) sums over the windows that hold it.
   ir::ValueId g = n.operands[n.op == Op::MaxPool2dGrad ? 1 : 0];

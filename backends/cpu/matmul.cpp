@@ -16,7 +16,11 @@ namespace fluxion::cpu {
 using llvm::Value;
 
 namespace {
-constexpr int kRows = 6;          // MR: rows of a register tile
+// MR, the rows of a register tile: 6 x 2 vectors of accumulators fit AVX2's 16 registers with
+// the two B vectors and a broadcast; AVX-512's 32 registers fit 8 rows, which tile the
+// multiples of 8 that layer widths usually are (W3's 32 rows: four tiles, no single-row rest).
+constexpr int kRows = 6;
+constexpr int kRowsWide = 8;
 constexpr int64_t kBlockK = 256;  // k-block length of a matmul: a packed panel stays in L1
 }  // namespace
 
@@ -206,8 +210,9 @@ void KernelEmitter::gemm(const Gemm& g, Value* lo, Value* hi) {
       if (has_epilogue) run_epilogue(r0, r1, i64(0), i64(N));
       return;
     }
+    int mr = W >= 16 && M % kRowsWide == 0 ? kRowsWide : kRows;
     Value* rows = b_.CreateSub(r1, r0);
-    Value* full_rows_end = b_.CreateAdd(r0, b_.CreateMul(b_.CreateSDiv(rows, i64(kRows)), i64(kRows)));
+    Value* full_rows_end = b_.CreateAdd(r0, b_.CreateMul(b_.CreateSDiv(rows, i64(mr)), i64(mr)));
     // One k-block: every panel of B packed, every tile accumulated. `first`: the tiles start
     // from zero (else from C); `last`: the epilogue follows.
     auto block = [&](Value* kb, bool first, bool last) {
@@ -308,8 +313,8 @@ void KernelEmitter::gemm(const Gemm& g, Value* lo, Value* hi) {
           }
           if (last && has_epilogue) run_epilogue(i0, b_.CreateAdd(i0, i64(tile_rows)), j0, b_.CreateAdd(j0, i64(nr)));
         };
-        emit_for(b_, i64(0), b_.CreateSDiv(rows, i64(kRows)), {}, [&](Value* ib, const std::vector<Value*>&) {
-          tile(b_.CreateAdd(r0, b_.CreateMul(ib, i64(kRows))), kRows);
+        emit_for(b_, i64(0), b_.CreateSDiv(rows, i64(mr)), {}, [&](Value* ib, const std::vector<Value*>&) {
+          tile(b_.CreateAdd(r0, b_.CreateMul(ib, i64(mr))), mr);
           return std::vector<Value*>{};
         });
         // The rows left over, one vector row at a time.

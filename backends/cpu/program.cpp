@@ -139,12 +139,18 @@ class ProgramEmitter {
     if (k.kind == kernel::KernelKind::MatMul) work *= r.type(r.nodes[k.root].operands[0]).shape.back();
     Value* count = b_.CreateLoad(b_.getInt64Ty(), launches_);
     b_.CreateStore(b_.CreateAdd(count, b_.getInt64(1)), launches_);
+    auto mark = [&](int32_t id) {
+      if (target_.profile) b_.CreateCall(m_.getOrInsertFunction("fx_profile_mark", b_.getVoidTy(), b_.getInt32Ty()), {b_.getInt32(static_cast<uint32_t>(id))});
+    };
+    int32_t id = kernel_count_ - 1;
+    mark(id);
     if (k.parallel && work >= kParallelWork && n0 > 1) {
       auto pf = m_.getOrInsertFunction("fx_parallel_for", b_.getVoidTy(), b_.getPtrTy(), b_.getPtrTy(), b_.getInt64Ty(), b_.getInt64Ty());
       b_.CreateCall(pf, {fn, args, b_.getInt64(static_cast<uint64_t>(n0)), b_.getInt64(static_cast<uint64_t>(work / n0))});
     } else {
       b_.CreateCall(fn, {args, b_.getInt64(0), b_.getInt64(static_cast<uint64_t>(n0))});
     }
+    mark(id);
   }
 
   // Copies a region's results into loop carries (kernel::carry_updates), staging on the stack.
@@ -262,6 +268,33 @@ class ProgramEmitter {
 };
 
 }  // namespace
+
+namespace {
+
+// The same walk as ProgramEmitter::region: steps in order, a control step's regions in order.
+void name_kernels(const ir::Region& r, const RegionSchedule& s, const std::string& where, std::vector<std::string>& out) {
+  for (const kernel::Step& st : s.steps) {
+    if (st.kind == kernel::Step::Kind::Kernel) {
+      out.push_back(where + kernel::kernel_line(r, s.kernels[st.index], st.index));
+      continue;
+    }
+    const ir::Node& n = r.nodes[st.index];
+    auto names = ir::region_names(n.op);
+    const auto& subs = s.nested.at(st.index);
+    for (size_t i = 0; i < subs.size(); ++i) {
+      std::string inner = where + ir::op_name(n.op) + "@" + std::to_string(st.index) + "." + names[i] + ": ";
+      name_kernels(n.regions[i], subs[i], inner, out);
+    }
+  }
+}
+
+}  // namespace
+
+std::vector<std::string> kernel_names(const ir::Program& p, const RegionSchedule& s) {
+  std::vector<std::string> out;
+  name_kernels(p.body, s, "", out);
+  return out;
+}
 
 ModuleInfo emit_program(const ir::Program& p, const RegionSchedule& s, const Target& target, llvm::Module& m) {
   return ProgramEmitter(p, s, target, m).run();

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cmath>
 #include <condition_variable>
 #include <cstdlib>
@@ -139,11 +140,28 @@ extern "C" int32_t fx_rng_fold(int32_t k0, int32_t k1, int32_t data, int64_t whi
   return static_cast<int32_t>(w[static_cast<size_t>(which)]);
 }
 
+extern "C" void fx_profile_mark(int32_t kernel) {
+  std::vector<ProfileMark>& marks = profile_marks();
+  if (marks.size() >= kMaxProfileMarks) return;
+  auto now = std::chrono::steady_clock::now().time_since_epoch();
+  marks.push_back({kernel, std::chrono::duration_cast<std::chrono::nanoseconds>(now).count()});
+}
+
 }  // namespace
+
+std::vector<ProfileMark>& profile_marks() {
+  thread_local std::vector<ProfileMark> marks = [] {
+    std::vector<ProfileMark> m;
+    m.reserve(kMaxProfileMarks);
+    return m;
+  }();
+  return marks;
+}
 
 const std::vector<RuntimeSymbol>& runtime_symbols() {
   static const std::vector<RuntimeSymbol> symbols{
       {"fx_parallel_for", reinterpret_cast<void*>(&fx_parallel_for)},
+      {"fx_profile_mark", reinterpret_cast<void*>(&fx_profile_mark)},
       {"fx_rng", reinterpret_cast<void*>(&fx_rng)},
       {"fx_rng_fold", reinterpret_cast<void*>(&fx_rng_fold)},
   };

@@ -1,7 +1,9 @@
 // What generated code calls at run time: the thread pool that splits a kernel's outermost
-// dimension, and the random-number helpers (the same Philox recipes as the interpreter).
+// dimension, the random-number helpers (the same Philox recipes as the interpreter), and the
+// timestamps of a profiled program.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <vector>
 
@@ -18,5 +20,15 @@ using KernelFn = void (*)(void** bufs, int64_t begin, int64_t end);
 // Runs fn over [0, n) split into chunks across the pool's threads (the caller takes part);
 // `work_per_item` sizes the chunks. Returns when every chunk is done.
 void parallel_for(KernelFn fn, void** bufs, int64_t n, int64_t work_per_item);
+
+// A profiled program (Target::profile) calls fx_profile_mark(kernel) before and after every
+// kernel; the marks of the calling thread's current call, in order. At most kMaxProfileMarks
+// are kept per call (the first ones), so recording never allocates after the first call.
+struct ProfileMark {
+  int32_t kernel;
+  int64_t ns;  // steady clock
+};
+inline constexpr size_t kMaxProfileMarks = 2 * 65536;
+std::vector<ProfileMark>& profile_marks();
 
 }  // namespace fluxion::cpu

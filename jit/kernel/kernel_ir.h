@@ -116,6 +116,8 @@ bool matmul_operands(const ir::Region& r, const RegionSchedule& s, const Kernel&
 // One line per kernel and step, naming the graph ops each kernel contains; nested regions
 // indented. Used by Compiled::kernels() and FLUXION_DUMP_IR.
 std::string print(const ir::Region& r, const RegionSchedule& s, int indent = 0);
+// The line of `print` for kernel `index` of region r.
+std::string kernel_line(const ir::Region& r, const Kernel& k, size_t index);
 // The line of `print` for the kernel that computes the node at `path` (its index in r, then
 // pairs of region index and node index into nested regions), "" when no kernel does (a
 // control node, a view folded into its users' index math).

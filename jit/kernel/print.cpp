@@ -6,8 +6,6 @@
 
 namespace fluxion::kernel {
 
-namespace {
-
 std::string kernel_line(const ir::Region& r, const Kernel& k, size_t index) {
   std::ostringstream out;
   const char* kind = k.kind == KernelKind::MatMul ? " matmul " : k.kind == KernelKind::StraightLine ? " straight " : " loop ";
@@ -21,8 +19,6 @@ std::string kernel_line(const ir::Region& r, const Kernel& k, size_t index) {
   }
   return out.str();
 }
-
-}  // namespace
 
 std::string kernel_containing(const ir::Region& r, const RegionSchedule& s, const std::vector<size_t>& path) {
   if (path.empty()) return "";

@@ -374,6 +374,39 @@ TEST_P(Views, OneHot) {
   EXPECT_ARRAY(z(make(fx::i32, {0, 1}, {2})), fx::f32, {2, 0}, {});
 }
 
+// Reshapes read through a consumer's index math (a permute of a reshape, a reshape of a
+// permute): runs of dimensions that merge, split, or only gain or lose unit dimensions.
+TEST_P(Views, ReshapesReadThroughIndexMath) {
+  std::vector<double> x = random_values(fx::f32, 24, -1, 1, 33);
+  struct Case {
+    Shape reshaped;
+    std::vector<int64_t> perm;
+  };
+  const std::vector<Case> cases{{{4, 6}, {1, 0}}, {{6, 4}, {1, 0}}, {{2, 1, 3, 1, 4}, {4, 3, 2, 1, 0}},
+                                {{2, 12}, {1, 0}}, {{3, 2, 2, 2}, {3, 1, 0, 2}}, {{24, 1}, {1, 0}}};
+  for (const Case& c : cases) {
+    SCOPED_TRACE(fx::testing::str(c.reshaped));
+    auto f = jit([&](Tensor t) { return fx::permute(fx::reshape(t, c.reshaped), c.perm) * 2.0; });
+    Shape out;
+    for (int64_t d : c.perm) out.push_back(c.reshaped[static_cast<size_t>(d)]);
+    std::vector<double> want(24);
+    for (int64_t i = 0; i < 24; ++i) {
+      std::vector<int64_t> oi = fx::testing::unravel(i, out), ri(c.perm.size());
+      for (size_t d = 0; d < c.perm.size(); ++d) ri[static_cast<size_t>(c.perm[d])] = oi[d];
+      want[static_cast<size_t>(i)] = 2 * x[static_cast<size_t>(fx::testing::ravel(ri, c.reshaped))];
+    }
+    EXPECT_ARRAY(f(make(fx::f32, x, {2, 3, 4})), fx::f32, out, want);
+  }
+  // The other way round: a permute, then a reshape that splits one of its dimensions.
+  auto g = jit([](Tensor t) { return fx::reshape(fx::permute(t, {2, 0, 1}), {2, 2, 6}) + 1.0; });
+  std::vector<double> want(24);
+  for (int64_t i = 0; i < 24; ++i) {
+    std::vector<int64_t> pi = fx::testing::unravel(i, {4, 2, 3});  // [k, i, j] of the permute
+    want[static_cast<size_t>(i)] = x[static_cast<size_t>(fx::testing::ravel({pi[1], pi[2], pi[0]}, {2, 3, 4}))] + 1;
+  }
+  EXPECT_ARRAY(g(make(fx::f32, x, {2, 3, 4})), fx::f32, {2, 2, 6}, want);
+}
+
 // Views feeding arithmetic and reductions (what fusion will later merge into one kernel).
 TEST_P(Views, ComposedViewsAndArithmetic) {
   std::vector<double> x = random_values(fx::f32, 24, -1, 1, 31), w = random_values(fx::f32, 3, -1, 1, 32);

@@ -1,5 +1,7 @@
-// Per-kernel device times, from timestamp queries around every dispatch of the Vulkan backend
-// (docs/vulkan.md, "Profiling"). Off by default: timestamps cost a little per dispatch.
+// Per-kernel times: on the Vulkan backend from timestamp queries around every dispatch
+// (docs/vulkan.md, "Profiling"), on the CPU backend from the clock read before and after every
+// kernel by a separately compiled copy of the program (docs/cpu.md). Off by default:
+// timestamps cost a little per kernel.
 #pragma once
 
 #include <cstdint>
@@ -16,7 +18,7 @@ bool profiling();
 struct KernelTime {
   std::string name;     // "kernel 3: matmul add tanh" (the graph ops it contains), "copy", ...
   uint64_t calls = 0;   // dispatches, loop iterations included
-  double total_us = 0;  // device time
+  double total_us = 0;  // device time (CPU: wall time of the kernel, all its threads together)
   double mean_us = 0;
 };
 
