@@ -122,6 +122,10 @@ class KernelEmitter {
     std::function<llvm::Value*(const Index& b, llvm::Value* k, llvm::Value* j)> b_column_address;
     std::function<llvm::Value*(const Index& b, llvm::Value* i, llvm::Value* kb, llvm::Value* kk)> a;
     std::function<llvm::Value*(const Index& b, llvm::Value* kb, llvm::Value* kk, llvm::Value* j)> b;
+    // Where a k-block is one image's output pixels (a weight gradient): B[k][j] by pixel row and
+    // column, so that packing runs over the image's rows and columns instead of dividing k.
+    int64_t image_rows = 0, image_cols = 0;
+    std::function<llvm::Value*(const Index& b, llvm::Value* kb, llvm::Value* row, llvm::Value* col, llvm::Value* j)> b_image;
     // Element offset of C[b][i][j] in the result buffer (consecutive j are adjacent) and the
     // result's index there (for the epilogue).
     std::function<llvm::Value*(const Index& b, llvm::Value* i, llvm::Value* j)> c_offset;

@@ -88,6 +88,8 @@ KernelEmitter::Gemm KernelEmitter::conv_gemm() {
   auto fwd = [=, this](Value* o, int d, Value* k, int64_t dim) {
     Value* pos = b_.CreateAdd(b_.CreateSub(b_.CreateMul(o, i64(at_.strides[static_cast<size_t>(d)])), i64(at_.padding[static_cast<size_t>(2 * d)])),
                               b_.CreateMul(k, i64(at_.dilation[static_cast<size_t>(d)])));
+    // Unpadded, every tap of every output lies inside the input.
+    if (at_.padding[static_cast<size_t>(2 * d)] == 0 && at_.padding[static_cast<size_t>(2 * d + 1)] == 0) return std::make_pair(pos, static_cast<Value*>(b_.getTrue()));
     Value* valid = b_.CreateAnd(b_.CreateICmpSGE(pos, i64(0)), b_.CreateICmpSLT(pos, i64(dim)));
     return std::make_pair(b_.CreateSelect(valid, pos, i64(0)), valid);
   };
@@ -143,12 +145,14 @@ KernelEmitter::Gemm KernelEmitter::conv_gemm() {
     g.a = [=, this](const Index&, Value* o, Value* bn, Value* p) {
       return at_flat(op1, b_.CreateAdd(b_.CreateMul(b_.CreateAdd(b_.CreateMul(bn, i64(O)), o), i64(OH * OW)), p));
     };
-    g.b = [=, this](const Index&, Value* bn, Value* p, Value* j) {
+    g.b_image = [=, this](const Index&, Value* bn, Value* oh, Value* ow, Value* j) {
       Value* kk = rem(j, KH * KW);
-      auto [h, hv] = fwd(div(p, OW), 0, div(kk, KW), xs[2]);
-      auto [w, wv] = fwd(rem(p, OW), 1, rem(kk, KW), xs[3]);
+      auto [h, hv] = fwd(oh, 0, div(kk, KW), xs[2]);
+      auto [w, wv] = fwd(ow, 1, rem(kk, KW), xs[3]);
       return guarded(b_.CreateAnd(hv, wv), at(op0, {bn, div(j, KH * KW), h, w}));
     };
+    g.b = [=](const Index& b, Value* bn, Value* p, Value* j) { return g.b_image(b, bn, div(p, OW), rem(p, OW), j); };
+    g.image_rows = OH, g.image_cols = OW;
     int64_t N = g.N;
     g.c_offset = [=, this](const Index&, Value* o, Value* j) { return b_.CreateAdd(b_.CreateMul(o, i64(N)), j); };
     g.c_index = [=, this](const Index&, Value* o, Value* j) {
@@ -263,6 +267,21 @@ void KernelEmitter::gemm(const Gemm& g, Value* lo, Value* hi) {
             return std::vector<Value*>{};
           });
           for_(full, len, [&](Value* kk) { for_(i64(0), i64(NR), [&](Value* jj) { pack(kk, jj); }); });
+        } else if (g.b_image) {
+          // Column by column, each over the image's rows and columns: no division of k.
+          for_(i64(0), i64(NR), [&](Value* jj) {
+            Value* col = b_.CreateAdd(j0, jj);
+            Value* valid = nr == NR ? nullptr : b_.CreateICmpSLT(jj, i64(nr));
+            if (valid) col = b_.CreateSelect(valid, col, i64(N - 1));
+            for_(i64(0), i64(g.image_rows), [&](Value* row) {
+              for_(i64(0), i64(g.image_cols), [&](Value* c) {
+                Value* kk = b_.CreateAdd(b_.CreateMul(row, i64(g.image_cols), "", true, true), c, "", true, true);
+                Value* x = g.b_image(bidx, kb, row, c, col);
+                if (valid) x = b_.CreateSelect(valid, x, llvm::ConstantFP::get(et, 0.0));
+                b_.CreateStore(x, elem(panel, b_.CreateAdd(b_.CreateMul(kk, i64(NR)), jj)));
+              });
+            });
+          });
         } else {
           for_(i64(0), i64(NR), [&](Value* jj) { for_(i64(0), len, [&](Value* kk) { pack(kk, jj); }); });
         }
