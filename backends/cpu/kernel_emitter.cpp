@@ -27,7 +27,7 @@ llvm::Type* mem_type(llvm::LLVMContext& c, DType t) {
 }
 
 std::vector<Value*> emit_for(llvm::IRBuilder<>& b, Value* lo, Value* hi, const std::vector<Value*>& carried,
-                             const std::function<std::vector<Value*>(Value*, const std::vector<Value*>&)>& body) {
+                             const std::function<std::vector<Value*>(Value*, const std::vector<Value*>&)>& body, bool rolled) {
   llvm::Function* f = b.GetInsertBlock()->getParent();
   llvm::LLVMContext& c = b.getContext();
   llvm::BasicBlock* pre = b.GetInsertBlock();
@@ -51,7 +51,13 @@ std::vector<Value*> emit_for(llvm::IRBuilder<>& b, Value* lo, Value* hi, const s
   std::vector<Value*> next = body(i, cur);
   Value* inc = b.CreateAdd(i, b.getInt64(1), "", true, true);
   llvm::BasicBlock* latch = b.GetInsertBlock();
-  b.CreateBr(head);
+  llvm::BranchInst* back = b.CreateBr(head);
+  if (rolled) {
+    llvm::MDNode* no_full_unroll = llvm::MDNode::get(c, {llvm::MDString::get(c, "llvm.loop.unroll.disable")});
+    llvm::MDNode* loop = llvm::MDNode::getDistinct(c, {nullptr, no_full_unroll});
+    loop->replaceOperandWith(0, loop);
+    back->setMetadata(llvm::LLVMContext::MD_loop, loop);
+  }
   i->addIncoming(inc, latch);
   for (size_t k = 0; k < phis.size(); ++k) phis[k]->addIncoming(next[k], latch);
   b.SetInsertPoint(exit);

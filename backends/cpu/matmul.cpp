@@ -195,8 +195,14 @@ void KernelEmitter::gemm(const Gemm& g, Value* lo, Value* hi) {
   };
 
   auto per_batch = [&](const Index& bidx, Value* r0, Value* r1) {
+    // The column loop stays a loop: a reduction along the row (a bias gradient) then vectorises.
     auto run_epilogue = [&](Value* i0, Value* i1, Value* j0, Value* j1) {
-      for_(i0, i1, [&](Value* i) { for_(j0, j1, [&](Value* j) { body_at(g.c_index(bidx, i, j)); }); });
+      for_(i0, i1, [&](Value* i) {
+        emit_for(b_, j0, j1, {}, [&](Value* j, const std::vector<Value*>&) {
+          body_at(g.c_index(bidx, i, j));
+          return std::vector<Value*>{};
+        }, true);
+      });
     };
     if (N < W) {
       // Too narrow for a vector of columns (a dot product, a matrix-vector product): one
