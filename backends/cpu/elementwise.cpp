@@ -1,6 +1,7 @@
 // Scalar code for elementwise ops, views and reductions' combine step. The semantics follow the
 // interpreter's rules exactly (NaN propagation, i32 wrapping and division, saturating
 // float-to-int conversion); only the rounding of transcendental functions differs.
+#include <algorithm>
 #include <limits>
 
 #include "backends/cpu/codegen.h"
@@ -151,7 +152,10 @@ Value* KernelEmitter::combine(Op op, DType t, Value* acc, Value* x) {
 Value* KernelEmitter::view(const ir::Node& n, ir::ValueId v, const Index& idx) {
   const Shape& out = r_.type(v).shape;
   const Shape& in = r_.type(n.operands[0]).shape;
-  auto clamp = [&](Value* i, int64_t dim) {
+  auto clamp = [&](Value* i, int64_t dim) -> Value* {
+    // Folded when the index is known (straight-line kernels): the intrinsic calls would not
+    // fold, and every element would then compute its operand again.
+    if (auto* c = llvm::dyn_cast<llvm::ConstantInt>(i)) return i64(std::clamp<int64_t>(c->getSExtValue(), 0, std::max<int64_t>(dim - 1, 0)));
     return intrinsic(llvm::Intrinsic::smin, {intrinsic(llvm::Intrinsic::smax, {i, i64(0)}), i64(dim - 1)});
   };
   Index src;

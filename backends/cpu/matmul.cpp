@@ -355,6 +355,10 @@ void KernelEmitter::gemm(const Gemm& g, Value* lo, Value* hi) {
     // Several k-blocks: C starts at zero, every block accumulates into it, the last one also
     // runs the epilogue.
     for_(r0, r1, [&](Value* i) { for_(i64(0), i64(N), [&](Value* j) { b_.CreateStore(llvm::ConstantFP::get(et, 0.0), elem(cp, g.c_offset(bidx, i, j))); }); });
+    if (g.blocks == 0) {  // an empty sum (a convolution over no channels or no images): zeros
+      if (has_epilogue) run_epilogue(r0, r1, i64(0), i64(N));
+      return;
+    }
     for_(i64(0), i64(g.blocks - 1), [&](Value* kb) { block(kb, false, false); });
     block(i64(g.blocks - 1), false, true);
   };

@@ -181,7 +181,10 @@ std::string libmvec_variant(const std::string& name, int lanes, int elem_bytes, 
   int bytes = lanes * elem_bytes;
   if (!libmvec_loaded() || bytes > host().vector_bytes) return "";
   char isa = bytes == 16 ? 'b' : bytes == 32 ? 'd' : bytes == 64 ? 'e' : 0;
-  return isa ? vector_abi_name(isa, lanes, args, name) : "";
+  if (!isa) return "";
+  // glibc before 2.35 lacks some (tanh, erf, expm1, log1p, atan2): only name what links.
+  std::string variant = vector_abi_name(isa, lanes, args, name);
+  return llvm::sys::DynamicLibrary::SearchForAddressOfSymbol(variant) ? variant : "";
 }
 
 std::unique_ptr<NativeCode> build_native(const std::string& key, const std::function<void(llvm::Module&)>& emit) {

@@ -177,7 +177,9 @@ Value* KernelEmitter::fold(const ir::Node& n, const Index& idx) {
     total->setFastMathFlags(fmf);
     return total;
   }
-  Value* acc = nullptr;
+  // A sum starts from +0 as the interpreter's does (-0 + -0 would stay -0); max and min from
+  // their first term.
+  Value* acc = combine_op == ir::Op::ReduceSum ? reduce_identity(combine_op, t) : nullptr;
   for (size_t e = 0; e < terms.size(); ++e) {
     Value* term = factors.empty() ? terms[e] : is_float(t) ? b_.CreateFMul(terms[e], factors[e]) : b_.CreateMul(terms[e], factors[e]);
     acc = acc ? combine(combine_op, t, acc, term) : term;

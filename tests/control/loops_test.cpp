@@ -43,6 +43,22 @@ TEST_P(Loops, ForiLoopTupleCarryFibonacci) {
   EXPECT_ARRAY(y, {}, {89});
 }
 
+TEST_P(Loops, CarriesSwappedThroughReshapesReadTheOldValues) {
+  // Each new carry is a reshape of the other carry (bytes shared with it): both must read the
+  // values from before the step. 300 elements: a body too large for a straight-line kernel.
+  auto f = fx::jit([](fx::Tensor a, fx::Tensor b) {
+    using C = std::pair<fx::Tensor, fx::Tensor>;
+    return fx::fori_loop(0, 3, [](fx::Tensor, C c) { return C{fx::reshape(c.second, {300}), fx::reshape(c.first, {10, 30})}; },
+                         C{a, b});
+  }, backend());
+  std::vector<double> av(300), bv(300);
+  for (int i = 0; i < 300; ++i) av[static_cast<size_t>(i)] = i, bv[static_cast<size_t>(i)] = -1 - i;
+  auto [x, y] = f(fx::testing::make(fx::f32, av, {300}), fx::testing::make(fx::f32, bv, {10, 30}));
+  // Three swaps: a ends as the old b, b as the old a.
+  EXPECT_ARRAY(x, {300}, bv);
+  EXPECT_ARRAY(y, {10, 30}, av);
+}
+
 TEST_P(Loops, BodyCapturesEnclosingTensors) {
   // x and w live in the enclosing function; the body uses them directly.
   auto f = fx::jit([](fx::Tensor x, fx::Tensor w) {

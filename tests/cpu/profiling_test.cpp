@@ -52,9 +52,11 @@ TEST(CpuProfiling, EveryKernelIsTimedAndNamedAsKernelsPrintsIt) {
   for (const fx::KernelTime& t : times) {
     EXPECT_NE(listing.find(t.name), std::string::npos) << t.name << " is not a line of\n" << listing;
     EXPECT_EQ(t.calls, 2u) << t.name;  // each kernel once per call
-    EXPECT_GE(t.total_us, 0) << t.name;
-    EXPECT_NEAR(t.mean_us * 2, t.total_us, 1e-6 * (1 + t.total_us)) << t.name;
   }
+  // Every kernel of the listing was timed.
+  size_t listed = 0;
+  for (size_t pos = 0; (pos = listing.find("kernel ", pos)) != std::string::npos; ++pos) ++listed;
+  EXPECT_EQ(times.size(), listed) << listing;
   EXPECT_NE(fx::kernel_time_table().find("matmul"), std::string::npos);
 }
 

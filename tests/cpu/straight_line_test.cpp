@@ -7,6 +7,7 @@
 
 #include "common/test_util.h"
 
+#include <cmath>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -152,6 +153,27 @@ TEST(StraightLine, F64GradientMatchesTheInterpreterClosely) {
   expect_cpu_matches_interpreter(fx::value_and_grad(loss, {0, 1}), Tol::sum(200, 10), w, b, xs);
 }
 
+TEST(StraightLine, SignedZerosAndNaNsAsTheInterpreterHasThem) {
+  // A sum of two -0 is +0 (sums start from +0), so 1/sum is +inf; max propagates NaN.
+  auto f = [](const Tensor& x, const Tensor& xs) {
+    auto body = [](const Tensor& c, const Tensor& row) {
+      Tensor y = fx::concat({fx::reshape(1.0 / fx::sum(c), {1}), fx::reshape(fx::max(row), {1}),
+                             fx::reshape(fx::sum(fx::matmul(fx::reshape(c, {1, 2}), fx::reshape(c, {2, 1}))), {1})}, 0);
+      return std::make_pair(c, y);
+    };
+    return fx::scan(body, x, xs).second;
+  };
+  Array x(std::vector<float>{-0.0f, -0.0f}, {2});
+  Array xs = fx::testing::make(fx::f32, {1, fx::testing::kNaN, 2, 3, 4, 5}, {2, 3});
+  std::string text = fx::jit(f, Backend::Cpu).lower(x, xs).kernels();
+  ASSERT_NE(text.find("straight"), std::string::npos) << text;
+  expect_cpu_matches_interpreter(f, Tol::arith(), x, xs);
+  std::vector<float> y = fx::jit(f, Backend::Cpu)(x, xs).to_vector<float>();
+  EXPECT_TRUE(std::isinf(y[0]) && y[0] > 0);
+  EXPECT_TRUE(std::isnan(y[1]));
+  EXPECT_EQ(y[4], 5.0f);
+}
+
 TEST(StraightLine, CarriesThatSwapReadTheOldValues) {
   // (a, b) -> (b, a + b): the first result is another carry's parameter, returned as it is.
   auto fib = [](const Tensor& a0, const Tensor& b0) {
@@ -161,6 +183,8 @@ TEST(StraightLine, CarriesThatSwapReadTheOldValues) {
     return std::make_pair(a, b);
   };
   Array a0(std::vector<float>{0, 1, 2, 3, 4}, {5}), b0(std::vector<float>{1, 1, 1, 1, 1}, {5});
+  std::string text = fx::jit(fib, Backend::Cpu).lower(a0, b0).kernels();
+  ASSERT_NE(text.find("straight"), std::string::npos) << text;
   auto [a, b] = fx::jit(fib, Backend::Cpu)(a0, b0);
   // fib(10) = 55 and fib(11) = 89 for (0, 1); the recurrence is linear in (a0, b0).
   EXPECT_EQ(a.to_vector<float>(), (std::vector<float>{55, 89, 123, 157, 191}));

@@ -269,6 +269,28 @@ TEST_P(Linalg, PoolingWithPadding) {
   }
 }
 
+TEST_P(Linalg, MaxPoolingKeepsTheFirstOfEqualValues) {
+  // -0 == +0: the first in the window is the maximum, so its sign survives; a NaN wins.
+  auto f = jit([](Tensor a) { return fx::max_pool2d(a, {.window = {1, 2}}); });
+  Array y = f(make(fx::f32, {-0.0, 0.0, 0.0, -0.0, 1.0, kNaN}, {1, 1, 1, 6}));
+  std::vector<float> v = y.to_vector<float>();
+  ASSERT_EQ(v.size(), 3u);
+  EXPECT_TRUE(v[0] == 0 && std::signbit(v[0]));
+  EXPECT_TRUE(v[1] == 0 && !std::signbit(v[1]));
+  EXPECT_TRUE(std::isnan(v[2]));
+}
+
+TEST_P(Linalg, ConvolutionOverNoChannelsIsZeroPlusItsEpilogue) {
+  // An empty sum, padded, with a bias after it: the bias alone.
+  auto f = jit([](Tensor x, Tensor w, Tensor b) {
+    return fx::conv2d(x, w, {.padding = {1, 1}}) + fx::reshape(b, {1, 2, 1, 1});
+  });
+  Array y = f(Array(fx::f32, {1, 0, 4, 4}), Array(fx::f32, {2, 0, 3, 3}), make(fx::f32, {1.5, -2}, {2}));
+  std::vector<double> want(32, 1.5);
+  std::fill(want.begin() + 16, want.end(), -2.0);
+  EXPECT_ARRAY(y, fx::f32, {1, 2, 4, 4}, want);
+}
+
 TEST_P(Linalg, PoolingPaddingByHand) {
   // All-negative input: max pooling must not see the zero padding; average pooling counts it.
   // x = [[-1,-2],[-3,-4]], window 2, stride 1, padding 1 -> 3x3 output.
