@@ -158,12 +158,12 @@ Value* KernelEmitter::pool(const ir::Node& n, const Index& o) {
     return at(n.operands[1], {o[0], o[1], h, w});
   }
   if (n.op == Op::MaxPool2d || n.op == Op::AvgPool2d) {
-    // The window folded by value: the first maximum (or first NaN), as pool_select finds it
-    // but without its position, or the sum; padding excluded.
+    // The window folded by value: the first maximum (NaN if there is one), as pool_select
+    // finds it but without its position, or the sum; padding excluded.
     bool max = n.op == Op::MaxPool2d;
     const Shape& xs = r_.type(n.operands[0]).shape;
     Value* init = constant(t, max ? -std::numeric_limits<double>::infinity() : 0.0);
-    Value* folded = emit_for(b_, i64(0), i64(a.window[0]), {init, b_.getFalse()}, [&](Value* kh, const std::vector<Value*>& acc) {
+    std::vector<Value*> folded = emit_for(b_, i64(0), i64(a.window[0]), {init, b_.getFalse()}, [&](Value* kh, const std::vector<Value*>& acc) {
       return emit_for(b_, i64(0), i64(a.window[1]), acc, [&](Value* kw, const std::vector<Value*>& acc2) {
         Value* h = b_.CreateAdd(b_.CreateSub(b_.CreateMul(o[2], i64(a.strides[0])), i64(a.padding[0])), kh);
         Value* w = b_.CreateAdd(b_.CreateSub(b_.CreateMul(o[3], i64(a.strides[1])), i64(a.padding[2])), kw);
@@ -172,15 +172,15 @@ Value* KernelEmitter::pool(const ir::Node& n, const Index& o) {
                                 : b_.CreateAnd(b_.CreateAnd(b_.CreateICmpSGE(h, i64(0)), b_.CreateICmpSLT(h, i64(xs[2]))),
                                                b_.CreateAnd(b_.CreateICmpSGE(w, i64(0)), b_.CreateICmpSLT(w, i64(xs[3]))));
         Value* x = at(n.operands[0], {o[0], o[1], b_.CreateSelect(valid, h, i64(0)), b_.CreateSelect(valid, w, i64(0))});
-        Value* found = acc2[1];
-        if (!max) return std::vector<Value*>{b_.CreateSelect(valid, b_.CreateFAdd(acc2[0], x), acc2[0]), found};
-        // Strictly greater, so that of equal values (-0 and +0 among them) the first stays.
-        Value* better = b_.CreateAnd(b_.CreateNot(is_nan(acc2[0])), b_.CreateOr(is_nan(x), b_.CreateFCmpOGT(x, acc2[0])));
-        Value* take = b_.CreateAnd(valid, b_.CreateOr(b_.CreateNot(found), better));
-        return std::vector<Value*>{b_.CreateSelect(take, x, acc2[0]), b_.CreateOr(found, valid)};
+        if (!max) return std::vector<Value*>{b_.CreateSelect(valid, b_.CreateFAdd(acc2[0], x), acc2[0]), acc2[1]};
+        // Strictly greater, so that of equal values (-0 and +0 among them) the first stays; a
+        // NaN is noted on the side (off the chain of compares, which it would break).
+        Value* take = b_.CreateAnd(valid, b_.CreateFCmpOGT(x, acc2[0]));
+        return std::vector<Value*>{b_.CreateSelect(take, x, acc2[0]), b_.CreateOr(acc2[1], b_.CreateAnd(valid, is_nan(x)))};
       });
-    })[0];
-    return max ? folded : b_.CreateFDiv(folded, area);
+    });
+    if (!max) return b_.CreateFDiv(folded[0], area);
+    return b_.CreateSelect(folded[1], constant(t, std::numeric_limits<double>::quiet_NaN()), folded[0]);
   }
   // The gradients, in gather form: input element (p0, p1, h, w) sums over the windows that hold it.
   ir::ValueId g = n.operands[n.op == Op::MaxPool2dGrad ? 1 : 0];
