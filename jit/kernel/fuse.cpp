@@ -386,13 +386,7 @@ class Fuser {
   }
 
   RegionSchedule finish() {
-    RegionSchedule s;
-    size_t nv = r_.types.size();
-    s.storage.assign(nv, Storage::None);
-    s.offset.assign(nv, -1);
-    s.alias_of.assign(nv, -1);
-    s.output_index.assign(nv, -1);
-    for (ValueId p : r_.params) s.storage[static_cast<size_t>(p)] = Storage::Param;
+    RegionSchedule s = unplanned_schedule(r_);
     for (size_t i = 0; i < r_.nodes.size(); ++i) {
       const ir::Node& n = r_.nodes[i];
       for (ValueId v : n.results) {
@@ -506,6 +500,17 @@ class Fuser {
 };
 
 }  // namespace
+
+RegionSchedule unplanned_schedule(const ir::Region& r) {
+  RegionSchedule s;
+  size_t nv = r.types.size();
+  s.storage.assign(nv, Storage::None);
+  s.offset.assign(nv, -1);
+  s.alias_of.assign(nv, -1);
+  s.output_index.assign(nv, -1);
+  for (ValueId p : r.params) s.storage[static_cast<size_t>(p)] = Storage::Param;
+  return s;
+}
 
 std::vector<int32_t> producers(const ir::Region& r) {
   std::vector<int32_t> p(r.types.size(), -1);

@@ -135,6 +135,9 @@ struct StridedView {
 bool strided_view(const ir::Region& r, const RegionSchedule& s, const std::vector<int32_t>& producer, ir::ValueId v,
                   StridedView* out);
 
+// A schedule with no kernels or steps yet: no value has storage but the parameters (Param).
+RegionSchedule unplanned_schedule(const ir::Region& r);
+
 // The node index producing each value of r, or -1 for parameters.
 std::vector<int32_t> producers(const ir::Region& r);
 

@@ -55,13 +55,7 @@ bool straight_line_region(const ir::Region& r) {
 }
 
 RegionSchedule straight_line_schedule(const ir::Region& r) {
-  RegionSchedule s;
-  size_t nv = r.types.size();
-  s.storage.assign(nv, Storage::None);
-  s.offset.assign(nv, -1);
-  s.alias_of.assign(nv, -1);
-  s.output_index.assign(nv, -1);
-  for (ir::ValueId p : r.params) s.storage[static_cast<size_t>(p)] = Storage::Param;
+  RegionSchedule s = unplanned_schedule(r);
   Kernel k;
   k.kind = KernelKind::StraightLine;
   for (size_t i = 0; i < r.nodes.size(); ++i) {
