@@ -108,18 +108,12 @@ Value* KernelEmitter::conv(const ir::Node& n, const Index& o) {
     const Shape &xs = r_.type(op0).shape, &ws = r_.type(op1).shape;
     int64_t per_group = ws[0] / a.groups;
     Value* c0 = b_.CreateMul(b_.CreateSDiv(o[1], i64(per_group)), i64(ws[1]));
-    // Without padding every tap is inside the input (the shape rule sizes the output so).
+    // Without padding every tap is inside the input (fwd then returns it unclamped, always valid).
     bool unpadded = std::all_of(a.padding.begin(), a.padding.end(), [](int64_t p) { return p == 0; });
     return loop3(ws[1], ws[2], ws[3], [&](Value* c, Value* kh, Value* kw, Value* acc) -> Value* {
       Tap h = fwd(o[2], 0, kh, xs[2]), w = fwd(o[3], 1, kw, xs[3]);
-      if (unpadded) {
-        auto pos = [&](Value* out, int d, Value* k) {
-          return b_.CreateAdd(b_.CreateMul(out, i64(a.strides[static_cast<size_t>(d)])), b_.CreateMul(k, i64(a.dilation[static_cast<size_t>(d)])));
-        };
-        Value* x = at(op0, {o[0], b_.CreateAdd(c0, c), pos(o[2], 0, kh), pos(o[3], 1, kw)});
-        return b_.CreateIntrinsic(llvm::Intrinsic::fmuladd, {reg_type(c_, t)}, {x, at(op1, {o[1], c, kh, kw}), acc});
-      }
       Value* x = at(op0, {o[0], b_.CreateAdd(c0, c), h.pos, w.pos});
+      if (unpadded) return b_.CreateIntrinsic(llvm::Intrinsic::fmuladd, {reg_type(c_, t)}, {x, at(op1, {o[1], c, kh, kw}), acc});
       return mac(acc, b_.CreateAnd(h.valid, w.valid), x, at(op1, {o[1], c, kh, kw}));
     });
   }
