@@ -136,6 +136,21 @@ class KernelEmitter {
   Gemm matmul_gemm();
   Gemm conv_gemm();
   void gemm(const Gemm& g, llvm::Value* lo, llvm::Value* hi);
+  // Stride-1 convolutions as sliding windows over a staged image (sliding_conv.cpp); false
+  // (nothing emitted) where they do not apply or their stack buffers would be too large.
+  struct Slide;
+  bool sliding_conv(llvm::Value* lo, llvm::Value* hi);
+  void slide_forward(const Slide& s, int lanes, llvm::Value* lo, llvm::Value* hi);
+  void slide_weight_grad(const Slide& s, int lanes, llvm::Value* lo, llvm::Value* hi);
+  // Where stage_image puts an image: element (c, h, w) of the staged layout at
+  // c * channel_stride + h * row_stride + w, the operand's (h - before_h, w - before_w),
+  // within rows x cols.
+  struct Staging {
+    int64_t channel_stride, row_stride, before_h, before_w, rows, cols;
+  };
+  void stage_image(ir::ValueId v, llvm::Value* image, llvm::Value* c0, int64_t count, llvm::Value* dst, const Staging& st);
+  // A 64-byte aligned stack array, allocated in the entry block.
+  llvm::Value* stack_buffer(llvm::Type* et, int64_t elements);
   void epilogue(const Index& idx);
 
   const ir::Region& r_;

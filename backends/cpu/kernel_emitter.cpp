@@ -299,7 +299,8 @@ llvm::Function* KernelEmitter::emit(const std::string& name) {
     straight_line();
   } else if (k_.kind == kernel::KernelKind::MatMul) {
     init_reductions(lo, hi);
-    gemm(r_.nodes[k_.root].op == ir::Op::MatMul ? matmul_gemm() : conv_gemm(), lo, hi);
+    bool is_matmul = r_.nodes[k_.root].op == ir::Op::MatMul;
+    if (is_matmul || !sliding_conv(lo, hi)) gemm(is_matmul ? matmul_gemm() : conv_gemm(), lo, hi);
   } else {
     init_reductions(lo, hi);
     if (k_.space.empty()) {

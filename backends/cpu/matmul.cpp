@@ -175,13 +175,7 @@ void KernelEmitter::gemm(const Gemm& g, Value* lo, Value* hi) {
   Value* cp = pointer(cv);
   bool has_epilogue = k_.nodes.size() > 1;
   int64_t M = g.M, N = g.N, K = g.K, kc = g.kc;
-  Value* panel;
-  {
-    llvm::IRBuilder<> eb(&*b_.GetInsertBlock()->getParent()->getEntryBlock().getFirstInsertionPt());
-    auto* a = eb.CreateAlloca(et, eb.getInt64(static_cast<uint64_t>(std::max<int64_t>(1, kc) * NR)));
-    a->setAlignment(llvm::Align(64));
-    panel = a;
-  }
+  Value* panel = stack_buffer(et, std::max<int64_t>(1, kc) * NR);
   auto elem = [&](Value* base, Value* off) { return b_.CreateInBoundsGEP(et, base, off); };
   auto for_ = [&](Value* from, Value* to, const std::function<void(Value*)>& f) {
     emit_for(b_, from, to, {}, [&](Value* i, const std::vector<Value*>&) {

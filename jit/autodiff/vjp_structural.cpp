@@ -1,5 +1,6 @@
 // Reverse rules of reductions, matmul and data movement. Each sends the result's adjoint g
 // back to the operand's shape: the transpose of the op's linear map.
+#include <algorithm>
 #include <numeric>
 
 #include "fluxion/error.h"
@@ -48,14 +49,16 @@ ValueId unpad(Builder& b, const ir::Node& n, ValueId g) {
   return b.op(Op::Slice, {g}, std::move(a));
 }
 
-// conv2d's input gradient. The direct form, conv2d_input_grad, is one product per image whose
-// im2col operand is gathered (with bounds checks) while packing; each packed element is reused
-// once per input channel, so with few input channels (LeNet's 6) packing costs more than the
-// multiply-adds. Then the gradient is taken as col2im instead: one plain matmul W^T g per image
-// (every weight tap against every output pixel, no gathering) and a sum of each tap's columns
-// placed where that tap read its input (pad with the conv's strides), which fuses into one
-// elementwise kernel. Used when the columns are small enough and every tap lands inside the
-// input (no conv padding cut off); else the direct form.
+// conv2d's input gradient. The direct form, conv2d_input_grad, is one product per image: with
+// stride 1 it is a correlation of the padded output gradient with the flipped weights, which
+// the CPU runs as sliding windows without im2col. With a larger stride its im2col operand is
+// gathered (with bounds checks) while packing; each packed element is reused once per input
+// channel, so with few input channels packing costs more than the multiply-adds. Then the
+// gradient is taken as col2im instead: one plain matmul W^T g per image (every weight tap
+// against every output pixel, no gathering) and a sum of each tap's columns placed where that
+// tap read its input (pad with the conv's strides), which fuses into one elementwise kernel.
+// Used when the columns are small enough and every tap lands inside the input (no conv padding
+// cut off); else the direct form.
 constexpr int64_t kCol2imMaxChannels = 16;
 constexpr int64_t kCol2imMaxBytes = int64_t{64} << 20;
 
@@ -64,7 +67,8 @@ ValueId conv_input_grad(Builder& b, const ir::Attrs& at, ValueId g, ValueId w, c
   Shape ws = b.shape(w), gs = b.shape(g);
   int64_t O = ws[0], C = ws[1], KH = ws[2], KW = ws[3], N = gs[0], OH = gs[2], OW = gs[3];
   int64_t taps = KH * KW;
-  if (at.groups != 1 || C >= kCol2imMaxChannels || N * O * OH * OW == 0 ||
+  bool unit_stride = std::all_of(at.strides.begin(), at.strides.end(), [](int64_t s) { return s == 1; });
+  if (at.groups != 1 || unit_stride || C >= kCol2imMaxChannels || N * O * OH * OW == 0 ||
       N * taps * C * OH * OW * dtype_size(xt.dtype) > kCol2imMaxBytes)
     return direct();
   // Where tap (kh, kw)'s columns go: padding before and after along H and W.

@@ -552,7 +552,10 @@ bool is_direct_conv(const ir::Region& r, const ir::Node& n) {
   if (n.op != Op::Conv2d) return false;
   const Shape& w = r.type(n.operands[1]).shape;
   bool unpadded = std::all_of(n.attrs.padding.begin(), n.attrs.padding.end(), [](int64_t p) { return p == 0; });
-  return unpadded && w[1] * w[2] * w[3] <= kMaxUnrolledTaps;
+  // Stride 1 and no dilation: the MatMul kernel, which the CPU runs as sliding windows.
+  bool unit = std::all_of(n.attrs.strides.begin(), n.attrs.strides.end(), [](int64_t s) { return s == 1; }) &&
+              std::all_of(n.attrs.dilation.begin(), n.attrs.dilation.end(), [](int64_t d) { return d == 1; });
+  return unpadded && !unit && w[1] * w[2] * w[3] <= kMaxUnrolledTaps;
 }
 
 bool is_cheap_op(Op op) {

@@ -141,9 +141,10 @@ RegionSchedule unplanned_schedule(const ir::Region& r);
 // The node index producing each value of r, or -1 for parameters.
 std::vector<int32_t> producers(const ir::Region& r);
 
-// A convolution with at most this many taps per output (channels x window) and no padding is
-// computed directly, its taps unrolled so that the loop over output columns vectorises; others
-// run as the MatMul kernel over im2col.
+// A strided or dilated convolution with at most this many taps per output (channels x window)
+// and no padding is computed directly, its taps unrolled so that the loop over output columns
+// vectorises; others run as the MatMul kernel (over im2col, or on the CPU as sliding windows
+// when the stride is 1).
 inline constexpr int64_t kMaxUnrolledTaps = 32;
 bool is_direct_conv(const ir::Region& r, const ir::Node& n);
 

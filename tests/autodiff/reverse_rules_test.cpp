@@ -172,6 +172,29 @@ TEST_P(Reverse, Conv2dOverStridePaddingDilationGroups) {
   }
 }
 
+TEST_P(Reverse, Conv2dStrideOneAcrossTilesAndPadding) {
+  // Stride 1 runs as sliding windows on the CPU: output channels not a multiple of the weight
+  // gradient's 4-row tiles (6, 5, 3), taps not a multiple of its 6-tap tiles (25, 27, 6), and
+  // padding on every side, up to more than the kernel reaches (the input gradient then starts
+  // inside the output gradient).
+  struct Case {
+    fx::Conv2dOptions opt;
+    fx::Shape x, w;
+  };
+  const Case cases[] = {
+      {{}, {2, 1, 8, 7}, {6, 1, 5, 5}},
+      {{.padding = {2}}, {1, 3, 5, 6}, {5, 3, 3, 3}},
+      {{.padding = {3, 1, 0, 2}}, {1, 2, 5, 5}, {3, 2, 2, 3}},
+  };
+  uint32_t seed = 40;
+  for (const Case& c : cases) {
+    auto opt = c.opt;
+    expect_gradients_match(backend(), [opt](Tensor x, Tensor w) { return weighted(fx::conv2d(x, w, opt)); },
+                           uniform64(c.x, -1, 1, seed), uniform64(c.w, -1, 1, seed + 1));
+    seed += 2;
+  }
+}
+
 TEST_P(Reverse, Conv2dGradOfGrad) {
   // d/dx and d/dw of sum(dL/dx * v), where dL/dx comes from conv2d's rule: exercises the rules of
   // conv2d_input_grad and conv2d_weight_grad.

@@ -1,0 +1,104 @@
+// Stride-1 convolutions, which the CPU runs as sliding windows over a staged image
+// (backends/cpu/sliding_conv.cpp), against the interpreter: the forward pass with its epilogue,
+// the input gradient and the weight gradient, in f32 and f64, on one thread and split across
+// two (the weight gradient's rows then end in a partial block), at LeNet's shapes, with
+// padding, and with channels too many for the stack buffers (the im2col form instead).
+#include <gtest/gtest.h>
+
+#include <fluxion/fluxion.h>
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+#include "common/test_util.h"
+
+namespace fx = fluxion;
+using fx::Array;
+using fx::Tensor;
+
+namespace {
+
+struct Case {
+  fx::Shape x, w;
+  std::vector<int64_t> padding;
+};
+
+class ThreadCount {
+ public:
+  explicit ThreadCount(int n) : before_(fx::num_threads()) { fx::set_num_threads(n); }
+  ~ThreadCount() { fx::set_num_threads(before_); }
+
+ private:
+  int before_;
+};
+
+}  // namespace
+
+TEST(CpuSlidingConv, ValueAndGradientsMatchTheInterpreter) {
+  const Case cases[] = {
+      {{4, 1, 28, 28}, {6, 1, 5, 5}, {0}},       // LeNet's first layer
+      {{3, 6, 12, 12}, {16, 6, 5, 5}, {0}},      // its second
+      {{3, 3, 9, 10}, {8, 3, 3, 3}, {1}},        // "same" padding, 8-row tiles
+      {{2, 4, 7, 6}, {5, 4, 3, 2}, {2, 0, 1, 1}},
+      {{1, 2, 4, 5}, {7, 2, 2, 3}, {3, 1, 0, 2}},  // padding beyond the kernel's reach
+      {{1, 96, 20, 20}, {4, 96, 3, 3}, {1}},     // conv and weight gradient too large for the stack: im2col
+  };
+  uint32_t seed = 1;
+  for (int threads : {1, 2}) {
+    ThreadCount scope(threads);
+    for (fx::DType t : {fx::f32, fx::f64}) {
+      for (const Case& c : cases) {
+        SCOPED_TRACE(std::string(fx::dtype_name(t)) + " x" + fx::testing::str(c.x) + " w" + fx::testing::str(c.w) +
+                     " threads " + std::to_string(threads));
+        Array x = fx::testing::make(t, fx::testing::random_doubles(fx::numel(c.x), -1, 1, seed++), c.x);
+        Array w = fx::testing::make(t, fx::testing::random_doubles(fx::numel(c.w), -1, 1, seed++), c.w);
+        Array b = fx::testing::make(t, fx::testing::random_doubles(c.w[0], -1, 1, seed++), {c.w[0]});
+        std::vector<int64_t> padding = c.padding;
+        auto f = [padding](Tensor x, Tensor w, Tensor b) {
+          Tensor y = fx::relu(fx::conv2d(x, w, {.padding = padding}) + fx::reshape(b, {1, b.numel(), 1, 1}));
+          return fx::sum(y * fx::sin(y));
+        };
+        auto g = fx::value_and_grad(f, {0, 1, 2});
+        auto [value, grads] = fx::jit(g, fx::Backend::Cpu)(x, w, b);
+        auto [want_value, want_grads] = fx::jit(g, fx::Backend::Interp)(x, w, b);
+        // Every value is a sum of at most this many products.
+        double terms = static_cast<double>(std::max({c.x[0] * c.x[2] * c.x[3], c.w[1] * c.w[2] * c.w[3], c.w[0] * c.w[2] * c.w[3]}));
+        double u = (t == fx::f32 ? 0x1p-24 : 0x1p-53) * 8 * terms;
+        EXPECT_NEAR(value.item(), want_value.item(), u * static_cast<double>(fx::numel(c.x)) * (1 + std::abs(want_value.item())));
+        ASSERT_EQ(grads.size(), 3u);
+        for (size_t i = 0; i < 3; ++i) {
+          std::vector<double> got = grads[i].to_doubles(), want = want_grads[i].to_doubles();
+          ASSERT_EQ(got.size(), want.size());
+          double scale = 0;
+          for (double v : want) scale = std::max(scale, std::abs(v));
+          for (size_t j = 0; j < got.size(); ++j) ASSERT_NEAR(got[j], want[j], u * (1 + scale)) << "gradient " << i << " element " << j;
+        }
+      }
+    }
+  }
+}
+
+TEST(CpuSlidingConv, ForwardMatchesTheInterpreterElementByElement) {
+  // Outputs wider than the register tile's two vectors, shorter than one, and a single column.
+  const Case cases[] = {
+      {{2, 1, 6, 40}, {6, 1, 3, 5}, {0}},
+      {{2, 3, 9, 3}, {9, 3, 2, 2}, {0, 0, 1, 1}},
+      {{1, 2, 5, 1}, {4, 2, 3, 1}, {1, 1, 0, 0}},
+  };
+  uint32_t seed = 100;
+  for (fx::DType t : {fx::f32, fx::f64}) {
+    for (const Case& c : cases) {
+      SCOPED_TRACE(std::string(fx::dtype_name(t)) + " x" + fx::testing::str(c.x) + " w" + fx::testing::str(c.w));
+      Array x = fx::testing::make(t, fx::testing::random_doubles(fx::numel(c.x), -1, 1, seed++), c.x);
+      Array w = fx::testing::make(t, fx::testing::random_doubles(fx::numel(c.w), -1, 1, seed++), c.w);
+      std::vector<int64_t> padding = c.padding;
+      auto f = [padding](Tensor x, Tensor w) { return fx::conv2d(x, w, {.padding = padding}); };
+      std::vector<double> got = fx::jit(f, fx::Backend::Cpu)(x, w).to_doubles();
+      std::vector<double> want = fx::jit(f, fx::Backend::Interp)(x, w).to_doubles();
+      ASSERT_EQ(got.size(), want.size());
+      double u = (t == fx::f32 ? 0x1p-24 : 0x1p-53) * 4 * static_cast<double>(c.w[1] * c.w[2] * c.w[3]);
+      for (size_t j = 0; j < got.size(); ++j) ASSERT_NEAR(got[j], want[j], u * (1 + std::abs(want[j]))) << "element " << j;
+    }
+  }
+}
