@@ -21,6 +21,7 @@ namespace {
 // multiples of 8 that layer widths usually are (W3's 32 rows: four tiles, no single-row rest).
 constexpr int kRows = 6;
 constexpr int kRowsWide = 8;
+constexpr int kRowsMax = 12;  // 24 accumulators, two B vectors and a broadcast: 27 of 32 registers
 constexpr int64_t kBlockK = 256;  // k-block length of a matmul: a packed panel stays in L1
 }  // namespace
 
@@ -214,7 +215,10 @@ void KernelEmitter::gemm(const Gemm& g, Value* lo, Value* hi) {
       if (has_epilogue) run_epilogue(r0, r1, i64(0), i64(N));
       return;
     }
-    int mr = W >= 16 && M % kRowsWide == 0 ? kRowsWide : kRows;
+    // Rows that fit one register tile are one tile: leftover rows run one at a time, each a
+    // chain of dependent multiply-adds (W3's 10-row products spent most of their time there).
+    int max_rows = W >= 16 ? kRowsMax : kRows;
+    int mr = M <= max_rows ? static_cast<int>(std::max<int64_t>(1, M)) : W >= 16 && M % kRowsWide == 0 ? kRowsWide : kRows;
     Value* rows = b_.CreateSub(r1, r0);
     Value* full_rows_end = b_.CreateAdd(r0, b_.CreateMul(b_.CreateSDiv(rows, i64(mr)), i64(mr)));
     // One k-block: every panel of B packed, every tile accumulated. `first`: the tiles start

@@ -1,6 +1,6 @@
 // The matmul kernel's code paths against the interpreter: full and partial register tiles and
 // panels, several k-blocks, transposed operands (packed through in-register transposes),
-// batches, and products narrower than a vector.
+// batches, products narrower than a vector, and few rows split across threads.
 #include <gtest/gtest.h>
 
 #include <fluxion/fluxion.h>
@@ -56,4 +56,19 @@ TEST(CpuMatmul, ShapesAcrossTilesPanelsAndBlocks) {
 TEST(CpuMatmul, BatchedWithBroadcastOperands) {
   Array a = uniform(fx::f32, {3, 1, 20, 40}, 5), b = uniform(fx::f32, {4, 40, 35}, 6);
   expect_same_as_interpreter([](Tensor x, Tensor y) { return fx::matmul(x, y); }, a, b, 40);
+}
+
+TEST(CpuMatmul, FewRowsAsOneTileAlsoWhenThreadsSplitThem) {
+  // Up to 12 rows (AVX-512) are one register tile; split across two threads, each thread's
+  // rows are fewer than a tile and run one at a time.
+  int before = fx::num_threads();
+  for (int threads : {1, 2}) {
+    fx::set_num_threads(threads);
+    for (int64_t m : {3, 10, 12}) {
+      SCOPED_TRACE("m=" + std::to_string(m) + " threads " + std::to_string(threads));
+      Array a = uniform(fx::f32, {m, 128}, 7), b = uniform(fx::f32, {128, 600}, 8);
+      expect_same_as_interpreter([](Tensor x, Tensor y) { return fx::relu(fx::matmul(x, y)); }, a, b, 128);
+    }
+  }
+  fx::set_num_threads(before);
 }
