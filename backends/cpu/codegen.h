@@ -97,7 +97,11 @@ class KernelEmitter {
   std::pair<llvm::Value*, llvm::Value*> pool_select(ir::ValueId x, const Index& out_idx, const ir::Attrs& a);
   // Loop nest over dims [from, shape.size()) of `shape`, dim 0 restricted to [lo, hi).
   void nest(const Shape& shape, llvm::Value* lo, llvm::Value* hi, const std::function<void(const Index&)>& body);
-  void body_at(const Index& idx);
+  // `known`: values already computed at idx (used instead of computing them again).
+  void body_at(const Index& idx, const std::vector<std::pair<ir::ValueId, llvm::Value*>>& known = {});
+  // A Loop kernel holding a max-pooling gradient whose windows tile its input exactly runs
+  // window by window instead of element by element (gathering.cpp); false if it does not.
+  bool pool_grad_by_windows(llvm::Value* lo, llvm::Value* hi);
   // Whether the kernel reads and writes only arrays of its own element count, elementwise (and
   // reduces only over every axis): then it runs as one flat loop.
   bool collapsible() const;

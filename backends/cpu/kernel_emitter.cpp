@@ -255,8 +255,9 @@ void KernelEmitter::init_reductions(Value* lo, Value* hi) {
 
 // Everything the kernel owns at one index of its space: stores of materialized values and
 // accumulation of reductions.
-void KernelEmitter::body_at(const Index& idx) {
+void KernelEmitter::body_at(const Index& idx, const std::vector<std::pair<ir::ValueId, Value*>>& known) {
   memo_.clear();
+  for (const auto& [v, x] : known) memo_[{v, idx}] = x;
   for (size_t n : k_.nodes) {
     const ir::Node& node = r_.nodes[n];
     if (k_.kind == kernel::KernelKind::MatMul && n == k_.root) continue;
@@ -312,7 +313,7 @@ llvm::Function* KernelEmitter::emit(const std::string& name) {
       Value* scale = i64(n / std::max<int64_t>(1, k_.space[0]));
       nest({n}, b_.CreateMul(lo, scale), b_.CreateMul(hi, scale), [&](const Index& idx) { body_at(idx); });
       collapsed_ = false;
-    } else {
+    } else if (!pool_grad_by_windows(lo, hi)) {
       nest(k_.space, lo, hi, [&](const Index& idx) { body_at(idx); });
     }
   }

@@ -189,6 +189,9 @@ class Fuser {
     if (!is_cheap_op(r_.nodes[pn].op) || static_cast<int>(chain.size()) >= kMaxRecomputedNodes) return false;
     if (std::find(chain.begin(), chain.end(), pn) != chain.end()) return true;
     for (ValueId o : r_.nodes[pn].operands) {
+      // A value stored anyway (tanh's h, read by the next layer's matmul) is read, not
+      // recomputed: the chain stops there (1 - h * h from a stored h).
+      if (must_[static_cast<size_t>(o)]) continue;
       if (!cheap_chain(o, g, chain)) return false;
     }
     chain.push_back(pn);
@@ -459,6 +462,29 @@ class Fuser {
     }
   }
 
+  // `nodes` less the elementwise ones whose values nobody reads: not stored and not used by
+  // another node of the kernel (a chain that joined its producer's kernel and that every reader
+  // recomputes, as tanh's 1 - h * h in W3's backward kernel). Unchanged if nothing would remain.
+  std::vector<size_t> without_unread_nodes(std::vector<size_t> nodes) const {
+    for (bool changed = true; changed;) {
+      changed = false;
+      for (size_t j = nodes.size(); j-- > 0;) {
+        size_t i = nodes[j];
+        ValueId v = r_.nodes[i].results[0];
+        bool read = roles_[i] != Role::Elementwise || must_[static_cast<size_t>(v)] ||
+                    std::any_of(nodes.begin(), nodes.end(), [&](size_t c) {
+                      const auto& ops = r_.nodes[c].operands;
+                      return std::find(ops.begin(), ops.end(), v) != ops.end();
+                    });
+        if (!read && nodes.size() > 1) {
+          nodes.erase(nodes.begin() + static_cast<long>(j));
+          changed = true;
+        }
+      }
+    }
+    return nodes;
+  }
+
   void emit(RegionSchedule& s, Group& g) {
     if (g.control_node >= 0) {
       s.steps.push_back({Step::Kind::Control, static_cast<size_t>(g.control_node)});
@@ -468,7 +494,7 @@ class Fuser {
     k.kind = g.kind;
     k.space = g.space;
     std::sort(g.nodes.begin(), g.nodes.end());
-    k.nodes = g.nodes;
+    k.nodes = without_unread_nodes(g.nodes);
     std::sort(g.recomputed.begin(), g.recomputed.end());
     g.recomputed.erase(std::unique(g.recomputed.begin(), g.recomputed.end()), g.recomputed.end());
     for (size_t c : g.recomputed) {
