@@ -47,13 +47,18 @@ enum ErrorCode : int32_t { kOk = 0, kWhileMaxIters = 1 };
 
 using Index = std::vector<llvm::Value*>;
 
+// What LLVM is told about a loop emit_for makes. Rolled: not to unroll it fully (so that the
+// loop vectoriser, not the weaker straight-line vectoriser, sees a reduction in it). Vectorize:
+// to vectorise it where legal whatever its cost model says (short loops with interleaved
+// accesses, which it otherwise leaves scalar).
+enum class LoopHint { None, Rolled, Vectorize };
+
 // Emits `for (i = lo; i < hi; ++i)` around body(i) with loop-carried values `carried`;
-// returns the carried values after the loop. `rolled`: LLVM must not unroll it fully (so that
-// the loop vectoriser, not the weaker straight-line vectoriser, sees a reduction in it).
+// returns the carried values after the loop.
 std::vector<llvm::Value*> emit_for(llvm::IRBuilder<>& b, llvm::Value* lo, llvm::Value* hi,
                                    const std::vector<llvm::Value*>& carried,
                                    const std::function<std::vector<llvm::Value*>(llvm::Value*, const std::vector<llvm::Value*>&)>& body,
-                                   bool rolled = false);
+                                   LoopHint hint = LoopHint::None);
 
 // LLVM type of a dtype held in a register (bool: i1) and in memory (bool: i8).
 llvm::Type* reg_type(llvm::LLVMContext& c, DType t);

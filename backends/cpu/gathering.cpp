@@ -242,20 +242,17 @@ bool KernelEmitter::pool_grad_by_windows(Value* lo, Value* hi) {
   ir::ValueId x = grad->operands[0], g = grad->operands[1], res = grad->results[0];
   DType t = r_.type(res).dtype;
   int64_t wh = a.window[0], ww = a.window[1];
-  nest(r_.type(g).shape, lo, hi, [&](const Index& o) {
+  // Window o: its first maximum (or first NaN) in row-major order, as pool_select finds it,
+  // then the rest of the kernel at each of its elements.
+  auto window = [&](const Index& o) {
     memo_.clear();
     auto pos = [&](int64_t kh, int64_t kw) {
       return Index{o[0], o[1], b_.CreateAdd(b_.CreateMul(o[2], i64(wh)), i64(kh)), b_.CreateAdd(b_.CreateMul(o[3], i64(ww)), i64(kw))};
     };
-    // The first maximum, or the first NaN, in row-major window order: as pool_select.
-    Value* best = nullptr;
-    Value* which = nullptr;
-    for (int64_t k = 0; k < wh * ww; ++k) {
+    Value* best = at(x, pos(0, 0));
+    Value* which = i64(0);
+    for (int64_t k = 1; k < wh * ww; ++k) {
       Value* v = at(x, pos(k / ww, k % ww));
-      if (!best) {
-        best = v, which = i64(0);
-        continue;
-      }
       Value* better = b_.CreateAnd(b_.CreateNot(is_nan(best)), b_.CreateOr(is_nan(v), b_.CreateFCmpOGT(v, best)));
       best = b_.CreateSelect(better, v, best);
       which = b_.CreateSelect(better, i64(k), which);
@@ -265,6 +262,13 @@ bool KernelEmitter::pool_grad_by_windows(Value* lo, Value* hi) {
       Value* mine = b_.CreateSelect(b_.CreateICmpEQ(which, i64(k)), gv, constant(t, 0));
       body_at(pos(k / ww, k % ww), {{res, mine}});
     }
+  };
+  const Shape& gs = r_.type(g).shape;
+  nest({gs[0], gs[1], gs[2]}, lo, hi, [&](const Index& row) {
+    emit_for(b_, i64(0), i64(gs[3]), {}, [&](Value* col, const std::vector<Value*>&) {
+      window({row[0], row[1], row[2], col});
+      return std::vector<Value*>{};
+    }, LoopHint::Vectorize);
   });
   return true;
 }

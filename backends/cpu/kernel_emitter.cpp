@@ -27,7 +27,7 @@ llvm::Type* mem_type(llvm::LLVMContext& c, DType t) {
 }
 
 std::vector<Value*> emit_for(llvm::IRBuilder<>& b, Value* lo, Value* hi, const std::vector<Value*>& carried,
-                             const std::function<std::vector<Value*>(Value*, const std::vector<Value*>&)>& body, bool rolled) {
+                             const std::function<std::vector<Value*>(Value*, const std::vector<Value*>&)>& body, LoopHint hint) {
   llvm::Function* f = b.GetInsertBlock()->getParent();
   llvm::LLVMContext& c = b.getContext();
   llvm::BasicBlock* pre = b.GetInsertBlock();
@@ -52,9 +52,12 @@ std::vector<Value*> emit_for(llvm::IRBuilder<>& b, Value* lo, Value* hi, const s
   Value* inc = b.CreateAdd(i, b.getInt64(1), "", true, true);
   llvm::BasicBlock* latch = b.GetInsertBlock();
   llvm::BranchInst* back = b.CreateBr(head);
-  if (rolled) {
-    llvm::MDNode* no_full_unroll = llvm::MDNode::get(c, {llvm::MDString::get(c, "llvm.loop.unroll.disable")});
-    llvm::MDNode* loop = llvm::MDNode::getDistinct(c, {nullptr, no_full_unroll});
+  if (hint != LoopHint::None) {
+    llvm::MDNode* property = hint == LoopHint::Rolled
+                                 ? llvm::MDNode::get(c, {llvm::MDString::get(c, "llvm.loop.unroll.disable")})
+                                 : llvm::MDNode::get(c, {llvm::MDString::get(c, "llvm.loop.vectorize.enable"),
+                                                         llvm::ConstantAsMetadata::get(b.getTrue())});
+    llvm::MDNode* loop = llvm::MDNode::getDistinct(c, {nullptr, property});
     loop->replaceOperandWith(0, loop);
     back->setMetadata(llvm::LLVMContext::MD_loop, loop);
   }

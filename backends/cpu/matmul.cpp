@@ -203,7 +203,7 @@ void KernelEmitter::gemm(const Gemm& g, Value* lo, Value* hi) {
         emit_for(b_, j0, j1, {}, [&](Value* j, const std::vector<Value*>&) {
           body_at(g.c_index(bidx, i, j));
           return std::vector<Value*>{};
-        }, true);
+        }, LoopHint::Rolled);
       });
     };
     if (N < W) {

@@ -194,7 +194,7 @@ void KernelEmitter::slide_forward(const Slide& s, int lanes, Value* lo, Value* h
           store(res, idx, b_.CreateLoad(et, elem(wide, q)));
           if (has_epilogue) body_at(idx);
           return std::vector<Value*>{};
-        }, true);
+        }, LoopHint::Rolled);
       });
     });
     memo_ = std::move(saved);

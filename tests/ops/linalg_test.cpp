@@ -280,6 +280,37 @@ TEST_P(Linalg, MaxPoolingKeepsTheFirstOfEqualValues) {
   EXPECT_TRUE(std::isnan(v[2]));
 }
 
+TEST_P(Linalg, MaxPoolingGradientGoesToTheFirstMaximumOfEachTilingWindow) {
+  // Windows that tile the input exactly (the CPU then runs the gradient window by window):
+  // ties, -0 against +0 and NaNs decide as in the forward pass; the gradient is a select, so it
+  // is exact. Widths of 1, 2 and more vectors of windows, window 2x2 and 3x2, f32 and f64, and
+  // the relu and bias-gradient epilogue of a LeNet layer after it.
+  uint32_t seed = 900;
+  for (DType dt : {fx::f32, fx::f64}) {
+    for (std::vector<int64_t> window : {std::vector<int64_t>{2, 2}, {3, 2}}) {
+      for (int64_t cols : {1, 12, 40}) {
+        Shape xs{2, 3, 2 * window[0], cols * window[1]};
+        SCOPED_TRACE(std::string(fx::dtype_name(dt)) + " window " + str(Shape(window)) + " x" + str(xs));
+        // Few distinct values, so that windows hold ties; some -0, +0 and NaN.
+        std::vector<double> x = random_ints(count(xs), -2, 2, seed++);
+        for (size_t i = 0; i < x.size(); i += 7) x[i] = (i % 3 == 0) ? -0.0 : 0.0;
+        for (size_t i = 5; i < x.size(); i += 53) x[i] = kNaN;
+        std::vector<double> g = random_doubles(count(xs) / (window[0] * window[1]), -1, 1, seed++);
+        Array xa = make(dt, x, xs), ga = make(dt, g, {2, 3, 2, cols});
+        auto f = [window](Tensor x, Tensor g) {
+          Tensor dx = fx::vjp([window](Tensor x) { return fx::max_pool2d(x, {.window = window}); })(x).second(g)[0];
+          Tensor masked = fx::where(x > 0, dx, 0.0);
+          return std::make_pair(masked, fx::sum(masked, {0, 2, 3}));
+        };
+        auto [got, got_sum] = jit(f)(xa, ga);
+        auto [want, want_sum] = fx::jit(f, fx::Backend::Interp)(xa, ga);
+        EXPECT_ARRAY(got, dt, xs, want.to_doubles());
+        EXPECT_ARRAY(got_sum, dt, {3}, want_sum.to_doubles(), Tol::sum(count(xs)));
+      }
+    }
+  }
+}
+
 TEST_P(Linalg, ConvolutionOverNoChannelsIsZeroPlusItsEpilogue) {
   // An empty sum, padded, with a bias after it: the bias alone.
   auto f = jit([](Tensor x, Tensor w, Tensor b) {
