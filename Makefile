@@ -68,12 +68,13 @@ test-fuzz: deps
 bench:
 	scripts/install-deps.sh --bench
 	cmake -S . -B build/bench -G Ninja -DCMAKE_BUILD_TYPE=Release -DFLUXION_BUILD_TESTS=OFF -DFLUXION_BUILD_BENCH=ON $(CMAKE_FLAGS)
-	cmake --build build/bench -j $(JOBS) --target fluxion_bench fluxion_train_bench
+	cmake --build build/bench -j $(JOBS) --target fluxion_bench fluxion_train_bench fluxion_matmul_bench
 	build/bench/bench/fluxion_bench --threads 1 --json bench/results.json $(BENCH_ARGS)
 	build/bench/bench/fluxion_bench --threads all --json bench/results.json --append $(BENCH_ARGS)
 	LP_NUM_THREADS=$${LP_NUM_THREADS:-0} build/bench/bench/fluxion_bench --threads 1 --backend vulkan --systems fluxion \
 	  --json bench/results.json --append --quick $(BENCH_ARGS)
 	build/bench/bench/fluxion_train_bench --threads 1 --epochs 3 --json bench/results.json --append
+	build/bench/bench/fluxion_matmul_bench
 
 clean:
 	rm -rf build

@@ -60,6 +60,9 @@ std::vector<llvm::Value*> emit_for(llvm::IRBuilder<>& b, llvm::Value* lo, llvm::
                                    const std::function<std::vector<llvm::Value*>(llvm::Value*, const std::vector<llvm::Value*>&)>& body,
                                    LoopHint hint = LoopHint::None);
 
+// Emits `if (cond) then()`.
+void emit_if(llvm::IRBuilder<>& b, llvm::Value* cond, const std::function<void()>& then);
+
 // LLVM type of a dtype held in a register (bool: i1) and in memory (bool: i8).
 llvm::Type* reg_type(llvm::LLVMContext& c, DType t);
 llvm::Type* mem_type(llvm::LLVMContext& c, DType t);
@@ -131,6 +134,8 @@ class KernelEmitter {
     // Where B's columns are contiguous along k (a transposed operand): the address of B[k][j],
     // so that packing loads vectors along k and transposes them in registers.
     std::function<llvm::Value*(const Index& b, llvm::Value* k, llvm::Value* j)> b_column_address;
+    // Where A's rows are contiguous along k: the address of A[i][k].
+    std::function<llvm::Value*(const Index& b, llvm::Value* i, llvm::Value* k)> a_row_address;
     std::function<llvm::Value*(const Index& b, llvm::Value* i, llvm::Value* kb, llvm::Value* kk)> a;
     std::function<llvm::Value*(const Index& b, llvm::Value* kb, llvm::Value* kk, llvm::Value* j)> b;
     // Where a k-block is one image's output pixels (a weight gradient): B[k][j] by pixel row and
@@ -145,6 +150,11 @@ class KernelEmitter {
   Gemm matmul_gemm();
   Gemm conv_gemm();
   void gemm(const Gemm& g, llvm::Value* lo, llvm::Value* hi);
+  // The product of few rows by a transposed right operand, computed as C^T tiles
+  // (matmul_transposed.cpp); false (nothing emitted) where it does not apply.
+  bool gemm_transposed(const Gemm& g, llvm::Value* lo, llvm::Value* hi);
+  // The transpose of a square block of rows.size() vectors of as many lanes, in registers.
+  std::vector<llvm::Value*> transpose_square(std::vector<llvm::Value*> rows);
   // Stride-1 convolutions as sliding windows over a staged image (sliding_conv.cpp); false
   // (nothing emitted) where they do not apply or their stack buffers would be too large.
   struct Slide;

@@ -26,6 +26,17 @@ llvm::Type* mem_type(llvm::LLVMContext& c, DType t) {
   return t == DType::boolean ? llvm::Type::getInt8Ty(c) : reg_type(c, t);
 }
 
+void emit_if(llvm::IRBuilder<>& b, Value* cond, const std::function<void()>& then) {
+  llvm::Function* f = b.GetInsertBlock()->getParent();
+  auto* yes = llvm::BasicBlock::Create(b.getContext(), "then", f);
+  auto* after = llvm::BasicBlock::Create(b.getContext(), "endif", f);
+  b.CreateCondBr(cond, yes, after);
+  b.SetInsertPoint(yes);
+  then();
+  b.CreateBr(after);
+  b.SetInsertPoint(after);
+}
+
 std::vector<Value*> emit_for(llvm::IRBuilder<>& b, Value* lo, Value* hi, const std::vector<Value*>& carried,
                              const std::function<std::vector<Value*>(Value*, const std::vector<Value*>&)>& body, LoopHint hint) {
   llvm::Function* f = b.GetInsertBlock()->getParent();
@@ -303,8 +314,12 @@ llvm::Function* KernelEmitter::emit(const std::string& name) {
     straight_line();
   } else if (k_.kind == kernel::KernelKind::MatMul) {
     init_reductions(lo, hi);
-    bool is_matmul = r_.nodes[k_.root].op == ir::Op::MatMul;
-    if (is_matmul || !sliding_conv(lo, hi)) gemm(is_matmul ? matmul_gemm() : conv_gemm(), lo, hi);
+    if (r_.nodes[k_.root].op == ir::Op::MatMul) {
+      Gemm g = matmul_gemm();
+      if (!gemm_transposed(g, lo, hi)) gemm(g, lo, hi);
+    } else if (!sliding_conv(lo, hi)) {
+      gemm(conv_gemm(), lo, hi);
+    }
   } else {
     init_reductions(lo, hi);
     if (k_.space.empty()) {

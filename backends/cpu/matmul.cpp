@@ -26,6 +26,25 @@ constexpr int64_t kBlockK = 256;  // k-block length of a matmul: a packed panel 
 constexpr int64_t kWholeEpilogueBytes = 32 << 10;
 }  // namespace
 
+std::vector<Value*> KernelEmitter::transpose_square(std::vector<Value*> rows) {
+  int W = static_cast<int>(rows.size());
+  for (int half = W / 2; half >= 1; half /= 2) {
+    for (int i = 0; i < W; ++i) {
+      if (i & half) continue;
+      std::vector<int> lo(static_cast<size_t>(W)), hi(static_cast<size_t>(W));
+      for (int p = 0; p < W; ++p) {
+        lo[static_cast<size_t>(p)] = (p & half) ? W + p - half : p;
+        hi[static_cast<size_t>(p)] = (p & half) ? W + p : p + half;
+      }
+      Value* a = rows[static_cast<size_t>(i)];
+      Value* c = rows[static_cast<size_t>(i + half)];
+      rows[static_cast<size_t>(i)] = b_.CreateShuffleVector(a, c, lo);
+      rows[static_cast<size_t>(i + half)] = b_.CreateShuffleVector(a, c, hi);
+    }
+  }
+  return rows;
+}
+
 KernelEmitter::Gemm KernelEmitter::matmul_gemm() {
   const ir::Node& n = r_.nodes[k_.root];
   const Shape& cs = r_.type(n.results[0]).shape;
@@ -55,6 +74,14 @@ KernelEmitter::Gemm KernelEmitter::matmul_gemm() {
   g.b = [=, this](const Index& b, Value* kb, Value* kk, Value* j) {
     return strided(bv, b, b_.CreateAdd(b_.CreateMul(kb, i64(kc)), kk), j);
   };
+  if (av.strides[rank - 1] == 1) {
+    g.a_row_address = [=, this](const Index& b, Value* i, Value* k) {
+      Value* off = i64(av.offset);
+      for (size_t d = 0; d < b.size(); ++d) off = b_.CreateAdd(off, b_.CreateMul(b[d], i64(av.strides[d])));
+      off = b_.CreateAdd(off, b_.CreateAdd(b_.CreateMul(i, i64(av.strides[rank - 2])), k));
+      return b_.CreateInBoundsGEP(reg_type(c_, t), pointer(av.base), off);
+    };
+  }
   if (bv.strides[rank - 2] == 1 && bv.strides[rank - 1] != 1) {
     g.b_column_address = [=, this](const Index& b, Value* k, Value* j) {
       Value* off = i64(bv.offset);
@@ -256,20 +283,7 @@ void KernelEmitter::gemm(const Gemm& g, Value* lo, Value* hi) {
               for (int jj = 0; jj < W; ++jj) {
                 rows.push_back(b_.CreateAlignedLoad(vt, g.b_column_address(bidx, kabs, b_.CreateAdd(j0, i64(h * W + jj))), ealign));
               }
-              for (int half = W / 2; half >= 1; half /= 2) {
-                for (int i = 0; i < W; ++i) {
-                  if (i & half) continue;
-                  std::vector<int> lo(static_cast<size_t>(W)), hi(static_cast<size_t>(W));
-                  for (int p = 0; p < W; ++p) {
-                    lo[static_cast<size_t>(p)] = (p & half) ? W + p - half : p;
-                    hi[static_cast<size_t>(p)] = (p & half) ? W + p : p + half;
-                  }
-                  Value* a = rows[static_cast<size_t>(i)];
-                  Value* c = rows[static_cast<size_t>(i + half)];
-                  rows[static_cast<size_t>(i)] = b_.CreateShuffleVector(a, c, lo);
-                  rows[static_cast<size_t>(i + half)] = b_.CreateShuffleVector(a, c, hi);
-                }
-              }
+              rows = transpose_square(rows);
               for (int kk = 0; kk < W; ++kk) {
                 Value* dst = elem(panel, b_.CreateAdd(b_.CreateMul(b_.CreateAdd(k0, i64(kk)), i64(NR)), i64(h * W)));
                 b_.CreateAlignedStore(rows[static_cast<size_t>(kk)], dst, ealign);

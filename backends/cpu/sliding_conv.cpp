@@ -293,14 +293,7 @@ void KernelEmitter::slide_weight_grad(const Slide& s, int lanes, Value* lo, Valu
   Value* rest_start = b_.CreateAdd(lo, b_.CreateMul(full, i64(mo)));
   Value* rest = b_.CreateSub(hi, rest_start);
   for (int count = 1; count < mo; ++count) {
-    llvm::Function* f = b_.GetInsertBlock()->getParent();
-    auto* then = llvm::BasicBlock::Create(c_, "rest", f);
-    auto* after = llvm::BasicBlock::Create(c_, "after_rest", f);
-    b_.CreateCondBr(b_.CreateICmpEQ(rest, i64(count)), then, after);
-    b_.SetInsertPoint(then);
-    channel_block(rest_start, count);
-    b_.CreateBr(after);
-    b_.SetInsertPoint(after);
+    emit_if(b_, b_.CreateICmpEQ(rest, i64(count)), [&] { channel_block(rest_start, count); });
   }
 }
 

@@ -1,6 +1,7 @@
 // The matmul kernel's code paths against the interpreter: full and partial register tiles and
 // panels, several k-blocks, transposed operands (packed through in-register transposes),
-// batches, products narrower than a vector, and few rows split across threads.
+// batches, products narrower than a vector, few rows split across threads, and few rows times a
+// transpose (computed as transposed tiles).
 #include <gtest/gtest.h>
 
 #include <fluxion/fluxion.h>
@@ -68,6 +69,26 @@ TEST(CpuMatmul, FewRowsAsOneTileAlsoWhenThreadsSplitThem) {
       SCOPED_TRACE("m=" + std::to_string(m) + " threads " + std::to_string(threads));
       Array a = uniform(fx::f32, {m, 128}, 7), b = uniform(fx::f32, {128, 600}, 8);
       expect_same_as_interpreter([](Tensor x, Tensor y) { return fx::relu(fx::matmul(x, y)); }, a, b, 128);
+    }
+  }
+  fx::set_num_threads(before);
+}
+
+TEST(CpuMatmul, FewRowsTimesATransposeAsTransposedTiles) {
+  // A B^T with one to two vectors of rows and one k-block (W3's dW1 = dh x^T) is computed as
+  // C^T tiles of 12 columns: full tiles, a narrower last one, rows short of the second vector,
+  // an epilogue, and columns split across two threads.
+  int before = fx::num_threads();
+  for (int threads : {1, 2}) {
+    fx::set_num_threads(threads);
+    for (fx::DType t : {fx::f32, fx::f64}) {
+      for (Case c : {Case{32, 784, 128}, Case{20, 45, 64}, Case{17, 12, 16}, Case{12, 37, 32}, Case{9, 300, 240}}) {
+        SCOPED_TRACE(std::string(fx::dtype_name(t)) + " m=" + std::to_string(c.m) + " n=" + std::to_string(c.n) + " k=" +
+                     std::to_string(c.k) + " threads " + std::to_string(threads));
+        Array a = uniform(t, {c.m, c.k}, 11), bt = uniform(t, {c.n, c.k}, 12);
+        expect_same_as_interpreter([](Tensor x, Tensor y) { return fx::matmul(x, fx::transpose(y)); }, a, bt, c.k);
+        expect_same_as_interpreter([](Tensor x, Tensor y) { return fx::sin(fx::matmul(x, fx::transpose(y))) * 2.0; }, a, bt, c.k);
+      }
     }
   }
   fx::set_num_threads(before);

@@ -1,0 +1,103 @@
+// fluxion_matmul_bench: Fluxion's generated matmul kernel against OpenBLAS cblas_sgemm on the
+// matrix products of W3, W4 and W5 (their forward products and the two of each gradient, with
+// the operands transposed as the gradient has them), one thread, side by side in one process.
+// The issue-4 target: Fluxion within 1.5x of OpenBLAS on these shapes (bench/README.md).
+#include <cblas.h>
+
+#include <fluxion/fluxion.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+namespace fx = fluxion;
+
+namespace {
+
+// C[m, n] = op(A) op(B); op(A) is m x k, op(B) k x n; a transposed operand is stored as its
+// transpose (row-major), as the gradient holds it.
+struct Shape {
+  const char* workload;
+  const char* what;
+  int m, n, k;
+  bool ta, tb;
+};
+
+const Shape kShapes[] = {
+    {"W3", "W1 x (forward)", 32, 128, 784, false, false},
+    {"W3", "dh x^T (dW1)", 32, 784, 128, false, true},
+    {"W3", "W2^T dy (dh)", 32, 128, 10, true, false},
+    {"W3", "dy h^T (dW2)", 10, 32, 128, false, true},
+    {"W4", "h W3^T (dense 256->120)", 128, 120, 256, false, true},
+    {"W4", "dy^T h (its dW)", 120, 256, 128, true, false},
+    {"W4", "dy W3 (its dh)", 128, 256, 120, false, false},
+    {"W5", "W x (forward)", 256, 4096, 512, false, false},
+    {"W5", "g x^T (dW)", 256, 512, 4096, false, true},
+};
+
+template <class F>
+double median_us(F f) {
+  for (int i = 0; i < 3; ++i) f();
+  std::vector<double> ts;
+  double total = 0;
+  while ((total < 3e5 && ts.size() < 20000) || ts.size() < 7) {
+    auto t0 = std::chrono::steady_clock::now();
+    f();
+    double us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
+    ts.push_back(us);
+    total += us;
+  }
+  std::sort(ts.begin(), ts.end());
+  return ts[ts.size() / 2];
+}
+
+std::vector<float> values(int64_t n, uint32_t seed) {
+  std::vector<float> v(static_cast<size_t>(n));
+  for (auto& x : v) {
+    seed = seed * 1664525u + 1013904223u;
+    x = static_cast<float>(seed >> 8) / 16777216.0f - 0.5f;
+  }
+  return v;
+}
+
+}  // namespace
+
+int main() {
+  fx::set_num_threads(1);
+  openblas_set_num_threads(1);
+  std::printf("1 thread, median us; ratio = Fluxion / OpenBLAS (target <= 1.5)\n\n");
+  std::printf("%-4s %-26s %18s %10s %10s %7s %7s\n", "", "product", "m x n x k", "Fluxion", "OpenBLAS", "ratio", "GFLOP/s");
+  double worst = 0;
+  for (const Shape& s : kShapes) {
+    std::vector<int64_t> as = s.ta ? std::vector<int64_t>{s.k, s.m} : std::vector<int64_t>{s.m, s.k};
+    std::vector<int64_t> bs = s.tb ? std::vector<int64_t>{s.n, s.k} : std::vector<int64_t>{s.k, s.n};
+    std::vector<float> av = values(as[0] * as[1], 1), bv = values(bs[0] * bs[1], 2), cv(static_cast<size_t>(s.m) * s.n);
+    bool ta = s.ta, tb = s.tb;
+    auto f = fx::jit([ta, tb](fx::Tensor a, fx::Tensor b) {
+      return fx::matmul(ta ? fx::transpose(a) : a, tb ? fx::transpose(b) : b);
+    });
+    std::vector<fx::Array> in{fx::Array(av, as), fx::Array(bv, bs)};
+    fx::Compiled c = f.lower(in[0], in[1]);
+    std::vector<fx::Array> out = c.run(in);
+    double ours = median_us([&] { c.run_into(in, out); });
+    double blas = median_us([&] {
+      cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, s.m, s.n, s.k, 1.0f,
+                  av.data(), static_cast<int>(as[1]), bv.data(), static_cast<int>(bs[1]), 0.0f, cv.data(), s.n);
+    });
+    std::vector<float> got = out[0].to_vector<float>();
+    double err = 0;
+    for (size_t i = 0; i < got.size(); ++i) err = std::max(err, static_cast<double>(std::abs(got[i] - cv[i])));
+    if (err > 1e-3 * s.k) {
+      std::fprintf(stderr, "%s %s: Fluxion and OpenBLAS differ by %g\n", s.workload, s.what, err);
+      return 1;
+    }
+    double ratio = ours / blas;
+    worst = std::max(worst, ratio);
+    std::string dims = std::to_string(s.m) + " x " + std::to_string(s.n) + " x " + std::to_string(s.k);
+    std::printf("%-4s %-26s %18s %10.2f %10.2f %7.2f %7.0f\n", s.workload, s.what, dims.c_str(), ours, blas, ratio,
+                2.0 * s.m * s.n * s.k / ours * 1e-3);
+  }
+  std::printf("\nworst ratio: %.2f\n", worst);
+}
