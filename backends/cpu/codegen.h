@@ -67,6 +67,14 @@ void emit_if(llvm::IRBuilder<>& b, llvm::Value* cond, const std::function<void()
 llvm::Type* reg_type(llvm::LLVMContext& c, DType t);
 llvm::Type* mem_type(llvm::LLVMContext& c, DType t);
 
+// The LLVM types of dtype t's elements and of vectors of `lanes` of them, with their alignments.
+struct VectorTypes {
+  llvm::Type* element;
+  llvm::FixedVectorType* vector;
+  llvm::Align element_align, vector_align;
+};
+VectorTypes vector_types(llvm::LLVMContext& c, DType t, int lanes);
+
 // Emits the body of one kernel: values of the region computed at symbolic indices.
 class KernelEmitter {
  public:

@@ -22,6 +22,12 @@ llvm::Type* reg_type(llvm::LLVMContext& c, DType t) {
   return nullptr;
 }
 
+VectorTypes vector_types(llvm::LLVMContext& c, DType t, int lanes) {
+  llvm::Type* et = reg_type(c, t);
+  auto size = static_cast<uint64_t>(dtype_size(t));
+  return {et, llvm::FixedVectorType::get(et, static_cast<unsigned>(lanes)), llvm::Align(size), llvm::Align(size * static_cast<uint64_t>(lanes))};
+}
+
 llvm::Type* mem_type(llvm::LLVMContext& c, DType t) {
   return t == DType::boolean ? llvm::Type::getInt8Ty(c) : reg_type(c, t);
 }

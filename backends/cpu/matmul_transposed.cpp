@@ -27,13 +27,13 @@ bool KernelEmitter::gemm_transposed(const Gemm& g, Value* lo, Value* hi) {
   int W = std::max<int>(1, target_.matmul_vector_bytes / static_cast<int>(esize));
   int64_t M = g.M, N = g.N, K = g.K;
   const int tile_columns = std::min(kMaxTileColumns, W);
+  // Threads split C's columns, so an epilogue reduction that keeps C's rows (a bias gradient,
+  // zeroed and accumulated by rows) would be shared between them: not here.
+  bool reduces = std::any_of(k_.nodes.begin(), k_.nodes.end(), [&](size_t i) { return ir::op_info(r_.nodes[i].op).cls == ir::OpClass::Reduce; });
   if (!g.batch.empty() || !g.a_row_address || !g.b_column_address || g.blocks != 1 || W < 8 || M <= W || M > 2 * W ||
-      N < tile_columns || K % W != 0)
+      N < tile_columns || K % W != 0 || reduces)
     return false;
-  llvm::Type* et = reg_type(c_, ct);
-  auto* vt = llvm::FixedVectorType::get(et, static_cast<unsigned>(W));
-  llvm::Align ealign(static_cast<uint64_t>(esize));
-  llvm::Align valign(static_cast<uint64_t>(esize * W));
+  auto [et, vt, ealign, valign] = vector_types(c_, ct, W);
   Value* cp = pointer(cv);
   bool has_epilogue = k_.nodes.size() > 1;
   const Index none;

@@ -13,7 +13,8 @@
 //   conv2d's weight gradient: dw[o, tap] = sum over images and q of g[o, q] x[q + shift(tap)],
 //   g staged with zeros in the non-output columns; register tiles of output channels x taps,
 //   each accumulator a vector of columns kept (in a stack buffer) across images and reduced
-//   once at the end.
+//   once at the end; the input's lanes at non-output columns are replaced by zeros, so that an
+//   infinity outside a tap's window cannot make its sum NaN (0 * inf).
 // Where the stack buffers would be too large, the MatMul kernel's im2col form is used instead.
 #include <algorithm>
 
@@ -84,7 +85,7 @@ bool KernelEmitter::sliding_conv(Value* lo, Value* hi) {
   int64_t taps = s.channels * s.KH * s.KW;
   int64_t bytes = esize * (s.staged() + 2 * lanes);
   if (s.weight_grad) {
-    bytes += esize * grad_tile_rows(lanes) * (round_up(s.wide(), lanes) + taps * lanes);
+    bytes += esize * (grad_tile_rows(lanes) + 1) * round_up(s.wide(), lanes) + esize * grad_tile_rows(lanes) * taps * lanes;
   } else {
     bytes += esize * s.rows * round_up(s.wide(), 2 * lanes);
   }
@@ -129,10 +130,7 @@ void KernelEmitter::slide_forward(const Slide& s, int lanes, Value* lo, Value* h
   const ir::Node& n = r_.nodes[k_.root];
   ir::ValueId src = n.operands[0], w = n.operands[1], res = n.results[0];
   DType t = r_.type(res).dtype;
-  llvm::Type* et = reg_type(c_, t);
-  auto* vt = llvm::FixedVectorType::get(et, static_cast<unsigned>(lanes));
-  llvm::Align ealign(static_cast<uint64_t>(dtype_size(t)));
-  llvm::Align valign(static_cast<uint64_t>(dtype_size(t) * lanes));
+  auto [et, vt, ealign, valign] = vector_types(c_, t, lanes);
   int NR = 2 * lanes;
   int64_t blocks = round_up(s.wide(), NR) / NR, row_len = blocks * NR;
   Value* staged = stack_buffer(et, s.staged() + NR);
@@ -206,10 +204,7 @@ void KernelEmitter::slide_weight_grad(const Slide& s, int lanes, Value* lo, Valu
   const ir::Node& n = r_.nodes[k_.root];
   ir::ValueId x = n.operands[0], g = n.operands[1], res = n.results[0];
   DType t = r_.type(res).dtype;
-  llvm::Type* et = reg_type(c_, t);
-  auto* vt = llvm::FixedVectorType::get(et, static_cast<unsigned>(lanes));
-  llvm::Align ealign(static_cast<uint64_t>(dtype_size(t)));
-  llvm::Align valign(static_cast<uint64_t>(dtype_size(t) * lanes));
+  auto [et, vt, ealign, valign] = vector_types(c_, t, lanes);
   const int mo = grad_tile_rows(lanes), tb = grad_tile_taps(lanes);
   int64_t images = r_.type(g).shape[0];
   int64_t taps = s.channels * s.KH * s.KW, kk = s.KH * s.KW;
@@ -219,6 +214,16 @@ void KernelEmitter::slide_weight_grad(const Slide& s, int lanes, Value* lo, Valu
   Value* sums = stack_buffer(et, mo * taps * lanes);
   b_.CreateMemSet(staged, b_.getInt8(0), i64((s.staged() + lanes) * dtype_size(t)), llvm::Align(64));
   b_.CreateMemSet(grads, b_.getInt8(0), i64(mo * row_len * dtype_size(t)), llvm::Align(64));
+  // Which wide columns are outputs. The others hold g = 0 but read input elements outside the
+  // tap's window, and 0 * inf would be NaN: their input lanes are replaced by zeros.
+  auto* it = llvm::IntegerType::get(c_, static_cast<unsigned>(8 * dtype_size(t)));
+  auto* mvt = llvm::FixedVectorType::get(it, static_cast<unsigned>(lanes));
+  Value* outputs = stack_buffer(it, row_len);
+  emit_for(b_, i64(0), i64(row_len), {}, [&](Value* q, const std::vector<Value*>&) {
+    Value* is_output = b_.CreateAnd(b_.CreateICmpSLT(q, i64(s.wide())), b_.CreateICmpSLT(b_.CreateURem(q, i64(s.SW)), i64(s.out_w)));
+    b_.CreateStore(b_.CreateSExt(is_output, it), b_.CreateInBoundsGEP(it, outputs, q));
+    return std::vector<Value*>{};
+  });
   bool has_epilogue = k_.nodes.size() > 1;
   auto elem = [&](Value* base, Value* off) { return b_.CreateInBoundsGEP(et, base, off); };
   llvm::FastMathFlags reassoc;
@@ -244,11 +249,13 @@ void KernelEmitter::slide_weight_grad(const Slide& s, int lanes, Value* lo, Valu
         for (int j = 0; j < nt; ++j) init.push_back(b_.CreateAlignedLoad(vt, slot(o, j), valign));
       std::vector<Value*> acc = emit_for(b_, i64(0), i64(steps), init, [&](Value* step, const std::vector<Value*>& a) {
         Value* q = b_.CreateMul(step, i64(lanes));
+        Value* mask = b_.CreateICmpNE(b_.CreateAlignedLoad(mvt, b_.CreateInBoundsGEP(it, outputs, q), valign), llvm::ConstantAggregateZero::get(mvt));
         std::vector<Value*> gv;
         for (int o = 0; o < count; ++o) gv.push_back(b_.CreateAlignedLoad(vt, elem(grads, b_.CreateAdd(i64(o * row_len), q)), valign));
         std::vector<Value*> next = a;
         for (int j = 0; j < nt; ++j) {
           Value* xv = b_.CreateAlignedLoad(vt, elem(staged, b_.CreateAdd(shift[static_cast<size_t>(j)], q)), ealign);
+          xv = b_.CreateSelect(mask, xv, llvm::ConstantAggregateZero::get(vt));
           for (int o = 0; o < count; ++o) {
             size_t i = static_cast<size_t>(o * nt + j);
             next[i] = b_.CreateIntrinsic(llvm::Intrinsic::fmuladd, {vt}, {gv[static_cast<size_t>(o)], xv, next[i]});

@@ -88,6 +88,9 @@ TEST(CpuMatmul, FewRowsTimesATransposeAsTransposedTiles) {
         Array a = uniform(t, {c.m, c.k}, 11), bt = uniform(t, {c.n, c.k}, 12);
         expect_same_as_interpreter([](Tensor x, Tensor y) { return fx::matmul(x, fx::transpose(y)); }, a, bt, c.k);
         expect_same_as_interpreter([](Tensor x, Tensor y) { return fx::sin(fx::matmul(x, fx::transpose(y))) * 2.0; }, a, bt, c.k);
+        // A row reduction in the epilogue (threads split these tiles by columns, so it runs as
+        // the packed kernel instead).
+        expect_same_as_interpreter([](Tensor x, Tensor y) { return fx::sum(fx::matmul(x, fx::transpose(y)), {1}); }, a, bt, c.k * c.n);
       }
     }
   }

@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <string>
 
 #include "common/test_util.h"
@@ -100,5 +101,25 @@ TEST(CpuSlidingConv, ForwardMatchesTheInterpreterElementByElement) {
       double u = (t == fx::f32 ? 0x1p-24 : 0x1p-53) * 4 * static_cast<double>(c.w[1] * c.w[2] * c.w[3]);
       for (size_t j = 0; j < got.size(); ++j) ASSERT_NEAR(got[j], want[j], u * (1 + std::abs(want[j]))) << "element " << j;
     }
+  }
+}
+
+TEST(CpuSlidingConv, AnInfinityOutsideATapsWindowLeavesItsWeightGradientFinite) {
+  // x's last column is read only by the kernel's last tap; the weight gradient's wide columns
+  // also pass over it for the other taps, where the output gradient is zero (0 * inf = NaN).
+  for (fx::DType t : {fx::f32, fx::f64}) {
+    SCOPED_TRACE(fx::dtype_name(t));
+    std::vector<double> xs = fx::testing::random_doubles(2 * 3 * 6, -1, 1, 7);
+    xs[5] = std::numeric_limits<double>::infinity();  // image 0, row 0, column 5
+    xs[3 * 6 + 5] = std::numeric_limits<double>::quiet_NaN();
+    Array x = fx::testing::make(t, xs, {2, 1, 3, 6});
+    Array w = fx::testing::make(t, fx::testing::random_doubles(3, -1, 1, 8), {1, 1, 1, 3});
+    auto dw = [](Tensor x, Tensor w) { return fx::grad([](Tensor w, Tensor x) { return fx::sum(fx::conv2d(x, w) * 1.5); })(w, x); };
+    std::vector<double> got = fx::jit(dw, fx::Backend::Cpu)(x, w)[0].to_doubles();
+    std::vector<double> want = fx::jit(dw, fx::Backend::Interp)(x, w)[0].to_doubles();
+    ASSERT_EQ(got.size(), 3u);
+    ASSERT_TRUE(std::isfinite(want[0]) && std::isfinite(want[1]) && !std::isfinite(want[2]));
+    for (size_t j = 0; j < 2; ++j) EXPECT_NEAR(got[j], want[j], 1e-5 * (1 + std::abs(want[j]))) << "tap " << j;
+    EXPECT_TRUE(std::isnan(got[2])) << got[2];
   }
 }
