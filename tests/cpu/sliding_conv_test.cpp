@@ -123,3 +123,22 @@ TEST(CpuSlidingConv, AnInfinityOutsideATapsWindowLeavesItsWeightGradientFinite) 
     EXPECT_TRUE(std::isnan(got[2])) << got[2];
   }
 }
+
+TEST(CpuSlidingConv, PerImageEpilogueReductionsAndNoImages) {
+  // A reduction over each image's outputs keeps the images, so the forward kernel stays split
+  // across threads with it; and a weight gradient over no images is zero.
+  ThreadCount two(2);
+  Array x = fx::testing::make(fx::f32, fx::testing::random_doubles(64 * 2 * 12 * 12, -1, 1, 21), {64, 2, 12, 12});
+  Array w = fx::testing::make(fx::f32, fx::testing::random_doubles(8 * 2 * 5 * 5, -1, 1, 22), {8, 2, 5, 5});
+  auto per_image = [](Tensor x, Tensor w) { return fx::sum(fx::relu(fx::conv2d(x, w, {.padding = {2}})), {1, 2, 3}); };
+  std::vector<double> got = fx::jit(per_image, fx::Backend::Cpu)(x, w).to_doubles();
+  std::vector<double> want = fx::jit(per_image, fx::Backend::Interp)(x, w).to_doubles();
+  ASSERT_EQ(got.size(), 64u);
+  for (size_t i = 0; i < got.size(); ++i) EXPECT_NEAR(got[i], want[i], 1e-4 * (1 + std::abs(want[i]))) << "image " << i;
+
+  auto dw = [](Tensor x, Tensor w) { return fx::grad([](Tensor w, Tensor x) { return fx::sum(fx::conv2d(x, w)); })(w, x)[0]; };
+  Array none(fx::f32, {0, 2, 12, 12});
+  std::vector<double> zero = fx::jit(dw, fx::Backend::Cpu)(none, w).to_doubles();
+  ASSERT_EQ(zero.size(), 400u);
+  for (double v : zero) EXPECT_EQ(v, 0.0);
+}

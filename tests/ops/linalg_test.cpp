@@ -306,6 +306,15 @@ TEST_P(Linalg, MaxPoolingGradientGoesToTheFirstMaximumOfEachTilingWindow) {
         auto [want, want_sum] = fx::jit(f, fx::Backend::Interp)(xa, ga);
         EXPECT_ARRAY(got, dt, xs, want.to_doubles());
         EXPECT_ARRAY(got_sum, dt, {3}, want_sum.to_doubles(), Tol::sum(count(xs)));
+        // Alone (no reduction over the images), split across two threads.
+        int before = fx::num_threads();
+        fx::set_num_threads(2);
+        auto alone = [window](Tensor x, Tensor g) {
+          return fx::vjp([window](Tensor x) { return fx::max_pool2d(x, {.window = window}); })(x).second(g)[0];
+        };
+        Array split = jit(alone)(xa, ga);
+        fx::set_num_threads(before);
+        EXPECT_ARRAY(split, dt, xs, fx::jit(alone, fx::Backend::Interp)(xa, ga).to_doubles());
       }
     }
   }
