@@ -13,8 +13,9 @@
 //   conv2d's weight gradient: dw[o, tap] = sum over images and q of g[o, q] x[q + shift(tap)],
 //   g staged with zeros in the non-output columns; register tiles of output channels x taps,
 //   each accumulator a vector of columns kept (in a stack buffer) across images and reduced
-//   once at the end; the input's lanes at non-output columns are replaced by zeros, so that an
-//   infinity outside a tap's window cannot make its sum NaN (0 * inf).
+//   once at the end. For an image holding an infinity or a NaN, the input's lanes at
+//   non-output columns are replaced by zeros, so that a value outside a tap's window cannot
+//   make its sum NaN (0 * inf).
 // Where the stack buffers would be too large, the MatMul kernel's im2col form is used instead.
 #include <algorithm>
 
@@ -24,12 +25,6 @@ namespace fluxion::cpu {
 
 using ir::Op;
 using llvm::Value;
-
-namespace {
-
-constexpr int64_t kMaxStackBytes = int64_t{160} << 10;
-
-}  // namespace
 
 struct KernelEmitter::Slide {
   bool weight_grad = false;
@@ -44,6 +39,8 @@ struct KernelEmitter::Slide {
 };
 
 namespace {
+
+constexpr int64_t kMaxStackBytes = int64_t{160} << 10;
 
 int64_t round_up(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
 
