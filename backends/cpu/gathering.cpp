@@ -1,7 +1,9 @@
 // Ops computed one output element at a time by an inner loop over materialized operands:
 // conv2d and its gradients, pooling and its gradients, argmax/argmin, random numbers, and the
 // integer matmul. Written in gather form (each output element reads what contributes to it), so
-// a kernel never scatters and parallel chunks never write the same element.
+// a kernel never scatters and parallel chunks never write the same element. The one exception,
+// max-pooling gradients over exactly tiling windows, writes each window's elements from that
+// window alone: windows do not overlap and never span two images, which is how threads split.
 #include <algorithm>
 #include <limits>
 
