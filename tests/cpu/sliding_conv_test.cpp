@@ -66,7 +66,13 @@ TEST(CpuSlidingConv, ValueAndGradientsMatchTheInterpreter) {
         // Every value is a sum of at most this many products.
         double terms = static_cast<double>(std::max({c.x[0] * c.x[2] * c.x[3], c.w[1] * c.w[2] * c.w[3], c.w[0] * c.w[2] * c.w[3]}));
         double u = (t == fx::f32 ? 0x1p-24 : 0x1p-53) * 8 * terms;
-        EXPECT_NEAR(value.item(), want_value.item(), u * static_cast<double>(fx::numel(c.x)) * (1 + std::abs(want_value.item())));
+        // The loss adds up every output: its own terms on top of each output's.
+        std::vector<int64_t> pad = padding.size() == 1 ? std::vector<int64_t>(4, padding[0])
+                                   : padding.size() == 2 ? std::vector<int64_t>{padding[0], padding[0], padding[1], padding[1]}
+                                                         : padding;
+        double outputs = static_cast<double>(c.x[0] * c.w[0] * (c.x[2] + pad[0] + pad[1] - c.w[2] + 1) * (c.x[3] + pad[2] + pad[3] - c.w[3] + 1));
+        double eps = t == fx::f32 ? 0x1p-24 : 0x1p-53;
+        EXPECT_NEAR(value.item(), want_value.item(), 4 * eps * (terms + outputs) * (1 + std::abs(want_value.item())));
         ASSERT_EQ(grads.size(), 3u);
         for (size_t i = 0; i < 3; ++i) {
           std::vector<double> got = grads[i].to_doubles(), want = want_grads[i].to_doubles();
