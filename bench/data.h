@@ -14,7 +14,7 @@ struct Buf {
   int64_t size() const { return static_cast<int64_t>(v.size()); }
 };
 
-// W1, W2: x of shape 28x28x1x128, uniform in [0, 1) (an image batch, as in seed 000).
+// W1, W2: x of shape 28x28x1x128, uniform in [0, 1) (an image batch).
 struct ImageBatch {
   Buf x;
 };

@@ -1,7 +1,7 @@
 // fluxion_matmul_bench: Fluxion's generated matmul kernel against OpenBLAS cblas_sgemm on the
 // matrix products of W3, W4 and W5 (their forward products and the two of each gradient, with
 // the operands transposed as the gradient has them), one thread, side by side in one process.
-// The issue-4 target: Fluxion within 1.5x of OpenBLAS on these shapes (bench/README.md).
+// The target: Fluxion within 1.5x of OpenBLAS on these shapes (docs/performance.md).
 #include <cblas.h>
 
 #include <fluxion/fluxion.h>

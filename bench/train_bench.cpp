@@ -1,4 +1,4 @@
-// fluxion_train_bench: epoch times of the training samples' models on Fashion-MNIST (issue 6):
+// fluxion_train_bench: epoch times of the training samples' models on Fashion-MNIST:
 // the MLP, LeNet and the LSTM of mlp_train, lenet_train and rnn_train, in Fluxion (one compiled
 // training step per batch) and in libtorch (eager autograd + torch::optim), with the same
 // batches in the same order, the same optimizer and the same thread count. Only the training

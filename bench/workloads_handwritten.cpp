@@ -34,7 +34,7 @@ double norm(const std::vector<const std::vector<float>*>& grads) {
 // OpenMP runtime on the path. Only W1 and W2 use it: where OpenBLAS runs the matmuls with its
 // own threads, an OpenMP team beside them fights for the cores (its workers and OpenBLAS's
 // spin after their work), so W3's and W5's elementwise passes stay on the calling thread
-// (measured on 2 cores: W5 primal 16 ms with both pools, 5.8 ms with OMP_WAIT_POLICY=passive).
+// (docs/performance.md, "All cores").
 template <class Body>
 double split_sum(int64_t n, Body body) {
   if (g_threads == 1 || n < 65536) return body(int64_t{0}, n);

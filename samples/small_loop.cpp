@@ -1,8 +1,8 @@
-// The program of workload W7 (seed 004): a scalar state updated 8000 times by a tiny network,
-// s = sigmoid(softplus(w2) . sigmoid(s * softplus(w1))) + noise[i]. Times the forward pass and
-// its gradient with respect to w1 and w2 through all steps, and prints the host round trips
-// per call: one, whatever the number of steps, because the loop runs inside the compiled
-// program.
+// The program of workload W7 (docs/performance.md): a scalar state updated 8000 times by a
+// tiny network, s = sigmoid(softplus(w2) . sigmoid(s * softplus(w1))) + noise[i]. Times the
+// forward pass and its gradient with respect to w1 and w2 through all steps, and prints the
+// host round trips per call: one, whatever the number of steps, because the loop runs inside
+// the compiled program.
 #include <fluxion/fluxion.h>
 
 #include <algorithm>

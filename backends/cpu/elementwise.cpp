@@ -172,8 +172,9 @@ Value* KernelEmitter::view(const ir::Node& n, ir::ValueId v, const Index& idx) {
       }
       // Runs of dimensions with equal element counts on both sides: a run that is one
       // dimension on each side keeps its index; others are flattened and split again within
-      // the run only. Unit dimensions read index 0. (A divide per dimension and tap made
-      // LeNet's col2im gradient 1.7 ms.)
+      // the run only. Unit dimensions read index 0. A divide per dimension would run at every
+      // read, and a reader such as col2im reads 25 reshaped slices per element
+      // (docs/performance.md, "Kernel choices, measured").
       std::vector<size_t> on, inn;
       for (size_t d = 0; d < out.size(); ++d) {
         if (out[d] != 1) on.push_back(d);

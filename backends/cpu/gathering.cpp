@@ -220,9 +220,9 @@ Value* KernelEmitter::pool(const ir::Node& n, const Index& o) {
 }
 
 // A max-pooling gradient whose windows tile the input exactly (stride = window, no padding,
-// input size = windows x window) read element by element finds each element's window maximum
-// again and compares positions, with gathers for every load (LeNet's first: 0.84 ms). Run
-// window by window instead: each window's first maximum (or first NaN) found once, by value,
+// input size = windows x window) read element by element would find each element's window
+// maximum again and compare positions, with gathers for every load. Run window by window
+// instead: each window's first maximum (or first NaN) found once, by value,
 // and its elements given the gradient or zero; the rest of the kernel then runs at each of
 // them. The loop over window columns vectorises with interleaved loads and stores.
 bool KernelEmitter::pool_grad_by_windows(Value* lo, Value* hi) {

@@ -206,8 +206,8 @@ void KernelEmitter::gemm(const Gemm& g, Value* lo, Value* hi) {
   int64_t M = g.M, N = g.N, K = g.K, kc = g.kc;
   // A small result runs its epilogue once, after its last k-block, over all of it (still in
   // L1): its loops are then as long as the rows, and a reduction along a row (a bias gradient)
-  // is reduced across lanes once per row instead of once per row and panel (W3's 32 x 128
-  // backward kernel 0.87 -> 0.6 us). A larger one runs it on each tile while that is in L1.
+  // is reduced across lanes once per row instead of once per row and panel. A larger one runs
+  // it on each tile while that is in L1.
   bool whole_epilogue = has_epilogue && M * N * esize <= kWholeEpilogueBytes;
   bool tile_epilogue = has_epilogue && !whole_epilogue;
   Value* panel = stack_buffer(et, std::max<int64_t>(1, kc) * NR);
@@ -249,8 +249,9 @@ void KernelEmitter::gemm(const Gemm& g, Value* lo, Value* hi) {
       if (has_epilogue) run_epilogue(r0, r1, i64(0), i64(N));
       return;
     }
-    // Rows that fit one register tile are one tile: leftover rows run one at a time, each a
-    // chain of dependent multiply-adds (W3's 10-row products spent most of their time there).
+    // Rows that fit one register tile are one tile: rows left over after full tiles run one at
+    // a time, each a chain of dependent multiply-adds, where a product of 10 rows would spend
+    // most of its time.
     int max_rows = W >= 16 ? kRowsMax : kRows;
     int mr = M <= max_rows ? static_cast<int>(std::max<int64_t>(1, M)) : W >= 16 && M % kRowsWide == 0 ? kRowsWide : kRows;
     Value* rows = b_.CreateSub(r1, r0);

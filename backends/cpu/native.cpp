@@ -134,7 +134,7 @@ void optimize(llvm::Module& m, llvm::TargetMachine& tm) {
   pb.registerLoopAnalyses(lam);
   pb.crossRegisterProxies(lam, fam, cgam, mam);
   // O3's extra unrolling pays off in small programs (tight loops such as W7's); in large ones it
-  // costs compile time (W3's gradient: 330 ms at O3, 245 ms at O2) for no measured speed.
+  // costs compile time and gains no speed (docs/performance.md, "Kernel choices, measured").
   llvm::OptimizationLevel level = instruction_count(m) <= kO3MaxInstructions ? llvm::OptimizationLevel::O3 : llvm::OptimizationLevel::O2;
   llvm::ModulePassManager mpm = pb.buildPerModuleDefaultPipeline(level);
   mpm.run(m, mam);

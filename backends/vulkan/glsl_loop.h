@@ -1,6 +1,6 @@
 // A whole loop in one shader (glsl_loop.cpp): a scan or while loop whose body is small enough
 // for one workgroup runs every iteration inside a single dispatch of one workgroup, its kernels
-// separated by workgroup barriers. This is what keeps a tiny network's long loop (W7, seed 004)
+// separated by workgroup barriers. This is what keeps a tiny network's long loop (W7)
 // from costing a dispatch per kernel per iteration.
 #pragma once
 

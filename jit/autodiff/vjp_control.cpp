@@ -2,8 +2,8 @@
 // forward scan saved. Policy: save every step's incoming carry and the result of every sizeable
 // matmul or convolution in the body (residuals); the reverse body recomputes the rest of the
 // body's values from them. Elementwise values are cheap to recompute and fuse into the reverse
-// step's kernels; a matmul is not (recomputing the LSTM's gate matmul made its training step 27%
-// more multiply-adds), so its result is stored, as the fuser stores expensive values.
+// step's kernels; a matmul is not (recomputing the LSTM's gate matmul would add 27% to its
+// training step's multiply-adds), so its result is stored, as the fuser stores expensive values.
 #include <algorithm>
 
 #include "fluxion/error.h"

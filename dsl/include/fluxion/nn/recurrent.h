@@ -2,7 +2,7 @@
 // gate order follow PyTorch (LSTM gates i, f, g, o; GRU gates r, z, n; names weight_ih_l0,
 // weight_hh_l0, bias_ih_l0, bias_hh_l0), so checkpoints map onto a torch state_dict.
 //
-// Speed (seed 001): all gates come from one matmul per input. Over a sequence, the input
+// Speed: all gates come from one matmul per input. Over a sequence, the input
 // matmul of every step is hoisted out of the loop into one matmul over [T*B, in]; a step is
 // then one matmul (h W_hh^T) whose epilogue adds the hoisted input gates, and one fused kernel
 // for everything after it, forward and backward. Each layer is one scan (the loop stays in the
