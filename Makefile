@@ -1,5 +1,7 @@
-# Entry points for people and CI. Everything is built with CMake + Ninja under build/ (the same
-# configurations are CMake presets: cmake --preset test|release|sanitize|tsan).
+# Entry points for people and CI. Everything is built with CMake + Ninja under build/, one folder
+# per CMake preset (CMakePresets.json: test, release, sanitize, tsan, fuzz, bench); the targets
+# below run `cmake --preset X`, `cmake --build --preset X` and `ctest --preset X`, so the flags
+# of each configuration live in the presets only.
 #   make demo   install what is missing, build in Release, train the MLP sample on Fashion-MNIST
 #   make test   install what is missing, then every check CI runs: the whole suite (test-unit),
 #               the whole suite under ASan + UBSan (test-sanitize), the concurrency tests under
@@ -7,9 +9,17 @@
 #   make test-unit      the suite alone (the quick one while developing)
 #   make bench  the benchmarks against libtorch and hand-written C++ (bench/README.md);
 #               BENCH_ARGS=--quick for a fast smoke run
+# Variables: JOBS (parallel jobs, default: all cores), CMAKE_FLAGS (more -D options for every
+# configure step, e.g. CMAKE_FLAGS=-DFLUXION_WERROR=OFF), LP_NUM_THREADS (below).
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 BENCH_ARGS ?=
+# LP_NUM_THREADS=0: lavapipe (the Vulkan device of machines without a GPU) runs dispatches on the
+# calling thread, far faster for the suite's many small dispatches (docs/vulkan.md). It is passed
+# to every ctest run and the Vulkan benchmark run; LP_NUM_THREADS=4 make test-unit overrides it.
+ifeq ($(LP_NUM_THREADS),)
+LP_NUM_THREADS := 0
+endif
 
 .PHONY: deps demo test test-unit test-sanitize test-tsan test-fuzz build-release build-test bench clean
 
@@ -17,60 +27,57 @@ deps:
 	scripts/install-deps.sh
 
 build-release: deps
-	cmake -S . -B build/release -G Ninja -DCMAKE_BUILD_TYPE=Release -DFLUXION_BUILD_TESTS=OFF $(CMAKE_FLAGS)
-	cmake --build build/release -j $(JOBS)
+	cmake --preset release $(CMAKE_FLAGS)
+	cmake --build --preset release -j $(JOBS)
 
 # Five epochs of mlp_train on the default backend: about 0.86 test accuracy in a few seconds.
 demo: build-release
 	build/release/samples/mlp_train --csv build/mlp_train_curves.csv --svg build/mlp_train_curves.svg
 
 build-test: deps
-	cmake -S . -B build/test -G Ninja -DCMAKE_BUILD_TYPE=Debug -DFLUXION_VERIFY_IR=ON $(CMAKE_FLAGS)
-	cmake --build build/test -j $(JOBS)
+	cmake --preset test $(CMAKE_FLAGS)
+	cmake --build --preset test -j $(JOBS)
 
-# LP_NUM_THREADS=0: lavapipe (the Vulkan device of machines without a GPU) runs dispatches on the
-# calling thread, far faster for the suite's many small dispatches (docs/vulkan.md).
 test: test-unit test-sanitize test-tsan test-fuzz
 
 test-unit: build-test
-	cd build/test && LP_NUM_THREADS=$${LP_NUM_THREADS:-0} ctest --output-on-failure -j $(JOBS)
+	LP_NUM_THREADS=$(LP_NUM_THREADS) ctest --preset test -j $(JOBS)
 
 # The whole suite under AddressSanitizer + UndefinedBehaviorSanitizer. The sanitizers' options
 # and the Vulkan drivers' leak suppressions are compiled into the executables
 # (tests/sanitize/runtime_defaults.cpp): nothing here needs to set them.
 test-sanitize: deps
-	cmake -S . -B build/sanitize -G Ninja -DCMAKE_BUILD_TYPE=Debug -DFLUXION_SANITIZE=ON $(CMAKE_FLAGS)
-	cmake --build build/sanitize -j $(JOBS)
-	cd build/sanitize && LP_NUM_THREADS=$${LP_NUM_THREADS:-0} ctest --output-on-failure -j $(JOBS)
+	cmake --preset sanitize $(CMAKE_FLAGS)
+	cmake --build --preset sanitize -j $(JOBS)
+	LP_NUM_THREADS=$(LP_NUM_THREADS) ctest --preset sanitize -j $(JOBS)
 
 # The concurrency tests (8 threads tracing, compiling and running at once, CPU and Vulkan) under
-# ThreadSanitizer; halt_on_error makes any reported race fail the run.
+# ThreadSanitizer; the preset builds only their executable, runs the tests labelled concurrency
+# and sets TSAN_OPTIONS=halt_on_error=1, so any reported race fails the run.
 test-tsan: deps
-	cmake -S . -B build/tsan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DFLUXION_TSAN=ON $(CMAKE_FLAGS)
-	cmake --build build/tsan -j $(JOBS) --target fluxion_concurrency_tests
-	cd build/tsan && LP_NUM_THREADS=$${LP_NUM_THREADS:-0} TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" \
-	  ctest --output-on-failure -L concurrency
+	cmake --preset tsan $(CMAKE_FLAGS)
+	cmake --build --preset tsan -j $(JOBS)
+	LP_NUM_THREADS=$(LP_NUM_THREADS) ctest --preset tsan
 
-# libFuzzer targets of the IR text parser, the IDX reader and the safetensors loader (clang, ASan +
-# UBSan), FUZZ_SECONDS each (default 60) from the seed corpus in tests/fuzz/corpus/; a longer
-# campaign: make test-fuzz FUZZ_SECONDS=3600 (docs/reliability.md).
-FUZZ_SECONDS ?= 60
+# libFuzzer targets of the IR text parser, the IDX reader and the safetensors loader (clang-19,
+# ASan + UBSan), each for the preset's FLUXION_FUZZ_SECONDS (60) from the seed corpus in
+# tests/fuzz/corpus/; a longer campaign: make test-fuzz FUZZ_SECONDS=3600 (docs/reliability.md).
+FUZZ_SECONDS ?=
 test-fuzz: deps
-	CXX=clang++-19 CC=clang-19 cmake -S . -B build/fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DFLUXION_FUZZ=ON \
-	  -DFLUXION_FUZZ_SECONDS=$(FUZZ_SECONDS) $(CMAKE_FLAGS)
-	cmake --build build/fuzz -j $(JOBS)
-	cd build/fuzz && ctest --output-on-failure -L fuzz -j $(JOBS)
+	cmake --preset fuzz $(if $(FUZZ_SECONDS),-DFLUXION_FUZZ_SECONDS=$(FUZZ_SECONDS)) $(CMAKE_FLAGS)
+	cmake --build --preset fuzz -j $(JOBS)
+	ctest --preset fuzz -j $(JOBS)
 
 # All runs append to one results file: 1 thread first (it rewrites the file), then all cores, then
 # the Vulkan backend (fluxion-vulkan rows; on lavapipe its times say little, its round trips and
 # dispatch counts are exact).
 bench:
 	scripts/install-deps.sh --bench
-	cmake -S . -B build/bench -G Ninja -DCMAKE_BUILD_TYPE=Release -DFLUXION_BUILD_TESTS=OFF -DFLUXION_BUILD_BENCH=ON $(CMAKE_FLAGS)
-	cmake --build build/bench -j $(JOBS) --target fluxion_bench fluxion_train_bench fluxion_matmul_bench
+	cmake --preset bench $(CMAKE_FLAGS)
+	cmake --build --preset bench -j $(JOBS)
 	build/bench/bench/fluxion_bench --threads 1 --json bench/results.json $(BENCH_ARGS)
 	build/bench/bench/fluxion_bench --threads all --json bench/results.json --append $(BENCH_ARGS)
-	LP_NUM_THREADS=$${LP_NUM_THREADS:-0} build/bench/bench/fluxion_bench --threads 1 --backend vulkan --systems fluxion \
+	LP_NUM_THREADS=$(LP_NUM_THREADS) build/bench/bench/fluxion_bench --threads 1 --backend vulkan --systems fluxion \
 	  --json bench/results.json --append --quick $(BENCH_ARGS)
 	build/bench/bench/fluxion_train_bench --threads 1 --epochs 3 --json bench/results.json --append
 	build/bench/bench/fluxion_matmul_bench
