@@ -9,6 +9,8 @@
 #   make test-unit      the suite alone (the quick one while developing)
 #   make bench  the benchmarks against libtorch and hand-written C++ (bench/README.md);
 #               BENCH_ARGS=--quick for a fast smoke run
+#   make lint   clang-format and clang-tidy on the C++ files changed since LINT_BASE (scripts/lint.sh;
+#               needs build/test/compile_commands.json, which make test-unit writes)
 # Variables: JOBS (parallel jobs, default: all cores), CMAKE_FLAGS (more -D options for every
 # configure step, e.g. CMAKE_FLAGS=-DFLUXION_WERROR=OFF), LP_NUM_THREADS (below).
 JOBS ?= $(shell nproc)
@@ -21,7 +23,7 @@ ifeq ($(LP_NUM_THREADS),)
 LP_NUM_THREADS := 0
 endif
 
-.PHONY: deps demo test test-unit test-sanitize test-tsan test-fuzz build-release build-test bench clean
+.PHONY: deps demo test test-unit test-sanitize test-tsan test-fuzz build-release build-test bench lint clean
 
 deps:
 	scripts/install-deps.sh
@@ -81,6 +83,11 @@ bench:
 	  --json bench/results.json --append --quick $(BENCH_ARGS)
 	build/bench/bench/fluxion_train_bench --threads 1 --epochs 3 --json bench/results.json --append
 	build/bench/bench/fluxion_matmul_bench
+
+# LINT_BASE: the commit to compare HEAD with (scripts/lint.sh: default FLUXION_LINT_BASE, else HEAD~20).
+LINT_BASE ?=
+lint: deps
+	scripts/lint.sh $(LINT_BASE)
 
 clean:
 	rm -rf build

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs the Debian packages Fluxion needs; does nothing when all are present (idempotent).
-#   scripts/install-deps.sh          build, test and sample dependencies
+#   scripts/install-deps.sh          build, test, sample, lint and API-docs dependencies
 #   scripts/install-deps.sh --bench  also the side-by-side benchmark peers (libtorch, OpenBLAS)
 set -euo pipefail
 
@@ -17,6 +17,9 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev zlib1g-dev clang-19 libclang-rt-19-dev
   # Fashion-MNIST in gzipped IDX files under /usr/share/datasets/fashion-mnist
   dataset-fashion-mnist
+  # scripts/lint.sh: clang-format (14) and clang-tidy 19 (clang-tidy 14 cannot parse libstdc++
+  # 12's <source_location>, which the public headers use); make docs: Doxygen 1.9.4
+  clang-format clang-tidy-19 doxygen
 )
 if [[ "${1:-}" == "--bench" ]]; then
   packages+=(libtorch-dev libopenblas-dev)
