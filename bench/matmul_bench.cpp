@@ -68,7 +68,8 @@ int main() {
   fx::set_num_threads(1);
   openblas_set_num_threads(1);
   std::printf("1 thread, median us; ratio = Fluxion / OpenBLAS (target <= 1.5)\n\n");
-  std::printf("%-4s %-26s %18s %10s %10s %7s %7s\n", "", "product", "m x n x k", "Fluxion", "OpenBLAS", "ratio", "GFLOP/s");
+  std::printf("%-4s %-26s %18s %10s %10s %7s %7s\n", "", "product", "m x n x k", "Fluxion", "OpenBLAS", "ratio",
+              "GFLOP/s");
   double worst = 0;
   for (const Shape& s : kShapes) {
     std::vector<int64_t> as = s.ta ? std::vector<int64_t>{s.k, s.m} : std::vector<int64_t>{s.m, s.k};

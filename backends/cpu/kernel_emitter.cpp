@@ -25,7 +25,8 @@ llvm::Type* reg_type(llvm::LLVMContext& c, DType t) {
 VectorTypes vector_types(llvm::LLVMContext& c, DType t, int lanes) {
   llvm::Type* et = reg_type(c, t);
   auto size = static_cast<uint64_t>(dtype_size(t));
-  return {et, llvm::FixedVectorType::get(et, static_cast<unsigned>(lanes)), llvm::Align(size), llvm::Align(size * static_cast<uint64_t>(lanes))};
+  return {et, llvm::FixedVectorType::get(et, static_cast<unsigned>(lanes)), llvm::Align(size),
+          llvm::Align(size * static_cast<uint64_t>(lanes))};
 }
 
 llvm::Type* mem_type(llvm::LLVMContext& c, DType t) {

@@ -29,7 +29,8 @@ bool KernelEmitter::gemm_transposed(const Gemm& g, Value* lo, Value* hi) {
   const int tile_columns = std::min(kMaxTileColumns, W);
   // Threads split C's columns, so an epilogue reduction that keeps C's rows (a bias gradient,
   // zeroed and accumulated by rows) would be shared between them: not here.
-  bool reduces = std::any_of(k_.nodes.begin(), k_.nodes.end(), [&](size_t i) { return ir::op_info(r_.nodes[i].op).cls == ir::OpClass::Reduce; });
+  bool reduces = std::any_of(k_.nodes.begin(), k_.nodes.end(),
+                             [&](size_t i) { return ir::op_info(r_.nodes[i].op).cls == ir::OpClass::Reduce; });
   if (!g.batch.empty() || !g.a_row_address || !g.b_column_address || g.blocks != 1 || W < 8 || M <= W || M > 2 * W ||
       N < tile_columns || K % W != 0 || reduces)
     return false;
@@ -80,15 +81,18 @@ bool KernelEmitter::gemm_transposed(const Gemm& g, Value* lo, Value* hi) {
     // acc[2c + h] holds C[hW .. hW + W)[j0 + c]: transposed, row r of block h is C[hW + r][j0..].
     std::vector<llvm::Constant*> lane_numbers;
     for (int l = 0; l < W; ++l) lane_numbers.push_back(b_.getInt64(static_cast<uint64_t>(l)));
-    Value* mask = b_.CreateICmpSLT(llvm::ConstantVector::get(lane_numbers), b_.CreateVectorSplat(static_cast<unsigned>(W), count));
+    Value* mask = b_.CreateICmpSLT(llvm::ConstantVector::get(lane_numbers),
+                                   b_.CreateVectorSplat(static_cast<unsigned>(W), count));
     for (int h = 0; h < 2; ++h) {
       std::vector<Value*> cols;
       for (int c = 0; c < W; ++c) {
-        cols.push_back(c < tile_columns ? acc[2 * static_cast<size_t>(c) + static_cast<size_t>(h)] : static_cast<Value*>(llvm::ConstantAggregateZero::get(vt)));
+        cols.push_back(c < tile_columns ? acc[2 * static_cast<size_t>(c) + static_cast<size_t>(h)]
+                                        : static_cast<Value*>(llvm::ConstantAggregateZero::get(vt)));
       }
       std::vector<Value*> rows = transpose_square(cols);
       for (int r = 0; r < W && h * W + r < M; ++r) {
-        b_.CreateMaskedStore(rows[static_cast<size_t>(r)], elem(cp, g.c_offset(none, i64(h * W + r), j0)), ealign, mask);
+        b_.CreateMaskedStore(rows[static_cast<size_t>(r)], elem(cp, g.c_offset(none, i64(h * W + r), j0)), ealign,
+                             mask);
       }
     }
     if (has_epilogue) {

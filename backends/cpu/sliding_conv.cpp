@@ -82,7 +82,8 @@ bool KernelEmitter::sliding_conv(Value* lo, Value* hi) {
   int64_t taps = s.channels * s.KH * s.KW;
   int64_t bytes = esize * (s.staged() + 2 * lanes);
   if (s.weight_grad) {
-    bytes += esize * (grad_tile_rows(lanes) + 1) * round_up(s.wide(), lanes) + esize * grad_tile_rows(lanes) * taps * lanes;
+    bytes +=
+        esize * (grad_tile_rows(lanes) + 1) * round_up(s.wide(), lanes) + esize * grad_tile_rows(lanes) * taps * lanes;
   } else {
     bytes += esize * s.rows * round_up(s.wide(), 2 * lanes);
   }
@@ -217,7 +218,8 @@ void KernelEmitter::slide_weight_grad(const Slide& s, int lanes, Value* lo, Valu
   auto* mvt = llvm::FixedVectorType::get(it, static_cast<unsigned>(lanes));
   Value* outputs = stack_buffer(it, row_len);
   emit_for(b_, i64(0), i64(row_len), {}, [&](Value* q, const std::vector<Value*>&) {
-    Value* is_output = b_.CreateAnd(b_.CreateICmpSLT(q, i64(s.wide())), b_.CreateICmpSLT(b_.CreateURem(q, i64(s.SW)), i64(s.out_w)));
+    Value* is_output =
+        b_.CreateAnd(b_.CreateICmpSLT(q, i64(s.wide())), b_.CreateICmpSLT(b_.CreateURem(q, i64(s.SW)), i64(s.out_w)));
     b_.CreateStore(b_.CreateSExt(is_output, it), b_.CreateInBoundsGEP(it, outputs, q));
     return std::vector<Value*>{};
   });
@@ -247,7 +249,9 @@ void KernelEmitter::slide_weight_grad(const Slide& s, int lanes, Value* lo, Valu
         for (int j = 0; j < nt; ++j) init.push_back(b_.CreateAlignedLoad(vt, slot(o, j), valign));
       std::vector<Value*> acc = emit_for(b_, i64(0), i64(steps), init, [&](Value* step, const std::vector<Value*>& a) {
         Value* q = b_.CreateMul(step, i64(lanes));
-        Value* mask = masked ? b_.CreateICmpNE(b_.CreateAlignedLoad(mvt, b_.CreateInBoundsGEP(it, outputs, q), valign), llvm::ConstantAggregateZero::get(mvt)) : nullptr;
+        Value* mask = masked ? b_.CreateICmpNE(b_.CreateAlignedLoad(mvt, b_.CreateInBoundsGEP(it, outputs, q), valign),
+                                               llvm::ConstantAggregateZero::get(mvt))
+                             : nullptr;
         std::vector<Value*> gv;
         for (int o = 0; o < count; ++o) gv.push_back(b_.CreateAlignedLoad(vt, elem(grads, b_.CreateAdd(i64(o * row_len), q)), valign));
         std::vector<Value*> next = a;
@@ -269,10 +273,11 @@ void KernelEmitter::slide_weight_grad(const Slide& s, int lanes, Value* lo, Valu
       stage_image(g, image, o0, count, grads, {row_len, s.SW, 0, 0, s.out_h, s.out_w});
       // Masking costs a third of the kernel's time (LeNet's conv2): only an image holding an
       // infinity or a NaN needs it (x - x is then NaN somewhere).
-      Value* not_finite = emit_for(b_, i64(0), i64(s.staged()), {b_.getFalse()}, [&](Value* i, const std::vector<Value*>& any) {
-        Value* v = b_.CreateLoad(et, elem(staged, i));
-        return std::vector<Value*>{b_.CreateOr(any[0], is_nan(b_.CreateFSub(v, v)))};
-      })[0];
+      Value* not_finite =
+          emit_for(b_, i64(0), i64(s.staged()), {b_.getFalse()}, [&](Value* i, const std::vector<Value*>& any) {
+            Value* v = b_.CreateLoad(et, elem(staged, i));
+            return std::vector<Value*>{b_.CreateOr(any[0], is_nan(b_.CreateFSub(v, v)))};
+          })[0];
       auto all_taps = [&](bool masked) {
         emit_for(b_, i64(0), i64(taps / tb), {}, [&](Value* tq, const std::vector<Value*>&) {
           tap_block(b_.CreateMul(tq, i64(tb)), tb, masked);

@@ -83,14 +83,16 @@ TEST(CpuMatmul, FewRowsTimesATransposeAsTransposedTiles) {
     fx::set_num_threads(threads);
     for (fx::DType t : {fx::f32, fx::f64}) {
       for (Case c : {Case{32, 784, 128}, Case{20, 45, 64}, Case{17, 12, 16}, Case{12, 37, 32}, Case{9, 300, 240}}) {
-        SCOPED_TRACE(std::string(fx::dtype_name(t)) + " m=" + std::to_string(c.m) + " n=" + std::to_string(c.n) + " k=" +
-                     std::to_string(c.k) + " threads " + std::to_string(threads));
+        SCOPED_TRACE(std::string(fx::dtype_name(t)) + " m=" + std::to_string(c.m) + " n=" + std::to_string(c.n) +
+                     " k=" + std::to_string(c.k) + " threads " + std::to_string(threads));
         Array a = uniform(t, {c.m, c.k}, 11), bt = uniform(t, {c.n, c.k}, 12);
         expect_same_as_interpreter([](Tensor x, Tensor y) { return fx::matmul(x, fx::transpose(y)); }, a, bt, c.k);
-        expect_same_as_interpreter([](Tensor x, Tensor y) { return fx::sin(fx::matmul(x, fx::transpose(y))) * 2.0; }, a, bt, c.k);
+        expect_same_as_interpreter([](Tensor x, Tensor y) { return fx::sin(fx::matmul(x, fx::transpose(y))) * 2.0; }, a,
+                                   bt, c.k);
         // A row reduction in the epilogue (threads split these tiles by columns, so it runs as
         // the packed kernel instead).
-        expect_same_as_interpreter([](Tensor x, Tensor y) { return fx::sum(fx::matmul(x, fx::transpose(y)), {1}); }, a, bt, c.k * c.n);
+        expect_same_as_interpreter([](Tensor x, Tensor y) { return fx::sum(fx::matmul(x, fx::transpose(y)), {1}); }, a,
+                                   bt, c.k * c.n);
       }
     }
   }

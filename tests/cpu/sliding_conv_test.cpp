@@ -68,9 +68,11 @@ TEST(CpuSlidingConv, ValueAndGradientsMatchTheInterpreter) {
         double u = (t == fx::f32 ? 0x1p-24 : 0x1p-53) * 8 * terms;
         // The loss adds up every output: its own terms on top of each output's.
         std::vector<int64_t> pad = padding.size() == 1 ? std::vector<int64_t>(4, padding[0])
-                                   : padding.size() == 2 ? std::vector<int64_t>{padding[0], padding[0], padding[1], padding[1]}
-                                                         : padding;
-        double outputs = static_cast<double>(c.x[0] * c.w[0] * (c.x[2] + pad[0] + pad[1] - c.w[2] + 1) * (c.x[3] + pad[2] + pad[3] - c.w[3] + 1));
+                                   : padding.size() == 2
+                                       ? std::vector<int64_t>{padding[0], padding[0], padding[1], padding[1]}
+                                       : padding;
+        double outputs = static_cast<double>(c.x[0] * c.w[0] * (c.x[2] + pad[0] + pad[1] - c.w[2] + 1) *
+                                             (c.x[3] + pad[2] + pad[3] - c.w[3] + 1));
         double eps = t == fx::f32 ? 0x1p-24 : 0x1p-53;
         EXPECT_NEAR(value.item(), want_value.item(), 4 * eps * (terms + outputs) * (1 + std::abs(want_value.item())));
         ASSERT_EQ(grads.size(), 3u);
@@ -120,7 +122,9 @@ TEST(CpuSlidingConv, AnInfinityOutsideATapsWindowLeavesItsWeightGradientFinite) 
     xs[3 * 6 + 5] = std::numeric_limits<double>::quiet_NaN();
     Array x = fx::testing::make(t, xs, {2, 1, 3, 6});
     Array w = fx::testing::make(t, fx::testing::random_doubles(3, -1, 1, 8), {1, 1, 1, 3});
-    auto dw = [](Tensor x, Tensor w) { return fx::grad([](Tensor w, Tensor x) { return fx::sum(fx::conv2d(x, w) * 1.5); })(w, x); };
+    auto dw = [](Tensor x, Tensor w) {
+      return fx::grad([](Tensor w, Tensor x) { return fx::sum(fx::conv2d(x, w) * 1.5); })(w, x);
+    };
     std::vector<double> got = fx::jit(dw, fx::Backend::Cpu)(x, w)[0].to_doubles();
     std::vector<double> want = fx::jit(dw, fx::Backend::Interp)(x, w)[0].to_doubles();
     ASSERT_EQ(got.size(), 3u);
@@ -142,7 +146,9 @@ TEST(CpuSlidingConv, PerImageEpilogueReductionsAndNoImages) {
   ASSERT_EQ(got.size(), 64u);
   for (size_t i = 0; i < got.size(); ++i) EXPECT_NEAR(got[i], want[i], 1e-4 * (1 + std::abs(want[i]))) << "image " << i;
 
-  auto dw = [](Tensor x, Tensor w) { return fx::grad([](Tensor w, Tensor x) { return fx::sum(fx::conv2d(x, w)); })(w, x)[0]; };
+  auto dw = [](Tensor x, Tensor w) {
+    return fx::grad([](Tensor w, Tensor x) { return fx::sum(fx::conv2d(x, w)); })(w, x)[0];
+  };
   Array none(fx::f32, {0, 2, 12, 12});
   std::vector<double> zero = fx::jit(dw, fx::Backend::Cpu)(none, w).to_doubles();
   ASSERT_EQ(zero.size(), 400u);
