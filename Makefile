@@ -5,10 +5,12 @@
 #   make demo   install what is missing, build in Release, train the MLP sample on Fashion-MNIST
 #   make test   install what is missing, then every check CI runs: the whole suite (test-unit),
 #               the whole suite under ASan + UBSan (test-sanitize), the concurrency tests under
-#               ThreadSanitizer (test-tsan), each parser's fuzz target for a minute (test-fuzz)
+#               ThreadSanitizer (test-tsan), each parser's fuzz target for a minute (test-fuzz),
+#               the API reference without a Doxygen warning (docs, a few seconds)
 #   make test-unit      the suite alone (the quick one while developing)
 #   make bench  the benchmarks against libtorch and hand-written C++ (bench/README.md);
 #               BENCH_ARGS=--quick for a fast smoke run
+#   make docs   the API reference of the public headers (Doxygen) in build/docs/html
 #   make lint   clang-format and clang-tidy on the C++ files changed since LINT_BASE (scripts/lint.sh;
 #               needs build/test/compile_commands.json, which make test-unit writes)
 # Variables: JOBS (parallel jobs, default: all cores), CMAKE_FLAGS (more -D options for every
@@ -23,7 +25,7 @@ ifeq ($(LP_NUM_THREADS),)
 LP_NUM_THREADS := 0
 endif
 
-.PHONY: deps demo test test-unit test-sanitize test-tsan test-fuzz build-release build-test bench lint clean
+.PHONY: deps demo test test-unit test-sanitize test-tsan test-fuzz build-release build-test bench docs lint clean
 
 deps:
 	scripts/install-deps.sh
@@ -40,7 +42,7 @@ build-test: deps
 	cmake --preset test $(CMAKE_FLAGS)
 	cmake --build --preset test -j $(JOBS)
 
-test: test-unit test-sanitize test-tsan test-fuzz
+test: test-unit test-sanitize test-tsan test-fuzz docs
 
 test-unit: build-test
 	LP_NUM_THREADS=$(LP_NUM_THREADS) ctest --preset test -j $(JOBS)
@@ -83,6 +85,13 @@ bench:
 	  --json bench/results.json --append --quick $(BENCH_ARGS)
 	build/bench/bench/fluxion_train_bench --threads 1 --epochs 3 --json bench/results.json --append
 	build/bench/bench/fluxion_matmul_bench
+
+# The API reference of dsl/include/fluxion/ (Doxyfile); any Doxygen warning fails it. The
+# Doxyfile reads the version from the environment; version.h is its one source.
+docs: deps
+	mkdir -p build/docs
+	FLUXION_VERSION=$$(sed -n 's/^#define FLUXION_VERSION_\(MAJOR\|MINOR\|PATCH\) \([0-9]*\)$$/\2/p' \
+	  dsl/include/fluxion/version.h | paste -sd.) doxygen Doxyfile
 
 # LINT_BASE: the commit to compare HEAD with (scripts/lint.sh: default FLUXION_LINT_BASE, else HEAD~20).
 LINT_BASE ?=
