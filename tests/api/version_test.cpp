@@ -4,7 +4,7 @@
 
 #include <gtest/gtest.h>
 
-#include "fluxion/version.h"
+#include "fluxion/fluxion.h"
 
 namespace {
 

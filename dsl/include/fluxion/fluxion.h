@@ -13,4 +13,5 @@
 #include "fluxion/runtime.h"
 #include "fluxion/tensor.h"
 #include "fluxion/tree.h"
+#include "fluxion/version.h"
 #include "fluxion/vulkan.h"
