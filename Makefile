@@ -3,16 +3,16 @@
 # below run `cmake --preset X`, `cmake --build --preset X` and `ctest --preset X`, so the flags
 # of each configuration live in the presets only.
 #   make demo   install what is missing, build in Release, train the MLP sample on Fashion-MNIST
-#   make test   install what is missing, then every check CI runs: the whole suite (test-unit),
-#               the whole suite under ASan + UBSan (test-sanitize), the concurrency tests under
-#               ThreadSanitizer (test-tsan), each parser's fuzz target for a minute (test-fuzz),
-#               the API reference without a Doxygen warning (docs, a few seconds)
+#   make test   install what is missing, then every check CI runs but the linter: the whole suite
+#               (test-unit), the whole suite under ASan + UBSan (test-sanitize), the concurrency
+#               tests under ThreadSanitizer (test-tsan), each parser's fuzz target for a minute
+#               (test-fuzz), the API reference without a Doxygen warning (docs, a few seconds)
 #   make test-unit      the suite alone (the quick one while developing)
 #   make bench  the benchmarks against libtorch and hand-written C++ (bench/README.md);
 #               BENCH_ARGS=--quick for a fast smoke run
 #   make docs   the API reference of the public headers (Doxygen) in build/docs/html
-#   make lint   clang-format and clang-tidy on the C++ files changed since LINT_BASE (scripts/lint.sh;
-#               needs build/test/compile_commands.json, which make test-unit writes)
+#   make lint   clang-format and clang-tidy on the C++ lines changed since LINT_BASE (default
+#               HEAD~20; scripts/lint.sh, which CI runs after make test; needs build/test)
 # Variables: JOBS (parallel jobs, default: all cores), CMAKE_FLAGS (more -D options for every
 # configure step, e.g. CMAKE_FLAGS=-DFLUXION_WERROR=OFF), LP_NUM_THREADS (below).
 JOBS ?= $(shell nproc)
@@ -20,7 +20,8 @@ CMAKE_FLAGS ?=
 BENCH_ARGS ?=
 # LP_NUM_THREADS=0: lavapipe (the Vulkan device of machines without a GPU) runs dispatches on the
 # calling thread, far faster for the suite's many small dispatches (docs/vulkan.md). It is passed
-# to every ctest run and the Vulkan benchmark run; LP_NUM_THREADS=4 make test-unit overrides it.
+# to the suite's ctest runs and the Vulkan benchmark run; LP_NUM_THREADS=4 make test-unit
+# overrides it.
 ifeq ($(LP_NUM_THREADS),)
 LP_NUM_THREADS := 0
 endif
@@ -93,10 +94,10 @@ docs: deps
 	FLUXION_VERSION=$$(sed -n 's/^#define FLUXION_VERSION_\(MAJOR\|MINOR\|PATCH\) \([0-9]*\)$$/\2/p' \
 	  dsl/include/fluxion/version.h | paste -sd.) doxygen Doxyfile
 
-# LINT_BASE: the commit to compare HEAD with (scripts/lint.sh: default FLUXION_LINT_BASE, else HEAD~20).
+# LINT_BASE: the commit to compare with (scripts/lint.sh: default FLUXION_LINT_BASE, else HEAD~20).
 LINT_BASE ?=
 lint: deps
-	scripts/lint.sh $(LINT_BASE)
+	JOBS=$(JOBS) scripts/lint.sh $(LINT_BASE)
 
 clean:
 	rm -rf build
