@@ -9,9 +9,9 @@
 #include <mutex>
 #include <sstream>
 
-#include "backends/files.h"
 #include "fluxion/error.h"
 #include "fluxion/profile.h"
+#include "support/files.h"
 
 namespace fluxion {
 namespace {
@@ -118,7 +118,7 @@ void write_chrome_trace(const std::string& path) {
     }
     json << "\n], \"displayTimeUnit\": \"ns\"}\n";
   }
-  backends::write_file_atomically(path, json.str(), "write_chrome_trace");
+  support::write_file_atomically(path, json.str(), "write_chrome_trace");
 }
 
 namespace backends {

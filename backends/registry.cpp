@@ -1,12 +1,10 @@
 // Which backends exist in this build, and compilation dispatch to them.
+#include <cstring>
 #include <string>
 
 #include "backends/backend.h"
-#include <cstring>
-
-#include "backends/counters.h"
 #include "backends/cpu/executable.h"
-#include "backends/interp/interpreter.h"
+#include "backends/interp/executable.h"
 #include "backends/vulkan/executable.h"
 #include "fluxion/error.h"
 
@@ -30,23 +28,6 @@ std::vector<Backend> available_backends() {
 Backend default_backend() { return Backend::Cpu; }
 
 namespace backends {
-namespace {
-
-// The interpreter runs the program as it is: there is nothing to compile.
-class InterpExecutable final : public Executable {
- public:
-  explicit InterpExecutable(const ir::Program& p) : program_(p) {}
-  std::vector<Array> run(const std::vector<Array>& inputs) const override {
-    counters().program_calls++;
-    return interp::run(program_, inputs);
-  }
-
- private:
-  ir::Program program_;
-};
-
-}  // namespace
-
 void Executable::run_into(const std::vector<Array>& inputs, std::vector<Array>& outputs) const {
   std::vector<Array> results = run(inputs);
   for (size_t k = 0; k < outputs.size(); ++k) {
@@ -56,7 +37,7 @@ void Executable::run_into(const std::vector<Array>& inputs, std::vector<Array>& 
 
 std::unique_ptr<Executable> compile(const ir::Program& p, Backend backend) {
   switch (backend) {
-    case Backend::Interp: return std::make_unique<InterpExecutable>(p);
+    case Backend::Interp: return interp::compile(p);
     case Backend::Cpu: return cpu::compile(p);
     case Backend::Vulkan: return vulkan::compile(p);
   }

@@ -12,9 +12,9 @@
 #include <string>
 #include <thread>
 
-#include "backends/interp/philox.h"
 #include "fluxion/error.h"
 #include "fluxion/runtime.h"
+#include "jit/eval/philox.h"
 
 namespace fluxion::cpu {
 namespace {

@@ -5,9 +5,9 @@
 #include <cstdlib>
 #include <string>
 
-#include "backends/interp/interpreter.h"
 #include "fluxion/error.h"
 #include "fluxion/runtime.h"
+#include "jit/eval/interpreter.h"
 
 namespace fluxion {
 

@@ -3,11 +3,11 @@
 
 #include <string>
 
+#include "driver/pipeline.h"
 #include "dsl/src/check_numerics.h"
 #include "dsl/src/trace.h"
 #include "fluxion/error.h"
 #include "fluxion/runtime.h"
-#include "jit/pipeline.h"
 
 namespace fluxion {
 

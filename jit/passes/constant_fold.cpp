@@ -7,7 +7,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "backends/interp/interpreter.h"
+#include "jit/eval/interpreter.h"
 #include "jit/passes/passes.h"
 
 namespace fluxion::passes {

@@ -1,7 +1,7 @@
 // Training checkpoints: a round trip resumes training exactly; mismatched files are refused
 // with every problem listed and the state left unchanged; a failed save keeps the old file.
-#include "backends/files.h"
 #include "data/data_test_util.h"
+#include "support/files.h"
 
 namespace fx = fluxion;
 namespace nn = fluxion::nn;
@@ -74,9 +74,9 @@ TEST_F(Checkpoints, DamagedAndInterruptedFiles) {
             std::string::npos);
   // A save that fails midway keeps the previous checkpoint.
   for (int i = 0; i < 2; ++i) trainer.step(s, x, y);
-  fluxion::backends::fail_writes_after_for_testing(static_cast<int64_t>(good.size() / 2));
+  fluxion::support::fail_writes_after_for_testing(static_cast<int64_t>(good.size() / 2));
   EXPECT_THROW(nn::save_checkpoint(path("ck.safetensors"), model, opt, s), fx::Error);
-  fluxion::backends::fail_writes_after_for_testing(-1);
+  fluxion::support::fail_writes_after_for_testing(-1);
   EXPECT_EQ(read_bytes(path("ck.safetensors")), good);
   nn::save_checkpoint(path("ck.safetensors"), model, opt, s);
   EXPECT_NE(read_bytes(path("ck.safetensors")), good);

@@ -2,8 +2,8 @@
 // files, and saves that fail midway leaving the previous file intact.
 #include <cstring>
 
-#include "backends/files.h"
 #include "data/data_test_util.h"
+#include "support/files.h"
 
 namespace fx = fluxion;
 using fx::Array;
@@ -95,11 +95,11 @@ TEST_F(Safetensors, AFailedSaveLeavesThePreviousFileIntact) {
   fx::save_safetensors(path("c.safetensors"), {{"w", Array(std::vector<float>{1, 2, 3}, {3})}});
   std::string before = read_bytes(path("c.safetensors"));
   for (int64_t budget : {0, 10, 100}) {  // the disk fills up at several points of the write
-    fluxion::backends::fail_writes_after_for_testing(budget);
+    fluxion::support::fail_writes_after_for_testing(budget);
     std::string m = error_of([&] {
       fx::save_safetensors(path("c.safetensors"), {{"w", Array(std::vector<float>(1000, 9.0f), {1000})}});
     });
-    fluxion::backends::fail_writes_after_for_testing(-1);
+    fluxion::support::fail_writes_after_for_testing(-1);
     EXPECT_NE(m.find("previous file is unchanged"), std::string::npos) << m;
     EXPECT_EQ(read_bytes(path("c.safetensors")), before);
   }

@@ -3,9 +3,9 @@
 #include <cmath>
 #include <cstdio>
 
-#include "backends/interp/interpreter.h"
+#include "driver/pipeline.h"
+#include "jit/eval/interpreter.h"
 #include "jit/ir/ir.h"
-#include "jit/pipeline.h"
 
 namespace fluxion::difffuzz {
 

@@ -6,8 +6,8 @@
 #include <cmath>
 #include <string>
 
-#include "backends/interp/interpreter.h"
 #include "fluxion/error.h"
+#include "jit/eval/interpreter.h"
 #include "jit/ir/ir.h"
 
 namespace fx = fluxion;

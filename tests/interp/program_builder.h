@@ -9,9 +9,9 @@
 #include <string>
 #include <vector>
 
-#include "backends/interp/interpreter.h"
 #include "fluxion/array.h"
 #include "fluxion/error.h"
+#include "jit/eval/interpreter.h"
 #include "jit/ir/ir.h"
 
 namespace interp_test {

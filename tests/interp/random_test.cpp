@@ -4,8 +4,8 @@
 #include <cmath>
 #include <numbers>
 
-#include "backends/interp/philox.h"
 #include "interp/program_builder.h"
+#include "jit/eval/philox.h"
 
 using namespace interp_test;
 namespace philox = fluxion::philox;

@@ -8,10 +8,10 @@
 #include <set>
 #include <sstream>
 
-#include "backends/files.h"
 #include "dsl/src/data/json.h"
 #include "dsl/src/data/safetensors_bytes.h"
 #include "fluxion/error.h"
+#include "support/files.h"
 
 static_assert(std::endian::native == std::endian::little, "safetensors data is little-endian");
 
@@ -118,7 +118,7 @@ void save_safetensors(const std::string& path, const NamedArrays& tensors,
     const Array& a = entry.second;
     if (a.size() > 0) file.append(static_cast<const char*>(a.data()), static_cast<size_t>(a.size() * dtype_size(a.dtype())));
   }
-  backends::write_file_atomically(path, file, "save_safetensors");
+  support::write_file_atomically(path, file, "save_safetensors");
 }
 
 NamedArrays load_safetensors(const std::string& path, std::map<std::string, std::string>* metadata) {

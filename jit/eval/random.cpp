@@ -3,8 +3,8 @@
 #include <cmath>
 #include <numbers>
 
-#include "backends/interp/buffer.h"
-#include "backends/interp/philox.h"
+#include "jit/eval/buffer.h"
+#include "jit/eval/philox.h"
 
 namespace fluxion::interp {
 namespace {
@@ -26,7 +26,8 @@ Buffer eval_random(const ir::Node& n, const std::vector<Value>& in, const Tensor
   }
   for (size_t i = 0; i < r.v.size(); ++i) {
     uint64_t idx = i;
-    philox::Counter w = philox::philox4x32_10({static_cast<uint32_t>(idx), static_cast<uint32_t>(idx >> 32), 0, 0}, key);
+    philox::Counter w =
+        philox::philox4x32_10({static_cast<uint32_t>(idx), static_cast<uint32_t>(idx >> 32), 0, 0}, key);
     double x;
     if (n.op == ir::Op::RngNormal) {
       double u1 = (static_cast<double>(w[0]) + 1.0) * 0x1p-32;  // (0, 1]: log is finite

@@ -2,8 +2,8 @@
 // gather, take. Each output element is computed from its multi-index.
 #include <algorithm>
 
-#include "backends/interp/buffer.h"
 #include "fluxion/error.h"
+#include "jit/eval/buffer.h"
 
 namespace fluxion::interp {
 namespace {
@@ -86,7 +86,8 @@ Buffer eval_movement(const ir::Node& n, const std::vector<Value>& in, const Tens
   Buffer r = zeros(out);
   switch (ir::op_info(n.op).cls) {
     case OpClass::Constant:
-      for (size_t i = 0; i < r.v.size(); ++i) r.v[i] = round_to(out.dtype, n.attrs.data.size() == 1 ? n.attrs.data[0] : n.attrs.data[i]);
+      for (size_t i = 0; i < r.v.size(); ++i)
+        r.v[i] = round_to(out.dtype, n.attrs.data.size() == 1 ? n.attrs.data[0] : n.attrs.data[i]);
       return r;
     case OpClass::Iota:
       for (int64_t i = 0; i < out.numel(); ++i) {
@@ -99,7 +100,8 @@ Buffer eval_movement(const ir::Node& n, const std::vector<Value>& in, const Tens
     default: break;
   }
   for (int64_t i = 0; i < out.numel(); ++i) {
-    r.v[static_cast<size_t>(i)] = in[0]->v[static_cast<size_t>(source_index(n, in, unravel(i, out.shape), i, out.shape))];
+    r.v[static_cast<size_t>(i)] =
+        in[0]->v[static_cast<size_t>(source_index(n, in, unravel(i, out.shape), i, out.shape))];
   }
   return r;
 }

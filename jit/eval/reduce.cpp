@@ -4,7 +4,7 @@
 #include <cstdint>
 #include <limits>
 
-#include "backends/interp/buffer.h"
+#include "jit/eval/buffer.h"
 
 namespace fluxion::interp {
 namespace {
@@ -33,8 +33,10 @@ double identity(Op op, DType t) {
 double combine(Op op, double acc, double x) {
   switch (op) {
     case Op::ReduceSum: return acc + x;
-    case Op::ReduceMax: return std::isnan(acc) || std::isnan(x) ? std::numeric_limits<double>::quiet_NaN() : std::max(acc, x);
-    case Op::ReduceMin: return std::isnan(acc) || std::isnan(x) ? std::numeric_limits<double>::quiet_NaN() : std::min(acc, x);
+    case Op::ReduceMax:
+      return std::isnan(acc) || std::isnan(x) ? std::numeric_limits<double>::quiet_NaN() : std::max(acc, x);
+    case Op::ReduceMin:
+      return std::isnan(acc) || std::isnan(x) ? std::numeric_limits<double>::quiet_NaN() : std::min(acc, x);
     default: return acc;
   }
 }
@@ -76,7 +78,8 @@ Buffer eval_reduce(const ir::Node& n, const Buffer& x, const TensorType& out) {
       size_t o = static_cast<size_t>(out_index(unravel(i, s), reduced, out.shape));
       acc[o] += static_cast<uint64_t>(static_cast<int64_t>(x.v[static_cast<size_t>(i)]));
     }
-    for (size_t o = 0; o < acc.size(); ++o) r.v[o] = static_cast<double>(static_cast<int32_t>(static_cast<uint32_t>(acc[o])));
+    for (size_t o = 0; o < acc.size(); ++o)
+      r.v[o] = static_cast<double>(static_cast<int32_t>(static_cast<uint32_t>(acc[o])));
     return r;
   }
   // Float sums, and max/min of any dtype (exact): accumulated in double, rounded once at the end.

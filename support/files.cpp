@@ -1,4 +1,4 @@
-#include "backends/files.h"
+#include "support/files.h"
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -10,7 +10,7 @@
 
 #include "fluxion/error.h"
 
-namespace fluxion::backends {
+namespace fluxion::support {
 
 namespace {
 
@@ -62,8 +62,9 @@ void write_file_atomically(const std::string& path, std::string_view bytes, std:
   std::filesystem::rename(tmp, path, ec);
   if (ec) {
     std::filesystem::remove(tmp, ignored);
-    detail::fail(op, "cannot rename '" + tmp + "' to '" + path + "': " + ec.message() + " (any previous file is unchanged)");
+    detail::fail(
+        op, "cannot rename '" + tmp + "' to '" + path + "': " + ec.message() + " (any previous file is unchanged)");
   }
 }
 
-}  // namespace fluxion::backends
+}  // namespace fluxion::support

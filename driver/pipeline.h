@@ -10,8 +10,8 @@
 namespace fluxion::compiler {
 
 struct CompiledProgram {
-  ir::Program traced;     // as recorded from the user's function
-  ir::Program optimized;  // after simplification: what the backend runs
+  ir::Program traced;                                      // as recorded from the user's function
+  ir::Program optimized;                                   // after simplification: what the backend runs
   std::shared_ptr<const backends::Executable> executable;  // shared through the compile cache
 };
 

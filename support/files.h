@@ -7,7 +7,7 @@
 #include <string>
 #include <string_view>
 
-namespace fluxion::backends {
+namespace fluxion::support {
 
 // Raises Error naming `op` and the path when the write fails; the temporary file is removed.
 void write_file_atomically(const std::string& path, std::string_view bytes, std::string_view op);
@@ -16,4 +16,4 @@ void write_file_atomically(const std::string& path, std::string_view bytes, std:
 // (as a full disk or a crash would), until called with -1.
 void fail_writes_after_for_testing(int64_t bytes);
 
-}  // namespace fluxion::backends
+}  // namespace fluxion::support

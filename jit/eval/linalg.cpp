@@ -3,7 +3,7 @@
 #include <cstdint>
 #include <limits>
 
-#include "backends/interp/buffer.h"
+#include "jit/eval/buffer.h"
 
 namespace fluxion::interp {
 
@@ -140,9 +140,8 @@ Buffer eval_pool(const ir::Node& n, const std::vector<Value>& in, const TensorTy
   double area = static_cast<double>(a.window.empty() ? 1 : a.window[0] * a.window[1]);
   switch (n.op) {
     case ir::Op::MaxPool2d:
-      for_each_window(a, in[0]->type.shape, out.shape, [&](size_t yi, const std::vector<size_t>& ps) {
-        r.v[yi] = in[0]->v[selected(in[0]->v, ps)];
-      });
+      for_each_window(a, in[0]->type.shape, out.shape,
+                      [&](size_t yi, const std::vector<size_t>& ps) { r.v[yi] = in[0]->v[selected(in[0]->v, ps)]; });
       break;
     // Average pooling counts padded positions as zeros (count_include_pad).
     case ir::Op::AvgPool2d:
@@ -152,14 +151,12 @@ Buffer eval_pool(const ir::Node& n, const std::vector<Value>& in, const TensorTy
       });
       break;
     case ir::Op::MaxPool2dSelect:  // in = x, t
-      for_each_window(a, in[0]->type.shape, out.shape, [&](size_t yi, const std::vector<size_t>& ps) {
-        r.v[yi] = in[1]->v[selected(in[0]->v, ps)];
-      });
+      for_each_window(a, in[0]->type.shape, out.shape,
+                      [&](size_t yi, const std::vector<size_t>& ps) { r.v[yi] = in[1]->v[selected(in[0]->v, ps)]; });
       break;
     case ir::Op::MaxPool2dGrad:  // in = x, g
-      for_each_window(a, out.shape, in[1]->type.shape, [&](size_t yi, const std::vector<size_t>& ps) {
-        r.v[selected(in[0]->v, ps)] += in[1]->v[yi];
-      });
+      for_each_window(a, out.shape, in[1]->type.shape,
+                      [&](size_t yi, const std::vector<size_t>& ps) { r.v[selected(in[0]->v, ps)] += in[1]->v[yi]; });
       break;
     default:  // AvgPool2dGrad: in = g
       for_each_window(a, out.shape, in[0]->type.shape, [&](size_t yi, const std::vector<size_t>& ps) {

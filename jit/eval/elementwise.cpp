@@ -5,8 +5,8 @@
 #include <cstdint>
 #include <limits>
 
-#include "backends/interp/buffer.h"
 #include "fluxion/error.h"
+#include "jit/eval/buffer.h"
 
 namespace fluxion::interp {
 namespace {
@@ -100,7 +100,7 @@ Buffer eval_elementwise(const ir::Node& n, const std::vector<Value>& in, const T
       case ir::OpClass::Unary:
         // i32 square wraps like i32 mul (x*x can need more than the 53 bits of a double).
         x = n.op == Op::Square && in_type == DType::i32 ? wrapping_i32(Op::Mul, in[0]->v[i], in[0]->v[i])
-                                                         : unary(n.op, in[0]->v[i]);
+                                                        : unary(n.op, in[0]->v[i]);
         break;
       case ir::OpClass::Select: x = in[0]->v[i] != 0 ? in[1]->v[i] : in[2]->v[i]; break;
       case ir::OpClass::Convert:

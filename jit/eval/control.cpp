@@ -2,8 +2,8 @@
 #include <memory>
 #include <string>
 
-#include "backends/interp/buffer.h"
 #include "fluxion/error.h"
+#include "jit/eval/buffer.h"
 
 namespace fluxion::interp {
 namespace {

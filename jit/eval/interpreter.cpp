@@ -1,14 +1,14 @@
 // Dispatch: runs a region node by node, each through its family's rule, then converts between
 // Arrays and the interpreter's double buffers at the program boundary.
-#include "backends/interp/interpreter.h"
+#include "jit/eval/interpreter.h"
 
 #include <cmath>
 #include <limits>
 #include <new>
 #include <string>
 
-#include "backends/interp/buffer.h"
 #include "fluxion/error.h"
+#include "jit/eval/buffer.h"
 
 namespace fluxion::interp {
 
@@ -193,14 +193,14 @@ std::optional<NonFinite> first_non_finite(const ir::Program& p, const std::vecto
 std::vector<Array> run(const ir::Program& p, const std::vector<Array>& inputs) {
   std::vector<TensorType> want = p.body.param_types();
   if (inputs.size() != want.size()) {
-    detail::fail("call", "the program takes " + std::to_string(want.size()) + " input(s), got " +
-                             std::to_string(inputs.size()));
+    detail::fail(
+        "call", "the program takes " + std::to_string(want.size()) + " input(s), got " + std::to_string(inputs.size()));
   }
   std::vector<Value> args;
   for (size_t i = 0; i < inputs.size(); ++i) {
     if (inputs[i].type() != want[i]) {
-      detail::fail("call", "input " + std::to_string(i) + " is " + inputs[i].type().str() + ", expected " +
-                               want[i].str());
+      detail::fail("call",
+                   "input " + std::to_string(i) + " is " + inputs[i].type().str() + ", expected " + want[i].str());
     }
     args.push_back(from_array(inputs[i]));
   }

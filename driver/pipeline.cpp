@@ -1,10 +1,10 @@
-#include "jit/pipeline.h"
+#include "driver/pipeline.h"
 
 #include <cstdio>
 #include <cstdlib>
 #include <string>
 
-#include "jit/compile_cache.h"
+#include "driver/compile_cache.h"
 #include "jit/passes/passes.h"
 
 namespace fluxion::compiler {

@@ -1,0 +1,25 @@
+#include "backends/interp/executable.h"
+
+#include "backends/counters.h"
+#include "jit/eval/interpreter.h"
+
+namespace fluxion::interp {
+namespace {
+
+class InterpExecutable final : public backends::Executable {
+ public:
+  explicit InterpExecutable(const ir::Program& p) : program_(p) {}
+  std::vector<Array> run(const std::vector<Array>& inputs) const override {
+    backends::counters().program_calls++;
+    return interp::run(program_, inputs);
+  }
+
+ private:
+  ir::Program program_;
+};
+
+}  // namespace
+
+std::unique_ptr<backends::Executable> compile(const ir::Program& p) { return std::make_unique<InterpExecutable>(p); }
+
+}  // namespace fluxion::interp
