@@ -92,6 +92,7 @@ class KernelEmitter {
   llvm::Value* at_flat(ir::ValueId v, llvm::Value* flat);
 
  private:
+  class ScalarOps;  // kernel::lower_elementwise's primitives (elementwise.cpp)
   llvm::Value* compute(const ir::Node& n, const Index& idx);
   llvm::Value* elementwise(const ir::Node& n, const std::vector<llvm::Value*>& x, DType in, DType out);
   llvm::Value* view(const ir::Node& n, ir::ValueId v, const Index& idx);
@@ -102,7 +103,7 @@ class KernelEmitter {
   llvm::Value* pointer(ir::ValueId v);
   llvm::Value* flat(const Index& idx, const Shape& shape);
   llvm::Value* constant(DType t, double v);
-  llvm::Value* math(const char* f32_name, const char* f64_name, DType t, std::vector<llvm::Value*> args);
+  llvm::Value* math(std::string_view name, DType t, std::vector<llvm::Value*> args);
   llvm::Value* intrinsic(llvm::Intrinsic::ID id, std::vector<llvm::Value*> args);
   llvm::Value* reduce_identity(ir::Op op, DType t);
   llvm::Value* combine(ir::Op op, DType t, llvm::Value* acc, llvm::Value* x);
@@ -131,7 +132,7 @@ class KernelEmitter {
   void vector_node(const ir::Node& n, unsigned lanes);
   // A libmvec call for math function f32_name / f64_name on vectors of lanes_ elements, or
   // per-lane scalar calls where libmvec has no variant.
-  llvm::Value* vector_math(const char* f32_name, const char* f64_name, DType t, const std::vector<llvm::Value*>& args);
+  llvm::Value* vector_math(std::string_view name, DType t, const std::vector<llvm::Value*>& args);
   // A matrix product C[b][i][j] = sum over k of A[b][i][k] B[b][k][j], with k running in
   // `blocks` blocks: k = kb * kc + kk (matmul.cpp). The operands and the result are given by
   // accessors, so a convolution is the same kernel reading its input as im2col.

@@ -5,7 +5,9 @@
 #include <limits>
 
 #include "backends/cpu/codegen.h"
+#include "backends/cpu/native.h"
 #include "fluxion/error.h"
+#include "jit/kernel/elementwise_lowering.h"
 
 namespace fluxion::cpu {
 
@@ -17,22 +19,22 @@ Value* KernelEmitter::intrinsic(llvm::Intrinsic::ID id, std::vector<Value*> args
     // LLVM's code generator expands these on vectors into a scalar call per lane.
     DType t = args[0]->getType()->getScalarType()->isDoubleTy() ? DType::f64 : DType::f32;
     switch (id) {
-      case llvm::Intrinsic::exp: return vector_math("expf", "exp", t, args);
-      case llvm::Intrinsic::log: return vector_math("logf", "log", t, args);
-      case llvm::Intrinsic::sin: return vector_math("sinf", "sin", t, args);
-      case llvm::Intrinsic::cos: return vector_math("cosf", "cos", t, args);
-      case llvm::Intrinsic::pow: return vector_math("powf", "pow", t, args);
+      case llvm::Intrinsic::exp: return vector_math("exp", t, args);
+      case llvm::Intrinsic::log: return vector_math("log", t, args);
+      case llvm::Intrinsic::sin: return vector_math("sin", t, args);
+      case llvm::Intrinsic::cos: return vector_math("cos", t, args);
+      case llvm::Intrinsic::pow: return vector_math("pow", t, args);
       default: break;
     }
   }
   return b_.CreateIntrinsic(id, {args[0]->getType()}, args);
 }
 
-Value* KernelEmitter::math(const char* f32_name, const char* f64_name, DType t, std::vector<Value*> args) {
-  if (lanes_ > 0) return vector_math(f32_name, f64_name, t, args);
+Value* KernelEmitter::math(std::string_view name, DType t, std::vector<Value*> args) {
+  if (lanes_ > 0) return vector_math(name, t, args);
   llvm::Type* ty = reg_type(c_, t);
   std::vector<llvm::Type*> params(args.size(), ty);
-  llvm::FunctionCallee f = m_.getOrInsertFunction(t == DType::f32 ? f32_name : f64_name, llvm::FunctionType::get(ty, params, false));
+  llvm::FunctionCallee f = m_.getOrInsertFunction(libm_name(name, t), llvm::FunctionType::get(ty, params, false));
   if (auto* fn = llvm::dyn_cast<llvm::Function>(f.getCallee())) {
     fn->setDoesNotThrow();
     fn->setDoesNotAccessMemory();
@@ -42,84 +44,68 @@ Value* KernelEmitter::math(const char* f32_name, const char* f64_name, DType t, 
 
 Value* KernelEmitter::is_nan(Value* x) { return b_.CreateFCmpUNO(x, x); }
 
-Value* KernelEmitter::elementwise(const ir::Node& n, const std::vector<Value*>& x, DType in, DType out) {
-  bool fp = is_float(in);
-  llvm::Type* ty = reg_type(c_, in);
-  auto zero = [&] { return constant(in, 0); };
-  auto one = [&] { return constant(in, 1); };
-  switch (n.op) {
-    case Op::Neg: return fp ? b_.CreateFNeg(x[0]) : b_.CreateSub(zero(), x[0]);
-    case Op::Abs: return fp ? intrinsic(llvm::Intrinsic::fabs, {x[0]}) : intrinsic(llvm::Intrinsic::abs, {x[0], b_.getFalse()});
-    case Op::Sign:
-      if (fp) {
-        return b_.CreateSelect(b_.CreateFCmpOGT(x[0], zero()), one(),
-                               b_.CreateSelect(b_.CreateFCmpOLT(x[0], zero()), constant(in, -1), x[0]));
-      }
-      return b_.CreateSelect(b_.CreateICmpSGT(x[0], zero()), one(),
-                             b_.CreateSelect(b_.CreateICmpSLT(x[0], zero()), constant(in, -1), zero()));
-    case Op::Square: return fp ? b_.CreateFMul(x[0], x[0]) : b_.CreateMul(x[0], x[0]);
-    case Op::Relu: return fp ? intrinsic(llvm::Intrinsic::maximum, {x[0], zero()}) : intrinsic(llvm::Intrinsic::smax, {x[0], zero()});
-    case Op::Exp: return intrinsic(llvm::Intrinsic::exp, {x[0]});
-    case Op::Expm1: return math("expm1f", "expm1", in, {x[0]});
-    case Op::Log: return intrinsic(llvm::Intrinsic::log, {x[0]});
-    case Op::Log1p: return math("log1pf", "log1p", in, {x[0]});
-    case Op::Sqrt: return intrinsic(llvm::Intrinsic::sqrt, {x[0]});
-    case Op::Rsqrt: return b_.CreateFDiv(one(), intrinsic(llvm::Intrinsic::sqrt, {x[0]}));
-    case Op::Sin: return intrinsic(llvm::Intrinsic::sin, {x[0]});
-    case Op::Cos: return intrinsic(llvm::Intrinsic::cos, {x[0]});
-    case Op::Tanh: return math("tanhf", "tanh", in, {x[0]});
-    case Op::Sigmoid: {
-      // e = exp(-|x|) never overflows; sigmoid is 1/(1+e) for x >= 0 and e/(1+e) below.
-      Value* e = intrinsic(llvm::Intrinsic::exp, {b_.CreateFNeg(intrinsic(llvm::Intrinsic::fabs, {x[0]}))});
-      Value* r = b_.CreateFDiv(one(), b_.CreateFAdd(one(), e));
-      return b_.CreateSelect(b_.CreateFCmpOGE(x[0], zero()), r, b_.CreateFMul(e, r));
-    }
-    case Op::Softplus: {
-      Value* e = intrinsic(llvm::Intrinsic::exp, {b_.CreateFNeg(intrinsic(llvm::Intrinsic::fabs, {x[0]}))});
-      Value* pos = b_.CreateSelect(is_nan(x[0]), x[0], intrinsic(llvm::Intrinsic::maxnum, {x[0], zero()}));
-      return b_.CreateFAdd(pos, math("log1pf", "log1p", in, {e}));
-    }
-    case Op::Erf: return math("erff", "erf", in, {x[0]});
-    case Op::Floor: return intrinsic(llvm::Intrinsic::floor, {x[0]});
-    case Op::Not: return b_.CreateNot(x[0]);
-    case Op::StopGradient: return x[0];
-    case Op::Add: return fp ? b_.CreateFAdd(x[0], x[1]) : b_.CreateAdd(x[0], x[1]);
-    case Op::Sub: return fp ? b_.CreateFSub(x[0], x[1]) : b_.CreateSub(x[0], x[1]);
-    case Op::Mul: return fp ? b_.CreateFMul(x[0], x[1]) : b_.CreateMul(x[0], x[1]);
-    case Op::Div: {
-      if (fp) return b_.CreateFDiv(x[0], x[1]);
-      // x / 0 = 0, and INT_MIN / -1 wraps, as the interpreter defines them.
-      Value* zero_div = b_.CreateICmpEQ(x[1], zero());
-      Value* minus_one = b_.CreateICmpEQ(x[1], constant(in, -1));
-      Value* safe = b_.CreateSelect(b_.CreateOr(zero_div, minus_one), one(), x[1]);
-      Value* q = b_.CreateSDiv(x[0], safe);
-      return b_.CreateSelect(zero_div, zero(), b_.CreateSelect(minus_one, b_.CreateSub(zero(), x[0]), q));
-    }
-    case Op::Max: return fp ? intrinsic(llvm::Intrinsic::maximum, {x[0], x[1]}) : intrinsic(llvm::Intrinsic::smax, {x[0], x[1]});
-    case Op::Min: return fp ? intrinsic(llvm::Intrinsic::minimum, {x[0], x[1]}) : intrinsic(llvm::Intrinsic::smin, {x[0], x[1]});
-    case Op::Pow: return intrinsic(llvm::Intrinsic::pow, {x[0], x[1]});
-    case Op::Atan2: return math("atan2f", "atan2", in, {x[0], x[1]});
-    case Op::And: return b_.CreateAnd(x[0], x[1]);
-    case Op::Or: return b_.CreateOr(x[0], x[1]);
-    case Op::Eq: return fp ? b_.CreateFCmpOEQ(x[0], x[1]) : b_.CreateICmpEQ(x[0], x[1]);
-    case Op::Ne: return fp ? b_.CreateFCmpUNE(x[0], x[1]) : b_.CreateICmpNE(x[0], x[1]);
-    case Op::Lt: return fp ? b_.CreateFCmpOLT(x[0], x[1]) : b_.CreateICmpSLT(x[0], x[1]);
-    case Op::Le: return fp ? b_.CreateFCmpOLE(x[0], x[1]) : b_.CreateICmpSLE(x[0], x[1]);
-    case Op::Gt: return fp ? b_.CreateFCmpOGT(x[0], x[1]) : b_.CreateICmpSGT(x[0], x[1]);
-    case Op::Ge: return fp ? b_.CreateFCmpOGE(x[0], x[1]) : b_.CreateICmpSGE(x[0], x[1]);
-    case Op::Select: return b_.CreateSelect(x[0], x[1], x[2]);
-    case Op::Convert: {
-      llvm::Type* to = reg_type(c_, out);
-      if (in == out) return x[0];
-      if (out == DType::boolean) return fp ? b_.CreateFCmpUNE(x[0], zero()) : b_.CreateICmpNE(x[0], zero());
-      if (in == DType::boolean) return is_float(out) ? b_.CreateUIToFP(x[0], to) : b_.CreateZExt(x[0], to);
-      if (fp && is_float(out)) return b_.CreateFPCast(x[0], to);
-      if (fp) return b_.CreateIntrinsic(llvm::Intrinsic::fptosi_sat, {to, ty}, {x[0]});
-      return b_.CreateSIToFP(x[0], to);
-    }
-    default: break;
+// The elementwise primitives of kernel::lower_elementwise as LLVM values (scalars, or vectors
+// of lanes_ while a vector node is emitted).
+class KernelEmitter::ScalarOps {
+ public:
+  explicit ScalarOps(KernelEmitter& e) : e_(e), b_(e.b_) {}
+  Value* constant(DType t, double v) { return e_.constant(t, v); }
+  Value* neg(Value* a, DType t) { return is_float(t) ? b_.CreateFNeg(a) : b_.CreateSub(e_.constant(t, 0), a); }
+  Value* add(Value* a, Value* b, DType t) { return is_float(t) ? b_.CreateFAdd(a, b) : b_.CreateAdd(a, b); }
+  Value* sub(Value* a, Value* b, DType t) { return is_float(t) ? b_.CreateFSub(a, b) : b_.CreateSub(a, b); }
+  Value* mul(Value* a, Value* b, DType t) { return is_float(t) ? b_.CreateFMul(a, b) : b_.CreateMul(a, b); }
+  Value* fdiv(Value* a, Value* b, DType) { return b_.CreateFDiv(a, b); }
+  Value* idiv(Value* a, Value* b) { return b_.CreateSDiv(a, b); }
+  Value* compare(kernel::Compare c, Value* a, Value* b, DType t) {
+    using P = llvm::CmpInst::Predicate;
+    static constexpr P kFloat[] = {P::FCMP_OEQ, P::FCMP_UNE, P::FCMP_OLT, P::FCMP_OLE, P::FCMP_OGT, P::FCMP_OGE};
+    static constexpr P kInt[] = {P::ICMP_EQ, P::ICMP_NE, P::ICMP_SLT, P::ICMP_SLE, P::ICMP_SGT, P::ICMP_SGE};
+    auto k = static_cast<size_t>(c);
+    return is_float(t) ? b_.CreateFCmp(kFloat[k], a, b) : b_.CreateICmp(kInt[k], a, b);
   }
-  detail::fail(ir::op_name(n.op), "internal error: not an elementwise op in the CPU code generator");
+  Value* select(Value* c, Value* a, Value* b) { return b_.CreateSelect(c, a, b); }
+  Value* logic_and(Value* a, Value* b) { return b_.CreateAnd(a, b); }
+  Value* logic_or(Value* a, Value* b) { return b_.CreateOr(a, b); }
+  Value* logic_not(Value* a) { return b_.CreateNot(a); }
+  Value* is_nan(Value* a) { return e_.is_nan(a); }
+  Value* abs(Value* a, DType t) {
+    return is_float(t) ? e_.intrinsic(llvm::Intrinsic::fabs, {a})
+                       : e_.intrinsic(llvm::Intrinsic::abs, {a, b_.getFalse()});
+  }
+  Value* max(Value* a, Value* b, DType t) {
+    return e_.intrinsic(is_float(t) ? llvm::Intrinsic::maximum : llvm::Intrinsic::smax, {a, b});
+  }
+  Value* min(Value* a, Value* b, DType t) {
+    return e_.intrinsic(is_float(t) ? llvm::Intrinsic::minimum : llvm::Intrinsic::smin, {a, b});
+  }
+  // LLVM's own intrinsics where it has them (it folds and vectorises those), the C library's
+  // function otherwise.
+  Value* math(std::string_view f, DType t, std::vector<Value*> args) {
+    static const std::pair<std::string_view, llvm::Intrinsic::ID> kIntrinsics[] = {
+        {"exp", llvm::Intrinsic::exp},    {"log", llvm::Intrinsic::log}, {"sqrt", llvm::Intrinsic::sqrt},
+        {"sin", llvm::Intrinsic::sin},    {"cos", llvm::Intrinsic::cos}, {"pow", llvm::Intrinsic::pow},
+        {"floor", llvm::Intrinsic::floor}};
+    for (const auto& [name, id] : kIntrinsics) {
+      if (name == f) return e_.intrinsic(id, std::move(args));
+    }
+    return e_.math(f, t, std::move(args));
+  }
+  Value* convert(Value* a, DType from, DType to) {
+    llvm::Type* ty = reg_type(e_.c_, to);
+    if (auto* vt = llvm::dyn_cast<llvm::FixedVectorType>(a->getType()))
+      ty = llvm::FixedVectorType::get(ty, vt->getNumElements());
+    if (is_float(from)) return is_float(to) ? b_.CreateFPCast(a, ty) : b_.CreateFPToSI(a, ty);
+    return b_.CreateSIToFP(a, ty);
+  }
+
+ private:
+  KernelEmitter& e_;
+  llvm::IRBuilder<>& b_;
+};
+
+Value* KernelEmitter::elementwise(const ir::Node& n, const std::vector<Value*>& x, DType in, DType out) {
+  ScalarOps ops(*this);
+  return kernel::lower_elementwise(ops, n, x, in, out);
 }
 
 Value* KernelEmitter::reduce_identity(Op op, DType t) {
@@ -292,7 +278,7 @@ Value* KernelEmitter::compute(const ir::Node& n, const Index& idx) {
     }
     default: break;
   }
-  if (kernel::is_view_op(n.op)) return view(n, res, idx);
+  if (ir::is_view(n.op)) return view(n, res, idx);
   if (k_.kind == kernel::KernelKind::StraightLine &&
       (ir::op_info(n.op).cls == ir::OpClass::Reduce || ir::op_info(n.op).cls == ir::OpClass::MatMul)) {
     return fold(n, idx);

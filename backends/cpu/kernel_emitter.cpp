@@ -174,7 +174,7 @@ Value* KernelEmitter::at(ir::ValueId v, const Index& idx) {
     x = compute(*node, idx);
   } else if (node && node->op == Op::Constant && node->attrs.data.size() == 1) {
     x = constant(r_.type(v).dtype, node->attrs.data[0]);
-  } else if (node && kernel::is_view_op(node->op) && st != kernel::Storage::Alias) {
+  } else if (node && ir::is_view(node->op) && st != kernel::Storage::Alias) {
     // Read through the view even when a copy kernel also materializes it: this kernel was
     // ordered after the view's operands, not necessarily after the copy.
     x = view(*node, v, idx);
@@ -216,7 +216,7 @@ bool KernelEmitter::collapsible() const {
       if (pn.op == Op::Broadcast && r_.type(pn.operands[0]).numel() == 1) return true;
       // at() reads a view through its index math even when another kernel also stores it (a
       // transposed result): that needs the full index, not the linear one.
-      if (kernel::is_view_op(pn.op) && s_.storage[vi] != kernel::Storage::Alias) return false;
+      if (ir::is_view(pn.op) && s_.storage[vi] != kernel::Storage::Alias) return false;
     }
     kernel::Storage st = s_.storage[vi];
     return st != kernel::Storage::View && st != kernel::Storage::None && r_.type(v).numel() == n;

@@ -177,6 +177,8 @@ const HostInfo& host() {
   return info;
 }
 
+std::string libm_name(std::string_view name, DType t) { return std::string(name) + (t == DType::f32 ? "f" : ""); }
+
 std::string libmvec_variant(const std::string& name, int lanes, int elem_bytes, int args) {
   int bytes = lanes * elem_bytes;
   if (!libmvec_loaded() || bytes > host().vector_bytes) return "";

@@ -6,6 +6,9 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <string_view>
+
+#include "fluxion/dtype.h"
 
 namespace llvm {
 class Module;
@@ -31,6 +34,10 @@ struct HostInfo {
   int matmul_vector_bytes = 16;  // 64 with AVX-512: the register tiles of a matmul use all of it
 };
 const HostInfo& host();
+
+// The C math library's function for the op table's math name (its double-precision name,
+// ir::OpInfo::math) at dtype t: "expm1" is expm1f for f32, expm1 for f64.
+std::string libm_name(std::string_view name, DType t);
 
 // glibc's libmvec variant of the scalar math function `name` ("expf", "tanh", ...) on `lanes`
 // elements of `elem_bytes` bytes with `args` vector arguments (its vector-ABI name, e.g.

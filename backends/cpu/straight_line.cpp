@@ -63,11 +63,11 @@ void KernelEmitter::vector_node(const ir::Node& n, unsigned lanes) {
   }
 }
 
-Value* KernelEmitter::vector_math(const char* f32_name, const char* f64_name, DType t, const std::vector<Value*>& args) {
+Value* KernelEmitter::vector_math(std::string_view name, DType t, const std::vector<Value*>& args) {
   auto* vt = llvm::cast<llvm::FixedVectorType>(args[0]->getType());
   unsigned lanes = vt->getNumElements();
-  const char* name = t == DType::f32 ? f32_name : f64_name;
-  std::string variant = libmvec_variant(name, static_cast<int>(lanes), dtype_size(t), static_cast<int>(args.size()));
+  std::string variant =
+      libmvec_variant(libm_name(name, t), static_cast<int>(lanes), dtype_size(t), static_cast<int>(args.size()));
   if (!variant.empty()) {
     std::vector<llvm::Type*> params(args.size(), vt);
     llvm::FunctionCallee f = m_.getOrInsertFunction(variant, llvm::FunctionType::get(vt, params, false));
@@ -82,7 +82,7 @@ Value* KernelEmitter::vector_math(const char* f32_name, const char* f64_name, DT
   for (unsigned l = 0; l < lanes; ++l) {
     std::vector<Value*> scalars;
     for (Value* a : args) scalars.push_back(b_.CreateExtractElement(a, b_.getInt64(l)));
-    y = b_.CreateInsertElement(y, math(f32_name, f64_name, t, scalars), b_.getInt64(l));
+    y = b_.CreateInsertElement(y, math(name, t, scalars), b_.getInt64(l));
   }
   lanes_ = saved;
   return y;
@@ -94,7 +94,7 @@ void KernelEmitter::straight_line() {
   // Views are index math only.
   for (size_t n : k_.nodes) {
     const ir::Node& node = r_.nodes[n];
-    if (kernel::is_view_op(node.op) || node.op == ir::Op::Constant) continue;
+    if (ir::is_view(node.op) || node.op == ir::Op::Constant) continue;
     if (unsigned lanes = vector_lanes(r_, node, target_.vector_bytes)) {
       vector_node(node, lanes);
       continue;

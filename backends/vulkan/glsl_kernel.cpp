@@ -186,7 +186,7 @@ std::string GlslKernel::at(ir::ValueId v, const Index& idx) {
     x = temp(t, compute(*node, idx));
   } else if (node && node->op == Op::Constant && node->attrs.data.size() == 1) {
     x = constant(t, node->attrs.data[0]);
-  } else if (node && kernel::is_view_op(node->op) && st != kernel::Storage::Alias) {
+  } else if (node && ir::is_view(node->op) && st != kernel::Storage::Alias) {
     x = view(*node, v, idx);
   } else {
     x = temp(t, load(v, idx));

@@ -25,6 +25,7 @@ class GlslKernel {
   std::string emit_cooperative(const std::function<std::string(ir::ValueId)>& address);
 
  private:
+  class ScalarOps;  // kernel::lower_elementwise's primitives (glsl_ops.cpp)
   // Values.
   std::string at(ir::ValueId v, const Index& idx);
   std::string compute(const ir::Node& n, const Index& idx);
@@ -42,7 +43,6 @@ class GlslKernel {
   std::string flat(const Index& idx, const Shape& shape);
   std::string buffer(ir::ValueId v, bool write);
   std::string constant(DType t, double v);
-  bool is_zero_constant(ir::ValueId v) const;
   std::string reduce_identity(ir::Op op, DType t);
   std::string combine(ir::Op op, DType t, const std::string& acc, const std::string& x);
 

@@ -31,7 +31,7 @@ uint64_t fx_addr(int k) {
 }
 int64_t fx_word(int k) { return BufI64(pc.args).v[k]; }
 bool fx_guard() { return BufU8(fx_addr(0)).v[0] != uint8_t(0); }
-// Philox-4x32-10 (backends/interp/philox.h).
+// Philox-4x32-10 (jit/eval/philox.h).
 uvec4 fx_philox4(uvec4 c, uvec2 k) {
   for (int round = 0; round < 10; ++round) {
     uint hi0, lo0, hi1, lo1;
@@ -173,15 +173,7 @@ T_ fx_tanh_S(T_ x) {
   }
   return fx_signbit_S(x) ? -r : r;
 }
-T_ fx_sigmoid_S(T_ x) {
-  T_ e = fx_exp_S(-abs(x));
-  T_ r = 1.0@ / (1.0@ + e);
-  return x >= 0.0@ ? r : isnan(x) ? x : e * r;
-}
-T_ fx_softplus_S(T_ x) {
-  T_ pos = isnan(x) ? x : max(x, 0.0@);
-  return pos + fx_log1p_S(fx_exp_S(-abs(x)));
-}
+T_ fx_floor_S(T_ x) { return floor(x); }
 T_ fx_erf_S(T_ x) {
   T_ a = abs(x), r;
   if (isnan(x)) return x;

@@ -6,6 +6,7 @@
 
 #include "backends/vulkan/glsl_kernel.h"
 #include "fluxion/error.h"
+#include "jit/kernel/elementwise_lowering.h"
 
 namespace fluxion::vulkan {
 
@@ -23,81 +24,60 @@ std::string clamp_index(const std::string& i, int64_t dim) { return "clamp(" + i
 
 }  // namespace
 
-std::string GlslKernel::elementwise(const ir::Node& n, const std::vector<std::string>& x, DType in, DType out) {
-  bool fp = is_float(in);
-  std::string T = glsl_type(in);
-  std::string zero = constant(in, 0), one = constant(in, 1);
-  auto nan_max = [&](const std::string& a, const std::string& b, const char* f) {
-    return "(isnan(" + a + ") ? " + a + " : isnan(" + b + ") ? " + b + " : " + f + "(" + a + ", " + b + "))";
-  };
-  switch (n.op) {
-    case Op::Neg: return "(-" + x[0] + ")";
-    case Op::Abs: return "abs(" + x[0] + ")";
-    case Op::Sign:
-      if (fp) return "(" + x[0] + " > " + zero + " ? " + one + " : " + x[0] + " < " + zero + " ? " + constant(in, -1) + " : " + x[0] + ")";
-      return "sign(" + x[0] + ")";
-    case Op::Square: return "(" + x[0] + " * " + x[0] + ")";
-    case Op::Relu: return fp ? nan_max(x[0], zero, "max") : "max(" + x[0] + ", 0)";
-    case Op::Exp: return call("exp", in, {x[0]});
-    case Op::Expm1: return call("expm1", in, {x[0]});
-    case Op::Log: return call("log", in, {x[0]});
-    case Op::Log1p: return call("log1p", in, {x[0]});
-    case Op::Sqrt: return call("sqrt", in, {x[0]});
-    case Op::Rsqrt: return "(" + one + " / " + call("sqrt", in, {x[0]}) + ")";
-    case Op::Sin: return call("sin", in, {x[0]});
-    case Op::Cos: return call("cos", in, {x[0]});
-    case Op::Tanh: return call("tanh", in, {x[0]});
-    case Op::Sigmoid: return call("sigmoid", in, {x[0]});
-    case Op::Softplus: return call("softplus", in, {x[0]});
-    case Op::Erf: return call("erf", in, {x[0]});
-    case Op::Floor: return "floor(" + x[0] + ")";
-    case Op::Not: return "(!" + x[0] + ")";
-    case Op::StopGradient: return x[0];
-    case Op::Add: return "(" + x[0] + " + " + x[1] + ")";
-    case Op::Sub: return "(" + x[0] + " - " + x[1] + ")";
-    case Op::Mul: return "(" + x[0] + " * " + x[1] + ")";
-    case Op::Div:
-      if (fp && is_zero_constant(n.operands[1])) {
-        // lavapipe folds x / 0.0 to 0 even with NaN/Inf preservation requested; x * inf is kept.
-        return "(" + x[0] + " * " + constant(in, std::numeric_limits<double>::infinity()) + ")";
-      }
-      if (fp) return "(" + x[0] + " / " + x[1] + ")";
-      // x / 0 = 0, and INT_MIN / -1 wraps, as the interpreter defines them.
-      return "(" + x[1] + " == 0 ? 0 : " + x[1] + " == -1 ? -" + x[0] + " : " + x[0] + " / " + x[1] + ")";
-    case Op::Max: return fp ? nan_max(x[0], x[1], "max") : "max(" + x[0] + ", " + x[1] + ")";
-    case Op::Min: return fp ? nan_max(x[0], x[1], "min") : "min(" + x[0] + ", " + x[1] + ")";
-    case Op::Pow: return call("pow", in, {x[0], x[1]});
-    case Op::Atan2: return call("atan2", in, {x[0], x[1]});
-    case Op::And: return "(" + x[0] + " && " + x[1] + ")";
-    case Op::Or: return "(" + x[0] + " || " + x[1] + ")";
-    case Op::Eq: return "(" + x[0] + " == " + x[1] + ")";
-    case Op::Ne: return "(" + x[0] + " != " + x[1] + ")";
-    case Op::Lt: return "(" + x[0] + " < " + x[1] + ")";
-    case Op::Le: return "(" + x[0] + " <= " + x[1] + ")";
-    case Op::Gt: return "(" + x[0] + " > " + x[1] + ")";
-    case Op::Ge: return "(" + x[0] + " >= " + x[1] + ")";
-    case Op::Select: return "(" + x[0] + " ? " + x[1] + " : " + x[2] + ")";
-    case Op::Convert: {
-      std::string to = glsl_type(out);
-      if (in == out) return x[0];
-      if (out == DType::boolean) return "(" + x[0] + " != " + zero + ")";
-      if (in == DType::boolean) return "(" + x[0] + " ? " + constant(out, 1) + " : " + constant(out, 0) + ")";
-      if (fp && out == DType::i32) {
-        return "(isnan(" + x[0] + ") ? 0 : " + x[0] + " >= " + constant(in, 2147483648.0) + " ? 2147483647 : " + x[0] +
-               " <= " + constant(in, -2147483648.0) + " ? (-2147483647 - 1) : int(" + x[0] + "))";
-      }
-      return to + "(" + x[0] + ")";
-    }
-    default: break;
+// The elementwise primitives of kernel::lower_elementwise as GLSL expressions.
+class GlslKernel::ScalarOps {
+ public:
+  explicit ScalarOps(GlslKernel& k) : k_(k) {}
+  std::string constant(DType t, double v) { return k_.constant(t, v); }
+  std::string neg(const std::string& a, DType) { return "(-" + a + ")"; }
+  std::string add(const std::string& a, const std::string& b, DType) { return infix(a, "+", b); }
+  std::string sub(const std::string& a, const std::string& b, DType) { return infix(a, "-", b); }
+  std::string mul(const std::string& a, const std::string& b, DType) { return infix(a, "*", b); }
+  std::string fdiv(const std::string& a, const std::string& b, DType t) {
+    // lavapipe folds x / 0.0 to 0 even with NaN and infinity preservation requested; x * inf is
+    // kept. A zero divisor that is a constant is written as a literal (GlslKernel::at).
+    double inf = std::numeric_limits<double>::infinity();
+    if (b == k_.constant(t, 0.0)) return infix(a, "*", k_.constant(t, inf));
+    if (b == k_.constant(t, -0.0)) return infix(a, "*", k_.constant(t, -inf));
+    return infix(a, "/", b);
   }
-  detail::fail(ir::op_name(n.op), "internal error: not an elementwise op in the Vulkan code generator");
-}
+  std::string idiv(const std::string& a, const std::string& b) { return infix(a, "/", b); }
+  std::string compare(kernel::Compare c, const std::string& a, const std::string& b, DType) {
+    static const char* const kOps[] = {"==", "!=", "<", "<=", ">", ">="};
+    return infix(a, kOps[static_cast<size_t>(c)], b);
+  }
+  std::string select(const std::string& c, const std::string& a, const std::string& b) {
+    return "(" + c + " ? " + a + " : " + b + ")";
+  }
+  std::string logic_and(const std::string& a, const std::string& b) { return infix(a, "&&", b); }
+  std::string logic_or(const std::string& a, const std::string& b) { return infix(a, "||", b); }
+  std::string logic_not(const std::string& a) { return "(!" + a + ")"; }
+  std::string is_nan(const std::string& a) { return "isnan(" + a + ")"; }
+  std::string abs(const std::string& a, DType) { return "abs(" + a + ")"; }
+  std::string max(const std::string& a, const std::string& b, DType t) { return extremum("max", a, b, t); }
+  std::string min(const std::string& a, const std::string& b, DType t) { return extremum("min", a, b, t); }
+  // Fluxion's own math library (glsl_math.cpp): GLSL's built-ins are not accurate enough.
+  std::string math(std::string_view f, DType t, const std::vector<std::string>& args) {
+    return call(std::string(f), t, args);
+  }
+  std::string convert(const std::string& a, DType, DType to) { return glsl_type(to) + "(" + a + ")"; }
 
-bool GlslKernel::is_zero_constant(ir::ValueId v) const {
-  int p = producer_[static_cast<size_t>(v)];
-  if (p < 0) return false;
-  const ir::Node& n = r_.nodes[static_cast<size_t>(p)];
-  return n.op == Op::Constant && n.attrs.data.size() == 1 && n.attrs.data[0] == 0;
+ private:
+  static std::string infix(const std::string& a, const char* op, const std::string& b) {
+    return "(" + a + " " + op + " " + b + ")";
+  }
+  // GLSL's max and min leave the result for a NaN operand undefined; Fluxion's propagate it.
+  static std::string extremum(const char* f, const std::string& a, const std::string& b, DType t) {
+    std::string plain = std::string(f) + "(" + a + ", " + b + ")";
+    if (!is_float(t)) return plain;
+    return "(isnan(" + a + ") ? " + a + " : isnan(" + b + ") ? " + b + " : " + plain + ")";
+  }
+  GlslKernel& k_;
+};
+
+std::string GlslKernel::elementwise(const ir::Node& n, const std::vector<std::string>& x, DType in, DType out) {
+  ScalarOps ops(*this);
+  return kernel::lower_elementwise(ops, n, x, in, out);
 }
 
 std::string GlslKernel::reduce_identity(Op op, DType t) {
@@ -226,7 +206,7 @@ std::string GlslKernel::compute(const ir::Node& n, const Index& idx) {
     case ir::OpClass::Iota: return glsl_type(out) + "(" + idx[static_cast<size_t>(n.attrs.axes[0])] + ")";
     default: break;
   }
-  if (kernel::is_view_op(n.op)) return view(n, res, idx);
+  if (ir::is_view(n.op)) return view(n, res, idx);
   return gathering(n, idx);
 }
 

@@ -7,11 +7,6 @@
 
 namespace fluxion::autodiff {
 
-// Whether op's float results can carry a derivative. False for ops whose derivative is zero
-// almost everywhere or undefined (sign, floor, comparisons, argmax/argmin) and for ops with no
-// differentiable input (constants, iota, random draws).
-bool is_differentiable(ir::Op op);
-
 // Activity, forward half: the values of `f` that depend on a parameter marked in `wrt`
 // through differentiable ops (float values only).
 std::vector<bool> varied_values(const ir::Region& f, const std::vector<bool>& wrt);

@@ -35,7 +35,7 @@ std::vector<ValueId> jvp_control(Builder& b, const ir::Node& n, const std::vecto
 // Tangents of n's results from its operands' tangents t (-1: zero).
 std::vector<ValueId> jvp_node(Builder& b, const ir::Node& n, const std::vector<ValueId>& t) {
   if (ir::has_regions(n.op)) return jvp_control(b, n, t);
-  if (!is_differentiable(n.op) || !is_float(b.type(n.results[0]).dtype)) return {-1};
+  if (!ir::is_differentiable(n.op) || !is_float(b.type(n.results[0]).dtype)) return {-1};
   switch (ir::op_info(n.op).cls) {
     case ir::OpClass::Unary:
     case ir::OpClass::Binary:

@@ -10,28 +10,13 @@
 
 namespace fluxion::autodiff {
 
-bool is_differentiable(ir::Op op) {
-  using ir::Op;
-  switch (ir::op_info(op).cls) {
-    case ir::OpClass::Compare:
-    case ir::OpClass::ArgReduce:
-    case ir::OpClass::Constant:
-    case ir::OpClass::Iota:
-    case ir::OpClass::Random:
-    case ir::OpClass::RngFold: return false;
-    default:
-      return op != Op::Sign && op != Op::Floor && op != Op::Not && op != Op::And && op != Op::Or &&
-             op != Op::StopGradient;
-  }
-}
-
 std::vector<bool> varied_values(const ir::Region& f, const std::vector<bool>& wrt) {
   std::vector<bool> varied(f.types.size(), false);
   for (size_t i = 0; i < f.params.size(); ++i) varied[static_cast<size_t>(f.params[i])] = wrt[i];
   for (const ir::Node& n : f.nodes) {
     bool any = false;
     for (ir::ValueId v : n.operands) any = any || varied[static_cast<size_t>(v)];
-    if (!any || !is_differentiable(n.op)) continue;
+    if (!any || !ir::is_differentiable(n.op)) continue;
     for (ir::ValueId r : n.results) varied[static_cast<size_t>(r)] = is_float(f.type(r).dtype);
   }
   return varied;

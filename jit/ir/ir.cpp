@@ -10,7 +10,8 @@ namespace fluxion::ir {
 namespace {
 
 constexpr OpInfo kOps[] = {
-#define FLUXION_OP(e, name, cls, dt, arity) {Op::e, name, OpClass::cls, DTypeRule::dt, arity},
+#define FLUXION_OP(e, name, cls, dt, arity, derivative, cost, math) \
+  {Op::e, name, OpClass::cls, DTypeRule::dt, arity, Derivative::derivative, cost, math},
 #include "jit/ir/ops.def"
 #undef FLUXION_OP
 };
@@ -18,6 +19,43 @@ constexpr OpInfo kOps[] = {
 }  // namespace
 
 const OpInfo& op_info(Op op) { return kOps[static_cast<size_t>(op)]; }
+
+std::span<const OpInfo> all_ops() { return kOps; }
+
+OpRole op_role(Op op) {
+  switch (op_info(op).cls) {
+    case OpClass::Unary:
+    case OpClass::Binary:
+    case OpClass::Compare:
+    case OpClass::Select:
+    case OpClass::Convert: return OpRole::Elementwise;
+    case OpClass::Constant:
+    case OpClass::Iota: return OpRole::Creation;
+    case OpClass::Reduce: return OpRole::Reduce;
+    case OpClass::ArgReduce:
+    case OpClass::MatMul:
+    case OpClass::Conv:
+    case OpClass::ConvGrad:
+    case OpClass::Pool:
+    case OpClass::PoolGrad:
+    case OpClass::Random:
+    case OpClass::RngFold: return OpRole::Gathering;
+    case OpClass::Reshape:
+    case OpClass::Transpose:
+    case OpClass::Broadcast:
+    case OpClass::Slice:
+    case OpClass::Pad:
+    case OpClass::Concat:
+    case OpClass::Gather:
+    case OpClass::Take: return OpRole::View;
+    case OpClass::Scan:
+    case OpClass::While:
+    case OpClass::Cond:
+    case OpClass::CustomVjp:
+    case OpClass::CustomJvp: return OpRole::Control;
+  }
+  return OpRole::Control;
+}
 
 bool op_from_name(std::string_view name, Op* out) {
   for (const OpInfo& info : kOps) {

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <source_location>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -14,7 +15,7 @@
 namespace fluxion::ir {
 
 enum class Op : uint16_t {
-#define FLUXION_OP(e, name, cls, dt, arity) e,
+#define FLUXION_OP(e, name, cls, dt, arity, derivative, cost, math) e,
 #include "jit/ir/ops.def"
 #undef FLUXION_OP
 };
@@ -28,28 +29,48 @@ enum class OpClass : uint8_t {
 // Which operand dtypes an op accepts: floats only, any but bool, bool only, any.
 enum class DTypeRule : uint8_t { Float, Numeric, Bool, Any };
 
+// Whether an op's float results carry derivatives (ops.def explains the column).
+enum class Derivative : uint8_t { Grad, NoGrad };
+
+// One row of the op table (ops.def): everything the layers need to know about an op that is
+// not its shape rule, its evaluation or its derivative rule.
 struct OpInfo {
   Op op;
   const char* name;
   OpClass cls;
   DTypeRule dtypes;
   int arity;  // -1: variadic
+  Derivative derivative;
+  int cost;          // elementwise: scalar operations per element (1: cheap to recompute); else 0
+  const char* math;  // the C math function computing an elementwise op, or nullptr
 };
 
 const OpInfo& op_info(Op op);
+// Every row of the op table, in enum order.
+std::span<const OpInfo> all_ops();
 inline const char* op_name(Op op) { return op_info(op).name; }
 // The op with IR name `name`; returns false when there is none.
 bool op_from_name(std::string_view name, Op* out);
-inline bool is_elementwise(Op op) {
-  auto c = op_info(op).cls;
-  return c == OpClass::Unary || c == OpClass::Binary || c == OpClass::Compare ||
-         c == OpClass::Select || c == OpClass::Convert;
-}
-inline bool has_regions(Op op) {
-  auto c = op_info(op).cls;
-  return c == OpClass::Scan || c == OpClass::While || c == OpClass::Cond || c == OpClass::CustomVjp ||
-         c == OpClass::CustomJvp;
-}
+
+// What an op is to fusion and the code generators, decided by its class (ir.cpp):
+// Elementwise: one result element from the same element of each operand.
+// Creation: elements from their own index (constants, iota).
+// Reduce: a sum, max or min over axes, fused into the kernel of its operand.
+// Gathering: each result element reads many operand elements (matmul, conv, pooling, argmax,
+//   random draws); computed with an inner loop over materialized operands.
+// View: data movement without arithmetic (reshape, transpose, slice, gather...), folded into
+//   the index math of its readers.
+// Control: a loop or branch with regions.
+enum class OpRole : uint8_t { Elementwise, Creation, Reduce, Gathering, View, Control };
+OpRole op_role(Op op);
+
+inline bool is_elementwise(Op op) { return op_role(op) == OpRole::Elementwise; }
+inline bool has_regions(Op op) { return op_role(op) == OpRole::Control; }
+inline bool is_view(Op op) { return op_role(op) == OpRole::View; }
+inline bool is_gathering(Op op) { return op_role(op) == OpRole::Gathering; }
+// Elementwise ops cheap enough to recompute in a later kernel instead of storing the result.
+inline bool is_cheap(Op op) { return op_info(op).cost == 1; }
+inline bool is_differentiable(Op op) { return op_info(op).derivative == Derivative::Grad; }
 
 // Op attributes. One struct for all ops; each op reads only the fields docs/ir.md lists for it,
 // and the others stay at their defaults (the printer shows fields that differ from default).

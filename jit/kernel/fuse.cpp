@@ -31,7 +31,7 @@ constexpr int kMaxRecomputedNodes = 6;
 
 Role role_of(const ir::Region& r, const ir::Node& n) {
   if (n.op == Op::Constant) return n.attrs.data.size() == 1 ? Role::Inline : Role::Global;
-  if (is_view_op(n.op)) return Role::View;
+  if (ir::is_view(n.op)) return Role::View;
   if (has_regions(n.op)) return Role::Control;
   bool is_float_result = is_float(r.type(n.results[0]).dtype);
   if (n.op == Op::MatMul) return is_float_result ? Role::MatMul : Role::Gathering;
@@ -41,8 +41,8 @@ Role role_of(const ir::Region& r, const ir::Node& n) {
     bool small_blocks = n.op != Op::Conv2dWeightGrad || r.type(n.operands[1]).numel() / std::max<int64_t>(1, r.type(n.operands[1]).shape[0] * r.type(n.operands[1]).shape[1]) <= kMaxPackedBlock;
     return is_float_result && n.attrs.groups == 1 && small_blocks && !is_direct_conv(r, n) ? Role::MatMul : Role::Gathering;
   }
-  if (is_gathering_op(n.op)) return Role::Gathering;
-  if (ir::op_info(n.op).cls == OpClass::Reduce) return Role::Reduce;
+  if (ir::is_gathering(n.op)) return Role::Gathering;
+  if (ir::op_role(n.op) == ir::OpRole::Reduce) return Role::Reduce;
   return Role::Elementwise;
 }
 
@@ -186,7 +186,7 @@ class Fuser {
     if (p < 0) return true;
     size_t pn = static_cast<size_t>(p);
     if (roles_[pn] != Role::Elementwise || group_of_[pn] < 0 || find(group_of_[pn]) != g) return true;
-    if (!is_cheap_op(r_.nodes[pn].op) || static_cast<int>(chain.size()) >= kMaxRecomputedNodes) return false;
+    if (!ir::is_cheap(r_.nodes[pn].op) || static_cast<int>(chain.size()) >= kMaxRecomputedNodes) return false;
     if (std::find(chain.begin(), chain.end(), pn) != chain.end()) return true;
     for (ValueId o : r_.nodes[pn].operands) {
       // A value stored anyway (tanh's h, read by the next layer's matmul) is read, not
@@ -546,34 +546,6 @@ std::vector<int32_t> producers(const ir::Region& r) {
   return p;
 }
 
-bool is_view_op(Op op) {
-  switch (ir::op_info(op).cls) {
-    case OpClass::Reshape:
-    case OpClass::Transpose:
-    case OpClass::Broadcast:
-    case OpClass::Slice:
-    case OpClass::Pad:
-    case OpClass::Concat:
-    case OpClass::Gather:
-    case OpClass::Take: return true;
-    default: return false;
-  }
-}
-
-bool is_gathering_op(Op op) {
-  switch (ir::op_info(op).cls) {
-    case OpClass::ArgReduce:
-    case OpClass::MatMul:
-    case OpClass::Conv:
-    case OpClass::ConvGrad:
-    case OpClass::Pool:
-    case OpClass::PoolGrad:
-    case OpClass::Random:
-    case OpClass::RngFold: return true;
-    default: return false;
-  }
-}
-
 bool is_direct_conv(const ir::Region& r, const ir::Node& n) {
   if (n.op != Op::Conv2d) return false;
   const Shape& w = r.type(n.operands[1]).shape;
@@ -582,16 +554,6 @@ bool is_direct_conv(const ir::Region& r, const ir::Node& n) {
   bool unit = std::all_of(n.attrs.strides.begin(), n.attrs.strides.end(), [](int64_t s) { return s == 1; }) &&
               std::all_of(n.attrs.dilation.begin(), n.attrs.dilation.end(), [](int64_t d) { return d == 1; });
   return unpadded && !unit && w[1] * w[2] * w[3] <= kMaxUnrolledTaps;
-}
-
-bool is_cheap_op(Op op) {
-  switch (op) {
-    case Op::Neg: case Op::Abs: case Op::Sign: case Op::Square: case Op::Relu: case Op::Floor: case Op::Not:
-    case Op::Add: case Op::Sub: case Op::Mul: case Op::Max: case Op::Min: case Op::And: case Op::Or:
-    case Op::Eq: case Op::Ne: case Op::Lt: case Op::Le: case Op::Gt: case Op::Ge: case Op::Select:
-    case Op::Convert: return true;
-    default: return false;
-  }
 }
 
 RegionSchedule schedule(const ir::Region& r, bool top_level, const FusionOptions& options) {

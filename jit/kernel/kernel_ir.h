@@ -148,11 +148,4 @@ std::vector<int32_t> producers(const ir::Region& r);
 inline constexpr int64_t kMaxUnrolledTaps = 32;
 bool is_direct_conv(const ir::Region& r, const ir::Node& n);
 
-// Ops whose node is a data-movement view (no arithmetic).
-bool is_view_op(ir::Op op);
-// Ops computed per output element with an inner loop over materialized operands.
-bool is_gathering_op(ir::Op op);
-// Elementwise ops cheap enough to recompute instead of storing (no math-library call).
-bool is_cheap_op(ir::Op op);
-
 }  // namespace fluxion::kernel

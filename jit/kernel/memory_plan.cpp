@@ -46,7 +46,7 @@ void plan_memory(const ir::Region& r, RegionSchedule& s) {
     last[vi] = std::max(last[vi], t);
     Storage st = s.storage[vi];
     int p = producer[vi];
-    bool view = p >= 0 && is_view_op(r.nodes[static_cast<size_t>(p)].op);
+    bool view = p >= 0 && ir::is_view(r.nodes[static_cast<size_t>(p)].op);
     if (p >= 0 && (view || st == Storage::View || st == Storage::Alias || st == Storage::None)) {
       for (ir::ValueId o : r.nodes[static_cast<size_t>(p)].operands) use(o, t);
     }

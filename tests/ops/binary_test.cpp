@@ -222,11 +222,12 @@ TEST_P(Binary, IntegerOpsWithBroadcasting) {
 
 TEST_P(Binary, IntegerDivisionTruncatesAndDivisionByZeroIsZero) {
   auto f = jit([](Tensor a, Tensor b) { return a / b; });
-  std::vector<double> a{7, -7, 7, -7, 6, -6, 1, -1, 5, -5, 0, 2147483647, -2147483647};
-  std::vector<double> b{2, 2, -2, -2, 3, 3, 2, 2, 0, 0, 0, 2, 0};
+  // INT_MIN / -1 wraps to INT_MIN.
+  std::vector<double> a{7, -7, 7, -7, 6, -6, 1, -1, 5, -5, 0, 2147483647, -2147483647, -2147483648.0, -2147483648.0, 9};
+  std::vector<double> b{2, 2, -2, -2, 3, 3, 2, 2, 0, 0, 0, 2, 0, -1, 1, -1};
   Shape s{static_cast<int64_t>(a.size())};
   EXPECT_ARRAY(f(make(fx::i32, a, s), make(fx::i32, b, s)), fx::i32, s,
-               {3, -3, -3, 3, 2, -2, 0, 0, 0, 0, 0, 1073741823, 0});
+               {3, -3, -3, 3, 2, -2, 0, 0, 0, 0, 0, 1073741823, 0, -2147483648.0, -2147483648.0, -9});
   // With C++ scalars on either side.
   auto g = jit([](Tensor x) { return std::make_tuple(x / 2.0, 7.0 / x, x / 0.0, x + 3.0, 10.0 - x, x * -2.0); });
   auto [h, q, z, p, m, t] = g(make(fx::i32, {-5, -1, 0, 3, 8}, {5}));
@@ -236,6 +237,17 @@ TEST_P(Binary, IntegerDivisionTruncatesAndDivisionByZeroIsZero) {
   EXPECT_ARRAY(p, fx::i32, {5}, {-2, 2, 3, 6, 11});
   EXPECT_ARRAY(m, fx::i32, {5}, {15, 11, 10, 7, 2});
   EXPECT_ARRAY(t, fx::i32, {5}, {10, 2, 0, -6, -16});
+}
+
+// A divisor that is a constant zero of either sign follows IEEE like any other (shader
+// compilers fold x / 0.0 to 0 unless it is written otherwise).
+TEST_P(Binary, FloatDivisionByConstantZerosOfEitherSign) {
+  auto f = jit([](Tensor x) { return std::make_tuple(x / 0.0, x / -0.0); });
+  for (DType dt : {fx::f32, fx::f64}) {
+    auto [pos, neg] = f(make(dt, {1, -2, 0, kNaN, kInf}, {5}));
+    EXPECT_ARRAY(pos, dt, {5}, {kInf, -kInf, kNaN, kNaN, kInf});
+    EXPECT_ARRAY(neg, dt, {5}, {-kInf, kInf, kNaN, kNaN, -kInf});
+  }
 }
 
 TEST_P(Binary, LogicalOpsOnBool) {
