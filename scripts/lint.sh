@@ -46,9 +46,13 @@ if [[ ${#files[@]} -eq 0 ]]; then
   exit 0
 fi
 
+# A file moved since BASE is compared with its old path, so moved code does not count as new.
+declare -A moved_from
+while IFS=$'\t' read -r _ old new; do moved_from[$new]=$old; done < <(git diff --name-status -M --diff-filter=R "$base_commit")
+
 # The changed line ranges of FILE as "first:last" pairs, one per line (new side of the diff).
 changed_ranges() {
-  git diff -U0 --no-color "$base_commit" -- "$1" | sed -n 's/^@@ [^+]*+\([0-9]*\)\(,\([0-9]*\)\)\? @@.*/\1 \3/p' |
+  git diff -U0 -M --no-color "$base_commit" -- "$1" ${moved_from[$1]:+"${moved_from[$1]}"} | sed -n 's/^@@ [^+]*+\([0-9]*\)\(,\([0-9]*\)\)\? @@.*/\1 \3/p' |
     while read -r first count; do
       count=${count:-1}
       if [[ $count -gt 0 ]]; then echo "$first:$((first + count - 1))"; fi

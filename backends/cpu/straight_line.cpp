@@ -66,8 +66,8 @@ void KernelEmitter::vector_node(const ir::Node& n, unsigned lanes) {
 Value* KernelEmitter::vector_math(std::string_view name, DType t, const std::vector<Value*>& args) {
   auto* vt = llvm::cast<llvm::FixedVectorType>(args[0]->getType());
   unsigned lanes = vt->getNumElements();
-  std::string variant =
-      libmvec_variant(libm_name(name, t), static_cast<int>(lanes), dtype_size(t), static_cast<int>(args.size()));
+  std::string variant = libmvec_variant(libm_name(name, t), static_cast<int>(lanes), static_cast<int>(dtype_size(t)),
+                                        static_cast<int>(args.size()));
   if (!variant.empty()) {
     std::vector<llvm::Type*> params(args.size(), vt);
     llvm::FunctionCallee f = m_.getOrInsertFunction(variant, llvm::FunctionType::get(vt, params, false));

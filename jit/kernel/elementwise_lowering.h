@@ -100,8 +100,8 @@ V lower_elementwise(Builder& b, const ir::Node& n, const std::vector<V>& x, DTyp
       if (!fp || is_float(out)) return b.convert(x[0], in, out);
       // Float to i32 saturates, and NaN becomes 0.
       double lo = std::numeric_limits<int32_t>::min(), hi = -lo;
-      V converted = b.convert(b.select(b.logic_or(b.is_nan(x[0]), cmp(Compare::Ge, x[0], k(hi))), k(0), b.max(x[0], k(lo), in)),
-                              in, out);
+      V converted = b.convert(
+          b.select(b.logic_or(b.is_nan(x[0]), cmp(Compare::Ge, x[0], k(hi))), k(0), b.max(x[0], k(lo), in)), in, out);
       return b.select(b.is_nan(x[0]), b.constant(out, 0),
                       b.select(cmp(Compare::Ge, x[0], k(hi)), b.constant(out, hi - 1), converted));
     }
