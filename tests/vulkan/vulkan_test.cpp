@@ -108,7 +108,7 @@ TEST(Vulkan, SmallNetworkLoopIsOneSubmissionForwardAndBackward) {
 TEST(Vulkan, W7ForwardAndGradientMatchCpuInOneSubmission) {
   REQUIRE_VULKAN();
   if (!loop_kernels()) GTEST_SKIP() << "8000 unrolled iterations: covered with loop kernels on";
-  // ../shared/WORKLOADS.md W7: 8000 steps of s = sigmoid(softplus(w2) . sigmoid(s * softplus(w1))) + noise[i].
+  // Workload W7 (docs/performance.md): 8000 steps of s = sigmoid(softplus(w2) . sigmoid(s * softplus(w1))) + noise[i].
   auto w7 = [](Tensor w1, Tensor w2, Tensor noise) {
     auto [s, ys] = fx::scan([&](Tensor s, Tensor n) {
       Tensor next = fx::sigmoid(fx::sum(fx::softplus(w2) * fx::sigmoid(s * fx::softplus(w1)))) + n;
