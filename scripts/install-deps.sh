@@ -20,6 +20,8 @@ packages=(
   # scripts/lint.sh: clang-format (14) and clang-tidy 19 (clang-tidy 14 cannot parse libstdc++
   # 12's <source_location>, which the public headers use); make docs: Doxygen 1.9.4
   clang-format clang-tidy-19 doxygen
+  # scripts/lint.sh asks git which lines changed (a bare Debian 12 has no git)
+  git
 )
 if [[ "${1:-}" == "--bench" ]]; then
   packages+=(libtorch-dev libopenblas-dev)
