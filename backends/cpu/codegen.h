@@ -36,11 +36,6 @@ struct Target {
 // Emits the module for program `p` with the top-level schedule `s`.
 ModuleInfo emit_program(const ir::Program& p, const kernel::RegionSchedule& s, const Target& target, llvm::Module& m);
 
-// The name of every kernel of the program in the order the entry point numbers them for
-// fx_profile_mark: kernel::print's lines, those of loop bodies prefixed with where they are
-// ("scan@4.body: kernel 0 straight []: ...").
-std::vector<std::string> kernel_names(const ir::Program& p, const kernel::RegionSchedule& s);
-
 // Run-time error codes returned by the entry point: kWhileMaxIters + m when a while loop with
 // max_iters = m would start iteration m + 1.
 enum ErrorCode : int32_t { kOk = 0, kWhileMaxIters = 1 };
@@ -85,6 +80,9 @@ class KernelEmitter {
   // pointers `bufs` must hold, in order.
   llvm::Function* emit(const std::string& name);
   const std::vector<ir::ValueId>& buffers() const { return buffer_values_; }
+  // After emit: which code path it took ("tiles", "transposed-tiles", "sliding", "im2col",
+  // "block", "scalar", "flat", "pool-windows", "nest"; docs/cpu.md), Kernel::strategy's value.
+  const std::string& strategy() const { return strategy_; }
 
   // The value of v at index `idx` (one i64 per dimension of v's type).
   llvm::Value* at(ir::ValueId v, const Index& idx);
@@ -92,13 +90,10 @@ class KernelEmitter {
   llvm::Value* at_flat(ir::ValueId v, llvm::Value* flat);
 
  private:
-  class ScalarOps;  // kernel::lower_elementwise's primitives (elementwise.cpp)
+  class Renderer;  // the shared per-element lowering's primitives (renderer.h)
   llvm::Value* compute(const ir::Node& n, const Index& idx);
   llvm::Value* elementwise(const ir::Node& n, const std::vector<llvm::Value*>& x, DType in, DType out);
   llvm::Value* view(const ir::Node& n, ir::ValueId v, const Index& idx);
-  llvm::Value* gathering(const ir::Node& n, const Index& idx);
-  llvm::Value* conv(const ir::Node& n, const Index& idx);
-  llvm::Value* pool(const ir::Node& n, const Index& idx);
   llvm::Value* load(ir::ValueId v, const Index& idx);
   llvm::Value* pointer(ir::ValueId v);
   llvm::Value* flat(const Index& idx, const Shape& shape);
@@ -110,14 +105,12 @@ class KernelEmitter {
   llvm::Value* is_nan(llvm::Value* x);
   llvm::Value* i64(int64_t v);
   void store(ir::ValueId v, const Index& idx, llvm::Value* x);
-  // The first-maximum position of a pooling window (as input h, w) for output (p, oh, ow).
-  std::pair<llvm::Value*, llvm::Value*> pool_select(ir::ValueId x, const Index& out_idx, const ir::Attrs& a);
   // Loop nest over dims [from, shape.size()) of `shape`, dim 0 restricted to [lo, hi).
   void nest(const Shape& shape, llvm::Value* lo, llvm::Value* hi, const std::function<void(const Index&)>& body);
   // `known`: values already computed at idx (used instead of computing them again).
   void body_at(const Index& idx, const std::vector<std::pair<ir::ValueId, llvm::Value*>>& known = {});
   // A Loop kernel holding a max-pooling gradient whose windows tile its input exactly runs
-  // window by window instead of element by element (gathering.cpp); false if it does not.
+  // window by window instead of element by element (pool_grad_windows.cpp); false if it does not.
   bool pool_grad_by_windows(llvm::Value* lo, llvm::Value* hi);
   // Whether the kernel reads and writes only arrays of its own element count, elementwise (and
   // reduces only over every axis): then it runs as one flat loop.
@@ -195,6 +188,7 @@ class KernelEmitter {
   llvm::Value* bufs_ = nullptr;
   std::map<std::pair<ir::ValueId, Index>, llvm::Value*> memo_;
   bool collapsed_ = false;
+  std::string strategy_;
   unsigned lanes_ = 0;  // > 0 while vector_node emits: constants are splats of this many lanes
 };
 

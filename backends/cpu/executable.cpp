@@ -20,7 +20,6 @@
 namespace fluxion::cpu {
 namespace {
 
-
 struct ArenaDeleter {
   void operator()(char* p) const { ::operator delete[](p, std::align_val_t(64)); }
 };
@@ -30,10 +29,13 @@ class CpuExecutable final : public backends::Executable {
  public:
   explicit CpuExecutable(const ir::Program& p) : program_(p) {
     schedule_ = kernel::schedule(program_.body, true);
+    code_ = build(false);
+    size_t next = 0;
+    kernel::for_each_kernel(program_.body, schedule_,
+                            [&](kernel::Kernel& k) { k.strategy = code_->strategies.at(next++); });
     if (const char* dump = std::getenv("FLUXION_DUMP_IR"); dump && *dump && std::string(dump) != "0") {
       std::fprintf(stderr, "// ---- kernels\n%s\n", describe().c_str());
     }
-    code_ = build(false);
     for (ir::ValueId v : program_.body.results) outputs_.push_back(program_.body.type(v));
   }
 
@@ -117,7 +119,7 @@ class CpuExecutable final : public backends::Executable {
 
   const NativeCode& profiled_code() const {
     std::call_once(profiled_once_, [&] {
-      kernel_names_ = kernel_names(program_, schedule_);
+      kernel_names_ = kernel::kernel_lines(program_.body, schedule_);
       profiled_code_ = build(true);
     });
     return *profiled_code_;

@@ -318,28 +318,43 @@ llvm::Function* KernelEmitter::emit(const std::string& name) {
   b_.CreateBr(start);
   b_.SetInsertPoint(start);
   if (k_.kind == kernel::KernelKind::StraightLine) {
+    strategy_ = "block";
     straight_line();
   } else if (k_.kind == kernel::KernelKind::MatMul) {
     init_reductions(lo, hi);
     if (r_.nodes[k_.root].op == ir::Op::MatMul) {
       Gemm g = matmul_gemm();
-      if (!gemm_transposed(g, lo, hi)) gemm(g, lo, hi);
-    } else if (!sliding_conv(lo, hi)) {
-      gemm(conv_gemm(), lo, hi);
+      strategy_ = "transposed-tiles";
+      if (!gemm_transposed(g, lo, hi)) {
+        strategy_ = "tiles";
+        gemm(g, lo, hi);
+      }
+    } else {
+      strategy_ = "sliding";
+      if (!sliding_conv(lo, hi)) {
+        strategy_ = "im2col";
+        gemm(conv_gemm(), lo, hi);
+      }
     }
   } else {
     init_reductions(lo, hi);
     if (k_.space.empty()) {
+      strategy_ = "scalar";
       body_at({});
     } else if (collapsible()) {
       // One flat loop instead of a nest: no per-row loop overhead or partial reductions.
+      strategy_ = "flat";
       collapsed_ = true;
       int64_t n = numel(k_.space);
       Value* scale = i64(n / std::max<int64_t>(1, k_.space[0]));
       nest({n}, b_.CreateMul(lo, scale), b_.CreateMul(hi, scale), [&](const Index& idx) { body_at(idx); });
       collapsed_ = false;
-    } else if (!pool_grad_by_windows(lo, hi)) {
-      nest(k_.space, lo, hi, [&](const Index& idx) { body_at(idx); });
+    } else {
+      strategy_ = "pool-windows";
+      if (!pool_grad_by_windows(lo, hi)) {
+        strategy_ = "nest";
+        nest(k_.space, lo, hi, [&](const Index& idx) { body_at(idx); });
+      }
     }
   }
   b_.CreateRetVoid();

@@ -17,6 +17,7 @@
 #include <cstdlib>
 #include <deque>
 #include <mutex>
+#include <sstream>
 
 #include "backends/disk_cache.h"
 #include "backends/cpu/runtime.h"
@@ -232,6 +233,10 @@ std::unique_ptr<NativeCode> build_native(const std::string& key, const std::func
   if (!sym) fail_llvm("cannot link the program", sym.takeError());
   auto code = std::make_unique<OrcCode>();
   code->entry = sym->toPtr<EntryFn>();
+  auto strategies = (*jit)->lookup(kStrategiesSymbol);
+  if (!strategies) fail_llvm("cannot link the program", strategies.takeError());
+  std::istringstream lines(strategies->toPtr<const char*>());
+  for (std::string line; std::getline(lines, line);) code->strategies.push_back(line);
   code->from_disk_cache = cached;
   code->jit = std::move(*jit);
   return code;

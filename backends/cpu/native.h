@@ -7,6 +7,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "fluxion/dtype.h"
 
@@ -18,11 +19,16 @@ namespace fluxion::cpu {
 
 using EntryFn = int32_t (*)(void** io, char* arena, int64_t* launches);
 
+// The module's NUL-terminated text naming each kernel's strategy, one per line in the order the
+// entry point runs them (KernelEmitter::strategy()).
+inline constexpr char kStrategiesSymbol[] = "fx_kernel_strategies";
+
 // Linked code of one program; the entry point stays valid while this lives.
 class NativeCode {
  public:
   virtual ~NativeCode() = default;
   EntryFn entry = nullptr;
+  std::vector<std::string> strategies;  // from kStrategiesSymbol
   bool from_disk_cache = false;
 };
 

@@ -2,6 +2,7 @@
 // scan, while and cond as native control flow around the steps of their regions. Kernels are
 // called directly, or through the runtime's thread pool when they are large enough to split.
 #include "backends/cpu/codegen.h"
+#include "backends/cpu/native.h"
 #include "fluxion/error.h"
 
 namespace fluxion::cpu {
@@ -44,6 +45,9 @@ class ProgramEmitter {
       copy(io_ptr(body.params.size() + k), results[k], bytes(body.type(v)));
     }
     b_.CreateRet(b_.getInt32(kOk));
+    // In the object code, so that a program loaded from the disk cache names them too.
+    auto* text = llvm::ConstantDataArray::getString(c_, strategies_);
+    new llvm::GlobalVariable(m_, text->getType(), true, llvm::GlobalValue::ExternalLinkage, text, kStrategiesSymbol);
     ModuleInfo info;
     info.arena_bytes = s_.arena_bytes;
     return info;
@@ -127,6 +131,7 @@ class ProgramEmitter {
     llvm::IRBuilder<> kb(c_);
     KernelEmitter ke(r, s, k, target_, m_, kb);
     llvm::Function* fn = ke.emit("kernel" + std::to_string(kernel_count_++));
+    strategies_ += ke.strategy() + "\n";
     const auto& bufs = ke.buffers();
     Value* args = entry_alloca(b_.getPtrTy(), std::max<uint64_t>(1, bufs.size()));
     for (size_t i = 0; i < bufs.size(); ++i) {
@@ -265,36 +270,10 @@ class ProgramEmitter {
   Value* io_ = nullptr;
   Value* launches_ = nullptr;
   int kernel_count_ = 0;
+  std::string strategies_;  // KernelEmitter::strategy() of each kernel, one per line
 };
 
 }  // namespace
-
-namespace {
-
-// The same walk as ProgramEmitter::region: steps in order, a control step's regions in order.
-void name_kernels(const ir::Region& r, const RegionSchedule& s, const std::string& where, std::vector<std::string>& out) {
-  for (const kernel::Step& st : s.steps) {
-    if (st.kind == kernel::Step::Kind::Kernel) {
-      out.push_back(where + kernel::kernel_line(r, s.kernels[st.index], st.index));
-      continue;
-    }
-    const ir::Node& n = r.nodes[st.index];
-    auto names = ir::region_names(n.op);
-    const auto& subs = s.nested.at(st.index);
-    for (size_t i = 0; i < subs.size(); ++i) {
-      std::string inner = where + ir::op_name(n.op) + "@" + std::to_string(st.index) + "." + names[i] + ": ";
-      name_kernels(n.regions[i], subs[i], inner, out);
-    }
-  }
-}
-
-}  // namespace
-
-std::vector<std::string> kernel_names(const ir::Program& p, const RegionSchedule& s) {
-  std::vector<std::string> out;
-  name_kernels(p.body, s, "", out);
-  return out;
-}
 
 ModuleInfo emit_program(const ir::Program& p, const RegionSchedule& s, const Target& target, llvm::Module& m) {
   return ProgramEmitter(p, s, target, m).run();

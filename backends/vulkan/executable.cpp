@@ -112,6 +112,11 @@ class VulkanExecutable final : public backends::Executable {
       release();
       throw;
     }
+    // A kernel without a pipeline of its own runs inside a loop's single-workgroup shader.
+    kernel::for_each_kernel(program_.body, schedule_, [&](kernel::Kernel& k) {
+      auto it = kernels_.find(&k);
+      k.strategy = it != kernels_.end() ? it->second.shader.strategy : "in-loop";
+    });
   }
 
   ~VulkanExecutable() override { release(); }

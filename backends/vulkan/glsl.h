@@ -31,6 +31,10 @@ struct KernelShader {
   std::vector<ir::ValueId> buffers;  // argument entries 1.. in order
   std::vector<bool> written;         // per buffer: the kernel stores into it
   std::array<uint32_t, 3> groups{1, 1, 1};
+  // How the kernel maps onto invocations (Kernel::strategy; docs/vulkan.md): "per-index",
+  // "direct" (a convolution, one output element per invocation), "tiles", "workgroup-rows" or
+  // "subgroup-rows" (reductions).
+  std::string strategy;
 };
 
 // The GLSL of kernel k of region r for a device that can do `target`.

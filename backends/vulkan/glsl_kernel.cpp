@@ -62,9 +62,11 @@ std::string GlslKernel::fresh(const char* prefix) { return prefix + std::to_stri
 
 void GlslKernel::line(const std::string& s) { code_ << indent_ << s << "\n"; }
 
-std::string GlslKernel::temp(DType t, const std::string& expr) {
-  std::string name = fresh("t");
-  line(glsl_type(t) + " " + name + " = " + expr + ";");
+std::string GlslKernel::temp(DType t, const std::string& expr) { return declare(glsl_type(t), "t", expr); }
+
+std::string GlslKernel::declare(const std::string& type, const char* prefix, const std::string& init) {
+  std::string name = fresh(prefix);
+  line(glsl::declaration(type, name, init));
   return name;
 }
 
@@ -78,10 +80,10 @@ void GlslKernel::block(const std::function<void()>& body) {
   memo_ = std::move(saved);
 }
 
-void GlslKernel::loop(int64_t n, const std::function<void(const std::string&)>& body) {
+void GlslKernel::loop(int64_t lo, int64_t hi, const std::function<void(const std::string&)>& body) {
   std::string i = fresh("i");
   auto saved = memo_;
-  line("for (int " + i + " = 0; " + i + " < " + std::to_string(n) + "; ++" + i + ") {");
+  line("for (int " + i + " = " + std::to_string(lo) + "; " + i + " < " + std::to_string(hi) + "; ++" + i + ") {");
   indent_ += "  ";
   body(i);
   indent_.resize(indent_.size() - 2);
@@ -292,6 +294,7 @@ void GlslKernel::emit_reducing() {
                         // Subgroup max/min leave NaN handling undefined: floats keep the tree.
                         return node.op == Op::ReduceSum ? t != DType::boolean : t == DType::i32;
                       });
+  strategy_ = by_subgroups ? "subgroup-rows" : "workgroup-rows";
   if (by_subgroups) {
     for (size_t n : reductions) {
       const ir::Node& node = r_.nodes[n];
@@ -540,14 +543,17 @@ KernelShader GlslKernel::emit(const std::string& name) {
     }
   }
   if (gemm) {
+    strategy_ = "tiles";
     emit_matmul();
   } else if (has_reduce) {
     emit_reducing();
   } else {
+    strategy_ = k_.kind == kernel::KernelKind::MatMul ? "direct" : "per-index";
     emit_elementwise();
   }
   KernelShader out;
   out.name = name;
+  out.strategy = strategy_;
   out.groups = groups_;
   out.buffers = buffers_;
   out.written = written_;
@@ -606,7 +612,7 @@ void GlslKernel::emit_cooperative_matmul() {
   Index idx = unravel("gid", cs);
   std::string acc = fresh("acc");
   line(glsl_type(t) + " " + acc + " = " + constant(t, 0) + ";");
-  loop(r_.type(a).shape.back(), [&](const std::string& q) {
+  loop(0, r_.type(a).shape.back(), [&](const std::string& q) {
     Index ai(idx.begin(), idx.end() - 1), bi(idx.begin(), idx.end() - 2);
     ai.back() = idx[rank - 2];
     ai.push_back(q);

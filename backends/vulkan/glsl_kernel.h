@@ -1,6 +1,7 @@
-// The GLSL emitter of one kernel (glsl_kernel.cpp, glsl_ops.cpp): values of a region computed
-// at symbolic indices, as GLSL statements. Mirrors the CPU backend's KernelEmitter; indices
-// are GLSL int expressions.
+// The GLSL emitter of one kernel (glsl_kernel.cpp): values of a region computed at symbolic
+// indices, as GLSL statements, by the shared per-element lowering (glsl_lowering.cpp); indices
+// are GLSL int expressions. The kernel shapes (elementwise, reducing, matmul, cooperative) are
+// Vulkan's own schedules.
 #pragma once
 
 #include <functional>
@@ -10,6 +11,7 @@
 #include <vector>
 
 #include "backends/vulkan/glsl.h"
+#include "backends/vulkan/glsl_text.h"
 
 namespace fluxion::vulkan {
 
@@ -25,19 +27,11 @@ class GlslKernel {
   std::string emit_cooperative(const std::function<std::string(ir::ValueId)>& address);
 
  private:
-  class ScalarOps;  // kernel::lower_elementwise's primitives (glsl_ops.cpp)
+  class Renderer;  // the shared per-element lowering's primitives (glsl_renderer.h)
   // Values.
   std::string at(ir::ValueId v, const Index& idx);
   std::string compute(const ir::Node& n, const Index& idx);
-  std::string elementwise(const ir::Node& n, const std::vector<std::string>& x, DType in, DType out);
   std::string view(const ir::Node& n, ir::ValueId v, const Index& idx);
-  std::string gathering(const ir::Node& n, const Index& idx);
-  std::string conv(const ir::Node& n, const Index& o);
-  std::string pool(const ir::Node& n, const Index& o);
-  std::pair<std::string, std::string> pool_select(ir::ValueId x, const Index& o, const ir::Attrs& a);
-  std::string argreduce(const ir::Node& n, const Index& o);
-  std::string random(const ir::Node& n, const Index& o);
-  std::string int_matmul(const ir::Node& n, const Index& o);
   std::string load(ir::ValueId v, const Index& idx);
   void store(ir::ValueId v, const Index& idx, const std::string& x);
   std::string flat(const Index& idx, const Shape& shape);
@@ -48,10 +42,12 @@ class GlslKernel {
 
   // Code.
   std::string temp(DType t, const std::string& expr);
+  // `type name = init;` with a fresh name starting with `prefix`; returns the name.
+  std::string declare(const std::string& type, const char* prefix, const std::string& init);
   std::string fresh(const char* prefix);
   void line(const std::string& s);
-  // `for (int i = 0; i < n; ++i) { body(i) }`, keeping values computed inside local to it.
-  void loop(int64_t n, const std::function<void(const std::string&)>& body);
+  // `for (int i = lo; i < hi; ++i) { body(i) }`, keeping values computed inside local to it.
+  void loop(int64_t lo, int64_t hi, const std::function<void(const std::string&)>& body);
   void block(const std::function<void()>& body);
 
   // Kernel shapes.
@@ -96,6 +92,7 @@ class GlslKernel {
   std::string indent_ = "  ";
   int next_ = 0;
   std::array<uint32_t, 3> groups_{1, 1, 1};
+  std::string strategy_;
 };
 
 std::string glsl_type(DType t);

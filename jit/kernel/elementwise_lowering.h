@@ -2,22 +2,7 @@
 // that make a backend agree with the reference evaluator (jit/eval/elementwise.cpp) live here:
 // integer division by zero is 0 and INT_MIN / -1 wraps, max and min propagate NaN, float to
 // int conversion saturates and takes NaN to 0, sign keeps NaN and signed zeros, sigmoid and
-// softplus never overflow. A backend renders the few primitives below in its own terms (LLVM
-// values on the CPU, GLSL text on Vulkan) and calls lower_elementwise.
-//
-// A Builder provides, with V its value type (a scalar, or a vector of lanes on the CPU):
-//   V constant(DType t, double v)
-//   V neg(V a, DType t)      V add(V a, V b, DType t)   V sub(V a, V b, DType t)
-//   V mul(V a, V b, DType t) V fdiv(V a, V b, DType t)  (IEEE division)
-//   V idiv(V a, V b)         signed i32 division; b is never 0, nor -1
-//   V compare(Compare c, V a, V b, DType t)  floats: ordered, except Ne, which is unordered
-//   V select(V cond, V a, V b)   V logic_and(V a, V b)   V logic_or(V a, V b)   V logic_not(V a)
-//   V is_nan(V a)            V abs(V a, DType t)
-//   V max(V a, V b, DType t) V min(V a, V b, DType t)   floats: NaN if either is NaN
-//   V math(std::string_view f, DType t, std::vector<V> args)   the C math function f
-//                            (double-precision name, e.g. "expm1") at dtype t
-//   V convert(V a, DType from, DType to)   numeric to numeric, never from or to bool; float
-//                            to i32 is only asked for values in range, never NaN
+// softplus never overflow. The Builder's primitives are listed in lowering.h.
 #pragma once
 
 #include <limits>
@@ -27,10 +12,9 @@
 #include "fluxion/dtype.h"
 #include "fluxion/error.h"
 #include "jit/ir/ir.h"
+#include "jit/kernel/lowering.h"
 
 namespace fluxion::kernel {
-
-enum class Compare : uint8_t { Eq, Ne, Lt, Le, Gt, Ge };
 
 template <class Builder, class V>
 V lower_elementwise(Builder& b, const ir::Node& n, const std::vector<V>& x, DType in, DType out) {

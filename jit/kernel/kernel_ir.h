@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -38,6 +39,10 @@ struct Kernel {
   std::vector<size_t> recomputed;  // cheap nodes of other kernels computed here again, not stored
   size_t root = 0;                 // MatMul: the matmul or convolution node
   bool parallel = false;           // the outermost dimension may be split across threads
+  // How the backend that compiled the kernel runs it ("tiles", "sliding", "flat", ...; empty
+  // before a backend compiles it). Printed after the kind, "matmul[sliding]", so that a test
+  // can assert which code path it exercises.
+  std::string strategy;
 };
 
 struct Step {
@@ -122,6 +127,13 @@ std::string kernel_line(const ir::Region& r, const Kernel& k, size_t index);
 // pairs of region index and node index into nested regions), "" when no kernel does (a
 // control node, a view folded into its users' index math).
 std::string kernel_containing(const ir::Region& r, const RegionSchedule& s, const std::vector<size_t>& path);
+// Every kernel of the region and of its loop bodies in the order a backend runs (and numbers)
+// them: steps in order, a control step's regions in order. `lines`: kernel_line for each,
+// those of loop bodies prefixed with where they are ("scan@4.body: kernel 0 straight ...").
+std::vector<std::string> kernel_lines(const ir::Region& r, const RegionSchedule& s);
+// Calls `visit` on every kernel of the schedule and of its loop bodies, in kernel_lines' order
+// (so that a backend can record facts about them, such as Kernel::strategy).
+void for_each_kernel(const ir::Region& r, RegionSchedule& s, const std::function<void(Kernel&)>& visit);
 
 // A view of a buffer as offset + strides (in elements) over a shape.
 struct StridedView {

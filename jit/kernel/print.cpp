@@ -1,5 +1,5 @@
 // The text form of a schedule: one line per kernel with the graph ops it contains, e.g.
-//   kernel 0 loop f32[128,784] parallel: mul reduce_sum -> %3 %5
+//   kernel 0 loop[flat] [128,784] parallel: mul reduce_sum
 #include <sstream>
 
 #include "jit/kernel/kernel_ir.h"
@@ -8,9 +8,10 @@ namespace fluxion::kernel {
 
 std::string kernel_line(const ir::Region& r, const Kernel& k, size_t index) {
   std::ostringstream out;
-  const char* kind = k.kind == KernelKind::MatMul ? " matmul " : k.kind == KernelKind::StraightLine ? " straight " : " loop ";
-  out << "kernel " << index << kind << shape_str(k.space)
-      << (k.parallel ? " parallel" : "") << ":";
+  const char* kind = k.kind == KernelKind::MatMul ? "matmul" : k.kind == KernelKind::StraightLine ? "straight" : "loop";
+  out << "kernel " << index << " " << kind;
+  if (!k.strategy.empty()) out << "[" << k.strategy << "]";
+  out << " " << shape_str(k.space) << (k.parallel ? " parallel" : "") << ":";
   for (size_t n : k.nodes) out << " " << ir::op_name(r.nodes[n].op);
   if (!k.recomputed.empty()) {
     out << " (recomputes";
@@ -57,6 +58,40 @@ std::string print(const ir::Region& r, const RegionSchedule& s, int indent) {
     out << pad << kernel_line(r, s.kernels[st.index], st.index) << "\n";
   }
   return out.str();
+}
+
+namespace {
+
+// Calls visit(where, region, kernel, index) for every kernel in running order.
+template <class Schedule, class Visit>
+void walk_kernels(const ir::Region& r, Schedule& s, const std::string& where, const Visit& visit) {
+  for (const Step& st : s.steps) {
+    if (st.kind == Step::Kind::Kernel) {
+      visit(where, r, s.kernels[st.index], st.index);
+      continue;
+    }
+    const ir::Node& n = r.nodes[st.index];
+    auto names = ir::region_names(n.op);
+    auto& subs = s.nested.at(st.index);
+    for (size_t i = 0; i < subs.size(); ++i) {
+      walk_kernels(n.regions[i], subs[i],
+                   where + ir::op_name(n.op) + "@" + std::to_string(st.index) + "." + names[i] + ": ", visit);
+    }
+  }
+}
+
+}  // namespace
+
+std::vector<std::string> kernel_lines(const ir::Region& r, const RegionSchedule& s) {
+  std::vector<std::string> out;
+  walk_kernels(r, s, "", [&](const std::string& where, const ir::Region& region, const Kernel& k, size_t index) {
+    out.push_back(where + kernel_line(region, k, index));
+  });
+  return out;
+}
+
+void for_each_kernel(const ir::Region& r, RegionSchedule& s, const std::function<void(Kernel&)>& visit) {
+  walk_kernels(r, s, "", [&](const std::string&, const ir::Region&, Kernel& k, size_t) { visit(k); });
 }
 
 }  // namespace fluxion::kernel

@@ -1,11 +1,7 @@
 // What must not happen in a differentiated program, checked on its IR: adjoints nobody asked
 // for (activity analysis) and full-size zero-padded adjoints of slices (fan-out).
 #include "autodiff/gradcheck.h"
-
-namespace fx = fluxion;
-using fx::Array;
-using fx::Tensor;
-using namespace fx::testing;
+#include "common/test_names.h"
 
 namespace {
 

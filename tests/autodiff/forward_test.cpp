@@ -1,11 +1,7 @@
 // Forward mode (jvp) against central finite differences along the tangent direction, for op
 // families, loops and branches; and jvp of grad as a Hessian-vector product.
 #include "autodiff/gradcheck.h"
-
-namespace fx = fluxion;
-using fx::Array;
-using fx::Tensor;
-using namespace fx::testing;
+#include "common/test_names.h"
 
 class Forward : public BackendTest {};
 FLUXION_INSTANTIATE_BACKENDS(Forward);

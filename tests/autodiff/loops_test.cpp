@@ -1,11 +1,7 @@
 // Reverse mode through scan and fori_loop against finite differences: carries, per-step inputs
 // and outputs, captured values, reverse scans, nesting, and grad of grad through a loop.
 #include "autodiff/gradcheck.h"
-
-namespace fx = fluxion;
-using fx::Array;
-using fx::Tensor;
-using namespace fx::testing;
+#include "common/test_names.h"
 
 class ReverseLoops : public BackendTest {};
 FLUXION_INSTANTIATE_BACKENDS(ReverseLoops);

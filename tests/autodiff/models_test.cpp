@@ -1,11 +1,7 @@
 // Gradients of whole models against finite differences: LeNet (W4, small), an LSTM cell, a
 // two-layer LSTM over 10 steps, a GRU cell.
 #include "autodiff/gradcheck.h"
-
-namespace fx = fluxion;
-using fx::Array;
-using fx::Tensor;
-using namespace fx::testing;
+#include "common/test_names.h"
 
 class Models : public BackendTest {};
 FLUXION_INSTANTIATE_BACKENDS(Models);

@@ -2,11 +2,7 @@
 // with broadcasting edge cases. Each loss weights the op's output by fixed random values so
 // that every output element's adjoint differs.
 #include "autodiff/gradcheck.h"
-
-namespace fx = fluxion;
-using fx::Array;
-using fx::Tensor;
-using namespace fx::testing;
+#include "common/test_names.h"
 
 class Reverse : public BackendTest {};
 FLUXION_INSTANTIATE_BACKENDS(Reverse);

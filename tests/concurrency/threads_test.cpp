@@ -5,14 +5,7 @@
 
 #include <thread>
 
-#include "common/test_util.h"
-
-namespace fx = fluxion;
-using fx::Array;
-using fx::Backend;
-using fx::DType;
-using fx::Tensor;
-using namespace fx::testing;
+#include "common/test_names.h"
 
 namespace {
 

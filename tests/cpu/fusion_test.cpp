@@ -7,6 +7,7 @@
 #include "cpu/lstm_cell.h"
 
 #include <cmath>
+#include <regex>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -17,11 +18,14 @@ using fx::Tensor;
 
 namespace {
 
+// The kernel lines of a listing without the backend's strategy ("matmul[tiles]" -> "matmul"):
+// what the fuser decided, the same whatever the machine's vector width.
 std::vector<std::string> lines(const std::string& s) {
+  static const std::regex strategy(R"(^(kernel [0-9]+ [a-z]+)\[[a-z-]+\])");
   std::vector<std::string> out;
   std::istringstream in(s);
   for (std::string l; std::getline(in, l);) {
-    if (!l.empty()) out.push_back(l);
+    if (!l.empty()) out.push_back(std::regex_replace(l, strategy, "$1"));
   }
   return out;
 }

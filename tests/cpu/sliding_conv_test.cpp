@@ -13,6 +13,7 @@
 #include <string>
 
 #include "common/test_util.h"
+#include "cpu/strategies.h"
 
 namespace fx = fluxion;
 using fx::Array;
@@ -23,7 +24,17 @@ namespace {
 struct Case {
   fx::Shape x, w;
   std::vector<int64_t> padding;
+  int im2col = 0;  // how many of the gradient program's three convolutions are too large to stage
 };
+
+// The strategies of the matmul kernels (the convolutions) in the listing.
+std::vector<std::string> convolution_strategies(const std::string& listing) {
+  std::vector<std::string> out;
+  for (const std::string& k : fx::testing::kernel_strategies(listing)) {
+    if (k.rfind("matmul[", 0) == 0) out.push_back(k);
+  }
+  return out;
+}
 
 class ThreadCount {
  public:
@@ -38,12 +49,12 @@ class ThreadCount {
 
 TEST(CpuSlidingConv, ValueAndGradientsMatchTheInterpreter) {
   const Case cases[] = {
-      {{4, 1, 28, 28}, {6, 1, 5, 5}, {0}},       // LeNet's first layer
-      {{3, 6, 12, 12}, {16, 6, 5, 5}, {0}},      // its second
-      {{3, 3, 9, 10}, {8, 3, 3, 3}, {1}},        // "same" padding, 8-row tiles
+      {{4, 1, 28, 28}, {6, 1, 5, 5}, {0}},   // LeNet's first layer
+      {{3, 6, 12, 12}, {16, 6, 5, 5}, {0}},  // its second
+      {{3, 3, 9, 10}, {8, 3, 3, 3}, {1}},    // "same" padding, 8-row tiles
       {{2, 4, 7, 6}, {5, 4, 3, 2}, {2, 0, 1, 1}},
       {{1, 2, 4, 5}, {7, 2, 2, 3}, {3, 1, 0, 2}},  // padding beyond the kernel's reach
-      {{1, 96, 20, 20}, {4, 96, 3, 3}, {1}},     // conv and weight gradient too large for the stack: im2col
+      {{1, 96, 20, 20}, {4, 96, 3, 3}, {1}, 3},    // 96 channels: too large for the stack, im2col
   };
   uint32_t seed = 1;
   for (int threads : {1, 2}) {
@@ -61,7 +72,16 @@ TEST(CpuSlidingConv, ValueAndGradientsMatchTheInterpreter) {
           return fx::sum(y * fx::sin(y));
         };
         auto g = fx::value_and_grad(f, {0, 1, 2});
-        auto [value, grads] = fx::jit(g, fx::Backend::Cpu)(x, w, b);
+        auto compiled = fx::jit(g, fx::Backend::Cpu);
+        std::vector<std::string> convs = convolution_strategies(compiled.lower(x, w, b).kernels());
+        ASSERT_EQ(convs.size(), 3u) << compiled.lower(x, w, b).kernels();
+        // Sliding windows need vectors of at least 4 lanes (every AVX machine's).
+        int im2col = fx::testing::matmul_lanes(t) >= 4 ? c.im2col : 3;
+        EXPECT_EQ(std::count(convs.begin(), convs.end(), "matmul[im2col]"), im2col)
+            << compiled.lower(x, w, b).kernels();
+        EXPECT_EQ(std::count(convs.begin(), convs.end(), "matmul[sliding]"), 3 - im2col)
+            << compiled.lower(x, w, b).kernels();
+        auto [value, grads] = compiled(x, w, b);
         auto [want_value, want_grads] = fx::jit(g, fx::Backend::Interp)(x, w, b);
         // Every value is a sum of at most this many products.
         double terms = static_cast<double>(std::max({c.x[0] * c.x[2] * c.x[3], c.w[1] * c.w[2] * c.w[3], c.w[0] * c.w[2] * c.w[3]}));
@@ -103,7 +123,9 @@ TEST(CpuSlidingConv, ForwardMatchesTheInterpreterElementByElement) {
       Array w = fx::testing::make(t, fx::testing::random_doubles(fx::numel(c.w), -1, 1, seed++), c.w);
       std::vector<int64_t> padding = c.padding;
       auto f = [padding](Tensor x, Tensor w) { return fx::conv2d(x, w, {.padding = padding}); };
-      std::vector<double> got = fx::jit(f, fx::Backend::Cpu)(x, w).to_doubles();
+      auto compiled = fx::jit(f, fx::Backend::Cpu);
+      EXPECT_EQ(convolution_strategies(compiled.lower(x, w).kernels()), std::vector<std::string>{"matmul[sliding]"});
+      std::vector<double> got = compiled(x, w).to_doubles();
       std::vector<double> want = fx::jit(f, fx::Backend::Interp)(x, w).to_doubles();
       ASSERT_EQ(got.size(), want.size());
       double u = (t == fx::f32 ? 0x1p-24 : 0x1p-53) * 4 * static_cast<double>(c.w[1] * c.w[2] * c.w[3]);

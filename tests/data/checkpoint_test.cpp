@@ -1,15 +1,10 @@
 // Training checkpoints: a round trip resumes training exactly; mismatched files are refused
 // with every problem listed and the state left unchanged; a failed save keeps the old file.
+#include "common/test_names.h"
 #include "data/data_test_util.h"
 #include "support/files.h"
 
-namespace fx = fluxion;
 namespace nn = fluxion::nn;
-using fx::Array;
-using fx::Tensor;
-using fx::Backend;
-using fx::DType;
-using namespace fx::testing;
 
 class Checkpoints : public FileTest {
  protected:

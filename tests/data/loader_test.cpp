@@ -2,13 +2,8 @@
 #include <numeric>
 #include <set>
 
+#include "common/test_names.h"
 #include "data/data_test_util.h"
-
-namespace fx = fluxion;
-using fx::Array;
-using fx::Backend;
-using fx::DType;
-using namespace fx::testing;
 
 namespace {
 

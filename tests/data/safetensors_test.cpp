@@ -2,14 +2,9 @@
 // files, and saves that fail midway leaving the previous file intact.
 #include <cstring>
 
+#include "common/test_names.h"
 #include "data/data_test_util.h"
 #include "support/files.h"
-
-namespace fx = fluxion;
-using fx::Array;
-using fx::Backend;
-using fx::DType;
-using namespace fx::testing;
 
 class Safetensors : public FileTest {
  protected:

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstdio>
 
+#include "common/finite_differences.h"
 #include "driver/pipeline.h"
 #include "jit/eval/interpreter.h"
 #include "jit/ir/ir.h"
@@ -49,36 +50,23 @@ std::string check(const Spec& spec, const std::vector<Backend>& backends) {
                               unsimplified[r].to_doubles(), 1e-12, 1e-14);
       if (!e.empty()) return e;
     }
-    // Central differences of the interpreter's loss, per input element and along one direction.
+    // Central differences of the interpreter's loss, per input element and along one direction:
+    // the derivative of s -> loss(inputs + s * direction) at s = 0.
     auto loss_at = [&](const std::vector<Array>& x) { return reference(x)[0].item(); };
-    std::vector<std::vector<double>> fd(inputs.size());
+    std::vector<std::vector<double>> fd = testing::central_differences(inputs, loss_at);
     std::vector<Array> direction = make_inputs(spec.inputs, spec.seed + 1);
-    for (size_t i = 0; i < inputs.size(); ++i) {
-      std::vector<double> x = inputs[i].to_doubles();
-      for (size_t j = 0; j < x.size(); ++j) {
-        double h = 1e-6 * std::max(1.0, std::abs(x[j]));
-        auto shifted = [&](double d) {
-          std::vector<Array> moved = inputs;
-          std::vector<double> y = x;
-          y[j] += d;
-          moved[i] = Array(y, inputs[i].shape());
-          return loss_at(moved);
-        };
-        fd[i].push_back((shifted(h) - shifted(-h)) / (2 * h));
-      }
-    }
-    double h = 1e-6;
-    auto along = [&](double d) {
+    auto along = [&](const std::vector<Array>& s) {
       std::vector<Array> moved;
       for (size_t i = 0; i < inputs.size(); ++i) {
         std::vector<double> x = inputs[i].to_doubles(), t = direction[i].to_doubles();
-        for (size_t j = 0; j < x.size(); ++j) x[j] += d * t[j];
+        for (size_t j = 0; j < x.size(); ++j) x[j] += s[0].item() * t[j];
         moved.emplace_back(x, inputs[i].shape());
       }
       return loss_at(moved);
     };
-    double fd_direction = (along(h) - along(-h)) / (2 * h);
-    double grad_abs = 1e-6 * std::max(1.0, std::abs(f0));
+    double fd_direction = testing::central_differences({Array(std::vector<double>{0}, {})}, along)[0][0];
+    // The relative part is docs/reliability.md's for generated programs, looser than kGradRel.
+    double grad_rel = 1e-5, grad_abs = testing::gradient_abs_tolerance(f0);
 
     for (Backend b : backends) {
       std::string at = std::string(" on ") + backend_name(b);
@@ -90,8 +78,8 @@ std::string check(const Spec& spec, const std::vector<Backend>& backends) {
       auto [value, grads] = jit(value_and_grad(loss), b)(inputs);
       if (!close(value.item(), f0, 1e-9, 1e-12)) return "value_and_grad's value" + at + " differs from the primal";
       for (size_t i = 0; i < inputs.size(); ++i) {
-        std::string e = compare("gradient of input " + std::to_string(i) + at + " vs finite differences", grads[i].to_doubles(),
-                                fd[i], 1e-5, grad_abs);
+        std::string e = compare("gradient of input " + std::to_string(i) + at + " vs finite differences",
+                                grads[i].to_doubles(), fd[i], grad_rel, grad_abs);
         if (!e.empty()) return e;
       }
       auto tangent = jit(
@@ -99,7 +87,7 @@ std::string check(const Spec& spec, const std::vector<Backend>& backends) {
             return jvp([&](const std::vector<Tensor>& x) { return trace(spec, x)[0]; }, std::make_tuple(in), t).second;
           },
           b)(inputs, direction);
-      if (!close(tangent.item(), fd_direction, 1e-5, grad_abs))
+      if (!close(tangent.item(), fd_direction, grad_rel, grad_abs))
         return "jvp" + at + " is " + std::to_string(tangent.item()) + ", finite differences " + std::to_string(fd_direction);
     }
   } catch (const std::exception& e) {

@@ -3,14 +3,7 @@
 // kernel; on every backend.
 #include <gtest/gtest.h>
 
-#include "common/test_util.h"
-
-namespace fx = fluxion;
-using fx::Array;
-using fx::Backend;
-using fx::DType;
-using fx::Tensor;
-using namespace fx::testing;
+#include "common/test_names.h"
 
 class NumericsCheck : public BackendTest {
  protected:

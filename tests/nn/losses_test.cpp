@@ -2,15 +2,10 @@
 // stability for large logits, gradients against finite differences.
 #include <gtest/gtest.h>
 
+#include "common/test_names.h"
 #include "nn/nn_test_util.h"
 
-namespace fx = fluxion;
 namespace nn = fluxion::nn;
-using fx::Array;
-using fx::Tensor;
-using fx::Backend;
-using fx::DType;
-using namespace fx::testing;
 
 class Losses : public BackendTest {};
 FLUXION_INSTANTIATE_BACKENDS(Losses);

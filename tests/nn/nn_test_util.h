@@ -24,24 +24,8 @@ void expect_param_gradients(Backend backend, F f, const std::vector<Array>& para
   auto plain = jit(f, Backend::Interp);
   double f0 = plain(params, x).item();
   EXPECT_NEAR(value.item(), f0, 1e-10 * std::max(1.0, std::abs(f0))) << "value";
-  ASSERT_EQ(grads.size(), params.size());
-  for (size_t i = 0; i < params.size(); ++i) {
-    ASSERT_EQ(grads[i].shape(), params[i].shape()) << "gradient " << i;
-    std::vector<double> g = grads[i].to_doubles();
-    for (int64_t j = 0; j < params[i].size(); ++j) {
-      double x0 = params[i].to_doubles()[static_cast<size_t>(j)];
-      double h = 1e-6 * std::max(1.0, std::abs(x0));
-      auto shifted = [&](double delta) {
-        std::vector<Array> p = params;
-        p[i] = params[i].clone();
-        static_cast<double*>(p[i].mutable_data())[j] = x0 + delta;
-        return plain(p, x).item();
-      };
-      double fd = (shifted(h) - shifted(-h)) / (2 * h);
-      EXPECT_NEAR(g[static_cast<size_t>(j)], fd, kGradRel * std::abs(fd) + kGradAbs * std::max(1.0, std::abs(f0)))
-          << "d/d parameter " << i << " element " << j;
-    }
-  }
+  expect_gradients_near_fd(
+      grads, params, f0, [&](const std::vector<Array>& p) { return plain(p, x).item(); }, "parameter");
 }
 
 }  // namespace fluxion::testing

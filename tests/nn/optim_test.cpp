@@ -1,15 +1,10 @@
 // Optimizers against steps computed here by hand, on every backend.
 #include <gtest/gtest.h>
 
+#include "common/test_names.h"
 #include "nn/nn_test_util.h"
 
-namespace fx = fluxion;
 namespace nn = fluxion::nn;
-using fx::Array;
-using fx::Tensor;
-using fx::Backend;
-using fx::DType;
-using namespace fx::testing;
 
 class Optimizers : public BackendTest {
  protected:

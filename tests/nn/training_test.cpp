@@ -4,15 +4,10 @@
 #include <gtest/gtest.h>
 
 #include "common/models.h"
+#include "common/test_names.h"
 #include "nn/nn_test_util.h"
 
-namespace fx = fluxion;
 namespace nn = fluxion::nn;
-using fx::Array;
-using fx::Tensor;
-using fx::Backend;
-using fx::DType;
-using namespace fx::testing;
 
 class Training : public BackendTest {
  protected:
@@ -147,7 +142,7 @@ TEST(TrainingFusion, LstmBackwardStepReusesTheStoredGates) {
   size_t matmuls = 0, pointwise = 0;
   for (size_t pos = 0; (pos = reverse.find("kernel ", pos)) != std::string::npos; ++pos) {
     std::string line = reverse.substr(pos, reverse.find('\n', pos) - pos);
-    matmuls += line.find(" matmul [") != std::string::npos;
+    matmuls += line.find(" matmul[") != std::string::npos;
     pointwise += line.find("sigmoid") != std::string::npos;
   }
   EXPECT_EQ(matmuls, 2u) << reverse;

@@ -9,17 +9,9 @@
 #include <utility>
 #include <vector>
 
-#include "common/test_util.h"
-
-namespace fx = fluxion;
-using fx::Array;
-using fx::DType;
-using fx::Shape;
-using fx::Tensor;
-using namespace fx::testing;
+#include "common/test_names.h"
 
 namespace {
-
 
 using BinFn = std::function<Tensor(const Tensor&, const Tensor&)>;
 using RefFn = std::function<double(double, double)>;

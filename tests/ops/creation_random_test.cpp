@@ -10,14 +10,7 @@
 #include <tuple>
 #include <vector>
 
-#include "common/test_util.h"
-
-namespace fx = fluxion;
-using fx::Array;
-using fx::DType;
-using fx::Shape;
-using fx::Tensor;
-using namespace fx::testing;
+#include "common/test_names.h"
 
 class Creation : public BackendTest {};
 FLUXION_INSTANTIATE_BACKENDS(Creation);

@@ -15,21 +15,15 @@
 #include <string>
 #include <vector>
 
-#include "autodiff/gradcheck.h"
-#include "common/test_util.h"
+#include "common/finite_differences.h"
+#include "common/test_names.h"
 #include "driver/pipeline.h"
 #include "jit/autodiff/autodiff.h"
 #include "jit/eval/interpreter.h"
 #include "jit/ir/ir.h"
 
-namespace fx = fluxion;
 namespace ir = fluxion::ir;
-using fx::Array;
-using fx::Backend;
-using fx::DType;
-using fx::Shape;
 using fx::TensorType;
-using namespace fx::testing;
 
 namespace {
 
@@ -407,39 +401,19 @@ ir::Region loss_region(const ir::Program& p, const std::vector<std::vector<doubl
   return r;
 }
 
-// Central finite differences of every float result of the sample with respect to every element
-// of every float parameter, on the evaluator in f64: jacobian[p][j][r][i] = d result r element i
-// / d parameter p element j. The step is gradcheck.h's, measured after rounding to the
-// parameter's dtype (so an f32 parameter is stepped by exactly what it can hold).
+// Central finite differences (common/finite_differences.h) of every float result of the sample
+// with respect to every element of every float parameter, on the evaluator in f64:
+// jacobian[p][j][r][i] = d result r element i / d parameter p element j.
 using Jacobian = std::vector<std::vector<std::vector<std::vector<double>>>>;
 Jacobian finite_differences(const ir::Program& p, const std::vector<Array>& inputs) {
-  Jacobian jac(inputs.size());
-  std::vector<TensorType> results = p.body.result_types();
-  for (size_t k = 0; k < inputs.size(); ++k) {
-    DType t = inputs[k].dtype();
-    if (!fx::is_float(t)) continue;
-    std::vector<double> x = inputs[k].to_doubles();
-    for (size_t j = 0; j < x.size(); ++j) {
-      double h = 1e-6 * std::max(1.0, std::abs(x[j]));
-      auto shifted = [&](double to) {
-        std::vector<Array> moved = inputs;
-        std::vector<double> y = x;
-        y[j] = to;
-        moved[k] = make(t, y, inputs[k].shape());
-        return fx::interp::run(p, moved);
-      };
-      double hi = round_to(t, x[j] + h), lo = round_to(t, x[j] - h);
-      std::vector<Array> plus = shifted(hi), minus = shifted(lo);
-      std::vector<std::vector<double>> column(results.size());
-      for (size_t r = 0; r < results.size(); ++r) {
-        if (!fx::is_float(results[r].dtype)) continue;
-        std::vector<double> a = plus[r].to_doubles(), b = minus[r].to_doubles();
-        for (size_t i = 0; i < a.size(); ++i) column[r].push_back((a[i] - b[i]) / (hi - lo));
-      }
-      jac[k].push_back(std::move(column));
+  return central_differences(inputs, [&](const std::vector<Array>& moved) {
+    std::vector<Array> out = fx::interp::run(p, moved);
+    std::vector<std::vector<double>> values(out.size());
+    for (size_t r = 0; r < out.size(); ++r) {
+      if (fx::is_float(out[r].dtype())) values[r] = out[r].to_doubles();
     }
-  }
-  return jac;
+    return values;
+  });
 }
 
 class OpTable : public BackendTest {};
@@ -589,7 +563,6 @@ TEST_P(OpTable, SamplesMatchTheEvaluatorAndFiniteDifferences) {
           std::vector<double> v = want[r].to_doubles();
           for (size_t i = 0; i < w[r].size(); ++i) f0 += w[r][i] * v[i];
         }
-        double abs_tol = kGradAbs * std::max(1.0, std::abs(f0));
         for (size_t k = 0; k < params.size(); ++k) {
           if (!wrt[k]) continue;
           const Array& grad_k = got[next++];
@@ -604,7 +577,7 @@ TEST_P(OpTable, SamplesMatchTheEvaluatorAndFiniteDifferences) {
             for (size_t r = 0; r < w.size(); ++r) {
               for (size_t i = 0; i < w[r].size(); ++i) fd += w[r][i] * jac[k][j][r][i];
             }
-            EXPECT_NEAR(gv[j], fd, kGradRel * std::abs(fd) + abs_tol)
+            EXPECT_NEAR(gv[j], fd, gradient_tolerance(fd, f0))
                 << "op '" << s.op << "'" << on << ": reverse mode, d loss / d parameter " << k << " element " << j
                 << " against finite differences";
           }
@@ -621,7 +594,7 @@ TEST_P(OpTable, SamplesMatchTheEvaluatorAndFiniteDifferences) {
             for (size_t k = 0; k < params.size(); ++k) {
               for (size_t j = 0; j < direction[k].size(); ++j) fd += jac[k][j][r][i] * direction[k][j];
             }
-            EXPECT_NEAR(tv[i], fd, kGradRel * std::abs(fd) + kGradAbs * std::max(1.0, std::abs(yv[i])))
+            EXPECT_NEAR(tv[i], fd, gradient_tolerance(fd, yv[i]))
                 << "op '" << s.op << "'" << on << ": forward mode, tangent of result " << r << " element " << i
                 << " against finite differences";
           }

@@ -7,15 +7,9 @@
 #include <string>
 #include <vector>
 
-#include "common/test_util.h"
+#include "common/test_names.h"
 
-namespace fx = fluxion;
-using fx::Array;
 using fx::Axes;
-using fx::DType;
-using fx::Shape;
-using fx::Tensor;
-using namespace fx::testing;
 
 namespace {
 

@@ -6,14 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "common/test_util.h"
-
-namespace fx = fluxion;
-using fx::Array;
-using fx::DType;
-using fx::Shape;
-using fx::Tensor;
-using namespace fx::testing;
+#include "common/test_names.h"
 
 namespace {
 

@@ -7,12 +7,14 @@
 
 #include <fluxion/fluxion.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
 
 #include "backends/vulkan/shader.h"
+#include "common/kernel_listing.h"
 #include "common/test_util.h"
 #include "cpu/lstm_cell.h"
 
@@ -275,7 +277,15 @@ TEST(Vulkan, ConvNetMatchesCpu) {
     return fx::sum(fx::tanh(z));
   };
   Array w1 = uniform({4, 2, 3, 3}, -0.5, 0.5, 8), w2 = uniform({3, 4, 2, 2}, -0.5, 0.5, 9), x = uniform({2, 2, 8, 8}, -1, 1, 10);
-  auto [v, g] = fx::jit(fx::value_and_grad(net, {0, 1}), fx::Backend::Vulkan)(w1, w2, x);
+  auto compiled = fx::jit(fx::value_and_grad(net, {0, 1}), fx::Backend::Vulkan);
+  std::string listing = compiled.lower(w1, w2, x).kernels();
+  // LeNet-like channel counts: every convolution one output element per invocation.
+  for (const std::string& k : fluxion::testing::kernel_strategies(listing)) {
+    if (k.rfind("matmul", 0) == 0) {
+      EXPECT_EQ(k, "matmul[direct]") << listing;
+    }
+  }
+  auto [v, g] = compiled(w1, w2, x);
   expect_grad_matches_cpu(v, g, net, {0, 1}, w1, w2, x);
 }
 
@@ -288,7 +298,12 @@ TEST(Vulkan, WideConvolutionsMatchCpu) {
   };
   Array w1 = uniform({16, 16, 3, 3}, -0.2, 0.2, 19), w2 = uniform({16, 64, 3, 3}, -0.1, 0.1, 20);
   Array x1 = uniform({2, 16, 16, 16}, -1, 1, 21), x2 = uniform({2, 64, 8, 8}, -1, 1, 22);
-  auto [v, g] = fx::jit(fx::value_and_grad(net, {0, 1, 2}), fx::Backend::Vulkan)(w1, w2, x1, x2);
+  auto compiled = fx::jit(fx::value_and_grad(net, {0, 1, 2}), fx::Backend::Vulkan);
+  std::string listing = compiled.lower(w1, w2, x1, x2).kernels();
+  std::vector<std::string> strategies = fluxion::testing::kernel_strategies(listing);
+  EXPECT_EQ(std::count(strategies.begin(), strategies.end(), "matmul[tiles]"), 3) << listing;
+  EXPECT_EQ(std::count(strategies.begin(), strategies.end(), "matmul[direct]"), 2) << listing;
+  auto [v, g] = compiled(w1, w2, x1, x2);
   expect_grad_matches_cpu(v, g, net, {0, 1, 2}, w1, w2, x1, x2);
 }
 

@@ -1,0 +1,72 @@
+// What a node computes per element, from the shared lowering (jit/kernel/lowering.h) rendered
+// as LLVM values (renderer.h), and the math calls it renders to: LLVM intrinsics, libm, or
+// libmvec on vectors. The semantics follow the reference evaluator's exactly; only the rounding
+// of transcendental functions differs.
+#include "backends/cpu/native.h"
+#include "backends/cpu/renderer.h"
+#include "jit/kernel/node_lowering.h"
+
+namespace fluxion::cpu {
+
+using ir::Op;
+using llvm::Value;
+
+Value* KernelEmitter::intrinsic(llvm::Intrinsic::ID id, std::vector<Value*> args) {
+  if (lanes_ > 0) {
+    // LLVM's code generator expands these on vectors into a scalar call per lane.
+    DType t = args[0]->getType()->getScalarType()->isDoubleTy() ? DType::f64 : DType::f32;
+    switch (id) {
+      case llvm::Intrinsic::exp: return vector_math("exp", t, args);
+      case llvm::Intrinsic::log: return vector_math("log", t, args);
+      case llvm::Intrinsic::sin: return vector_math("sin", t, args);
+      case llvm::Intrinsic::cos: return vector_math("cos", t, args);
+      case llvm::Intrinsic::pow: return vector_math("pow", t, args);
+      default: break;
+    }
+  }
+  return b_.CreateIntrinsic(id, {args[0]->getType()}, args);
+}
+
+Value* KernelEmitter::math(std::string_view name, DType t, std::vector<Value*> args) {
+  if (lanes_ > 0) return vector_math(name, t, args);
+  llvm::Type* ty = reg_type(c_, t);
+  std::vector<llvm::Type*> params(args.size(), ty);
+  llvm::FunctionCallee f = m_.getOrInsertFunction(libm_name(name, t), llvm::FunctionType::get(ty, params, false));
+  if (auto* fn = llvm::dyn_cast<llvm::Function>(f.getCallee())) {
+    fn->setDoesNotThrow();
+    fn->setDoesNotAccessMemory();
+  }
+  return b_.CreateCall(f, args);
+}
+
+Value* KernelEmitter::is_nan(Value* x) { return b_.CreateFCmpUNO(x, x); }
+
+Value* KernelEmitter::elementwise(const ir::Node& n, const std::vector<Value*>& x, DType in, DType out) {
+  Renderer render(*this);
+  return kernel::lower_elementwise(render, n, x, in, out);
+}
+
+Value* KernelEmitter::reduce_identity(Op op, DType t) {
+  Renderer render(*this);
+  return kernel::reduce_identity(render, op, t);
+}
+
+Value* KernelEmitter::combine(Op op, DType t, Value* acc, Value* x) {
+  Renderer render(*this);
+  return kernel::combine(render, op, t, acc, x);
+}
+
+Value* KernelEmitter::view(const ir::Node& n, ir::ValueId v, const Index& idx) {
+  Renderer render(*this);
+  return kernel::lower_view(render, r_, n, v, idx);
+}
+
+Value* KernelEmitter::compute(const ir::Node& n, const Index& idx) {
+  ir::OpClass cls = ir::op_info(n.op).cls;
+  if (k_.kind == kernel::KernelKind::StraightLine && (cls == ir::OpClass::Reduce || cls == ir::OpClass::MatMul))
+    return fold(n, idx);
+  Renderer render(*this);
+  return kernel::lower_node(render, r_, n, idx);
+}
+
+}  // namespace fluxion::cpu

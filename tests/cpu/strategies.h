@@ -1,0 +1,15 @@
+// What the CPU strategy tests need to predict a kernel's code path: the kernel listing's
+// strategies and the vector lanes the matrix-product tiles have on this machine.
+#pragma once
+
+#include <fluxion/fluxion.h>
+
+#include "backends/cpu/native.h"
+#include "common/kernel_listing.h"
+
+namespace fluxion::testing {
+
+// Vector lanes of the CPU's matrix-product tiles for elements of dtype t.
+inline int matmul_lanes(DType t) { return cpu::host().matmul_vector_bytes / static_cast<int>(dtype_size(t)); }
+
+}  // namespace fluxion::testing
