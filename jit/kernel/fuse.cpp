@@ -241,87 +241,105 @@ class Fuser {
   }
 
   void visit(size_t i) {
+    switch (roles_[i]) {
+      case Role::Inline:
+      case Role::Global:
+      case Role::View: return;  // folded into readers, or a copy made when one needs a buffer
+      case Role::Control: return add_control_step(i);
+      case Role::MatMul: return start_matmul(i);
+      default: return fuse(i);
+    }
+  }
+
+  // A control-flow node is a step of its own; its operands are stored.
+  void add_control_step(size_t i) {
+    int g = new_group(KernelKind::Loop, {});
+    groups_[static_cast<size_t>(g)].control_node = static_cast<int>(i);
+    for (ValueId o : r_.nodes[i].operands) {
+      for (int d : need_buffer(o)) groups_[static_cast<size_t>(g)].preds.insert(d);
+    }
+    group_of_[i] = g;
+  }
+
+  // A matmul or convolution starts a MatMul kernel reading its operands through strided views
+  // where it can (a matmul), else from buffers.
+  void start_matmul(size_t i) {
     const ir::Node& n = r_.nodes[i];
-    Role ro = roles_[i];
-    if (ro == Role::Inline || ro == Role::Global || ro == Role::View) return;
-    if (ro == Role::Control) {
-      int g = new_group(KernelKind::Loop, {});
-      groups_[static_cast<size_t>(g)].control_node = static_cast<int>(i);
-      for (ValueId o : n.operands) {
-        for (int d : need_buffer(o)) groups_[static_cast<size_t>(g)].preds.insert(d);
-      }
-      group_of_[i] = g;
-      return;
+    int g = new_group(KernelKind::MatMul, r_.type(n.results[0]).shape);
+    groups_[static_cast<size_t>(g)].root = static_cast<int>(i);
+    groups_[static_cast<size_t>(g)].nodes.push_back(i);
+    std::set<int> deps;
+    for (ValueId o : n.operands) {
+      StridedView sv;
+      std::set<int> d = n.op != Op::MatMul || strided_operand(o, &sv) ? view_base_groups(o) : need_buffer(o);
+      deps.insert(d.begin(), d.end());
+      view_leaves(o, groups_[static_cast<size_t>(g)].leaves);
     }
-    if (ro == Role::MatMul) {
-      int g = new_group(KernelKind::MatMul, r_.type(n.results[0]).shape);
-      Group& gr = groups_[static_cast<size_t>(g)];
-      gr.root = static_cast<int>(i);
-      gr.nodes.push_back(i);
-      std::set<int> deps;
-      for (ValueId o : n.operands) {
-        std::set<int> d;
-        StridedView sv;
-        if (n.op != Op::MatMul || strided_operand(o, &sv)) {
-          d = view_base_groups(o);
-        } else {
-          d = need_buffer(o);
-        }
-        deps.insert(d.begin(), d.end());
-        view_leaves(o, groups_[static_cast<size_t>(g)].leaves);
-      }
-      groups_[static_cast<size_t>(g)].preds = deps;
-      group_of_[i] = g;
-      must_[static_cast<size_t>(n.results[0])] = true;
-      return;
-    }
-    Shape space = ro == Role::Reduce ? r_.type(n.operands[0]).shape : r_.type(n.results[0]).shape;
-    std::set<int> fused;  // kernels whose values this node reads at its own index
-    std::vector<ValueId> fused_values;
-    std::set<int> stored;  // kernels whose stored values it reads
-    std::set<ValueId> leaves;
+    groups_[static_cast<size_t>(g)].preds = deps;
+    group_of_[i] = g;
+    must_[static_cast<size_t>(n.results[0])] = true;
+  }
+
+  // How a fusible node reads its operands.
+  struct Reads {
+    std::set<int> fused;                // kernels whose values it reads at its own index
+    std::vector<ValueId> fused_values;  // those values
+    std::set<int> stored;               // kernels whose stored values it reads
+    std::set<ValueId> leaves;           // the stored values
+  };
+
+  Reads reads_of(size_t i, const Shape& space) {
+    const ir::Node& n = r_.nodes[i];
+    Reads out;
     for (ValueId o : n.operands) {
       int p = producer_[static_cast<size_t>(o)];
       Role pr = role(o);
-      bool direct = ro != Role::Gathering && p >= 0 &&
+      bool direct = roles_[i] != Role::Gathering && p >= 0 &&
                     (pr == Role::Elementwise || pr == Role::Gathering || pr == Role::MatMul) &&
                     group_of_[static_cast<size_t>(p)] >= 0 && G(group_of_[static_cast<size_t>(p)]).space == space &&
                     !G(group_of_[static_cast<size_t>(p)]).copy;
       if (direct) {
-        fused.insert(find(group_of_[static_cast<size_t>(p)]));
-        fused_values.push_back(o);
+        out.fused.insert(find(group_of_[static_cast<size_t>(p)]));
+        out.fused_values.push_back(o);
       } else {
         auto d = view_base_groups(o);
-        stored.insert(d.begin(), d.end());
-        view_leaves(o, leaves);
+        out.stored.insert(d.begin(), d.end());
+        view_leaves(o, out.leaves);
       }
     }
-    auto legal = [&](int t, const std::set<int>& reads) {
-      if (t < 0) return false;
-      const Group& gt = G(t);
-      if (gt.copy || gt.control_node >= 0) return false;
-      if (gt.kind == KernelKind::MatMul && ro == Role::Gathering) return false;
-      if (ro == Role::Reduce && !options_.mixed_reductions) {
-        if (gt.kind == KernelKind::MatMul) return false;
-        const std::vector<int64_t>* axes = reduced_axes(t);
-        if (axes && *axes != n.attrs.axes) return false;
-      }
-      for (int s : reads) {
-        if (find(s) == find(t) || depends(s, t)) return false;
-      }
-      return true;
-    };
-    // Join the most recent producer kernel, merging the others into it where that creates no
-    // cycle; a value of a kernel that cannot be joined is recomputed when cheap, else stored.
-    int target = fused.empty() ? -1 : *fused.rbegin();
-    std::vector<size_t> recompute;
+    return out;
+  }
+
+  // Whether node i may join kernel t when it also reads the stored values of kernels `reads`.
+  bool may_join(int t, size_t i, const std::set<int>& reads) {
+    if (t < 0) return false;
+    const Group& gt = G(t);
+    if (gt.copy || gt.control_node >= 0) return false;
+    if (gt.kind == KernelKind::MatMul && roles_[i] == Role::Gathering) return false;
+    if (roles_[i] == Role::Reduce && !options_.mixed_reductions) {
+      if (gt.kind == KernelKind::MatMul) return false;
+      const std::vector<int64_t>* axes = reduced_axes(t);
+      if (axes && *axes != r_.nodes[i].attrs.axes) return false;
+    }
+    for (int s : reads) {
+      if (find(s) == find(t) || depends(s, t)) return false;
+    }
+    return true;
+  }
+
+  // Joins the most recent producer kernel of node i, merging the others into it where that
+  // creates no cycle; a value of a kernel that cannot be joined is recomputed when cheap (its
+  // nodes appended to `recompute`), else stored. Returns the kernel, or -1 when none can be
+  // joined; `reads` then holds what i reads as it will be placed.
+  int join_producers(size_t i, Reads& reads, std::vector<size_t>& recompute) {
+    int target = reads.fused.empty() ? -1 : *reads.fused.rbegin();
     for (int attempt = 0; attempt < 2; ++attempt) {
-      std::set<int> reads = stored;
-      std::set<ValueId> read_leaves = leaves;
+      std::set<int> stored = reads.stored;
+      std::set<ValueId> leaves = reads.leaves;
       std::vector<size_t> redo;
       std::vector<ValueId> materialize;
       std::vector<int> merges;
-      for (ValueId o : fused_values) {
+      for (ValueId o : reads.fused_values) {
         int g = group_of_value(o);
         if (target >= 0 && (g == find(target) || can_merge(g, target))) {
           merges.push_back(g);
@@ -336,20 +354,20 @@ class Fuser {
               int cp = producer_[static_cast<size_t>(co)];
               if (cp < 0 || std::find(chain.begin(), chain.end(), static_cast<size_t>(cp)) == chain.end()) {
                 auto d = view_base_groups(co);
-                reads.insert(d.begin(), d.end());
-                view_leaves(co, read_leaves);
+                stored.insert(d.begin(), d.end());
+                view_leaves(co, leaves);
               }
             }
           }
         } else {
           materialize.push_back(o);
-          reads.insert(g);
-          read_leaves.insert(o);
+          stored.insert(g);
+          leaves.insert(o);
         }
       }
-      bool ok = target < 0 || legal(target, reads);
+      bool ok = target < 0 || may_join(target, i, stored);
       for (int g : merges) {
-        ok = ok && !std::any_of(reads.begin(), reads.end(), [&](int r) { return find(r) == find(g) || depends(r, g); });
+        ok = ok && !std::any_of(stored.begin(), stored.end(), [&](int r) { return find(r) == find(g) || depends(r, g); });
       }
       if (!ok) {
         target = -1;
@@ -358,30 +376,43 @@ class Fuser {
       for (int g : merges) target = merge(g, target);
       for (ValueId o : materialize) must_[static_cast<size_t>(o)] = true;
       recompute = redo;
-      stored = reads;
-      leaves = read_leaves;
+      reads.stored = stored;
+      reads.leaves = leaves;
       break;
     }
-    if (target < 0 && !leaves.empty()) {
-      // A sibling: an earlier loop kernel over the same space that reads one of the same inputs.
-      for (int g = static_cast<int>(groups_.size()) - 1; g >= 0 && g >= static_cast<int>(groups_.size()) - 16; --g) {
-        const Group& gg = groups_[static_cast<size_t>(g)];
-        if (gg.parent >= 0 || gg.kind != KernelKind::Loop || gg.space != space || !legal(g, stored)) continue;
-        bool shares = std::any_of(leaves.begin(), leaves.end(), [&](ValueId l) { return gg.leaves.count(l); });
-        if (shares) {
-          target = g;
-          break;
-        }
-      }
+    return target;
+  }
+
+  // A sibling of node i: one of the last 16 loop kernels over the same space that reads one of
+  // the same stored values and may take i; -1 when there is none.
+  int sibling(size_t i, const Shape& space, const Reads& reads) {
+    if (reads.leaves.empty()) return -1;
+    for (int g = static_cast<int>(groups_.size()) - 1; g >= 0 && g >= static_cast<int>(groups_.size()) - 16; --g) {
+      const Group& gg = groups_[static_cast<size_t>(g)];
+      if (gg.parent >= 0 || gg.kind != KernelKind::Loop || gg.space != space || !may_join(g, i, reads.stored)) continue;
+      if (std::any_of(reads.leaves.begin(), reads.leaves.end(), [&](ValueId l) { return gg.leaves.count(l); })) return g;
     }
+    return -1;
+  }
+
+  // An elementwise, reduction or gathering node joins a producer's kernel, else a sibling's,
+  // else starts a loop kernel.
+  void fuse(size_t i) {
+    const ir::Node& n = r_.nodes[i];
+    bool reduces = roles_[i] == Role::Reduce;
+    Shape space = reduces ? r_.type(n.operands[0]).shape : r_.type(n.results[0]).shape;
+    Reads reads = reads_of(i, space);
+    std::vector<size_t> recompute;
+    int target = join_producers(i, reads, recompute);
+    if (target < 0) target = sibling(i, space, reads);
     if (target < 0) target = new_group(KernelKind::Loop, space);
     Group& gt = G(target);
     gt.nodes.push_back(i);
     gt.recomputed.insert(gt.recomputed.end(), recompute.begin(), recompute.end());
-    for (int s : stored) gt.preds.insert(s);
-    gt.leaves.insert(leaves.begin(), leaves.end());
+    gt.preds.insert(reads.stored.begin(), reads.stored.end());
+    gt.leaves.insert(reads.leaves.begin(), reads.leaves.end());
     group_of_[i] = find(target);
-    if (ro == Role::Reduce) must_[static_cast<size_t>(n.results[0])] = true;
+    if (reduces) must_[static_cast<size_t>(n.results[0])] = true;
   }
 
   bool strided_operand(ValueId v, StridedView* sv) {
