@@ -90,7 +90,8 @@ class KernelEmitter {
   llvm::Value* at_flat(ir::ValueId v, llvm::Value* flat);
 
  private:
-  class Renderer;  // the shared per-element lowering's primitives (renderer.h)
+  class Renderer;     // the shared per-element lowering's primitives (renderer.h)
+  class GemmEmitter;  // the MatMul kernel's loop nest (gemm.cpp)
   llvm::Value* compute(const ir::Node& n, const Index& idx);
   llvm::Value* elementwise(const ir::Node& n, const std::vector<llvm::Value*>& x, DType in, DType out);
   llvm::Value* view(const ir::Node& n, ir::ValueId v, const Index& idx);

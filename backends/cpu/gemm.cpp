@@ -1,0 +1,318 @@
+// The MatMul kernel's schedule: a register-blocked, cache-blocked matrix product, used for
+// matmul and for convolution and its two gradients (with groups = 1), which read their input
+// as im2col (the operands' accessors are matmul.cpp's).
+//
+// The right operand is packed, one k-block x NR-column panel at a time, into a contiguous
+// buffer on the stack (so its rows never conflict in the caches, whatever its layout, and a
+// convolution's im2col is formed there and nowhere else); each MR x NR tile of the result
+// (NR = two vector widths) is accumulated in vector registers over the k-block, and after the
+// last k-block the kernel's epilogue (bias, activation, reductions...) runs on the tile while
+// it is in L1. Threads split the outermost batch dimension, or the rows; each packs the panels
+// it uses.
+#include <algorithm>
+
+#include "backends/cpu/codegen.h"
+
+namespace fluxion::cpu {
+
+using llvm::Value;
+
+namespace {
+// MR, the rows of a register tile: 6 x 2 vectors of accumulators fit AVX2's 16 registers with
+// the two B vectors and a broadcast; AVX-512's 32 registers fit 8 rows, which tile the
+// multiples of 8 that layer widths usually are (W3's 32 rows: four tiles, no single-row rest).
+constexpr int kRows = 6;
+constexpr int kRowsWide = 8;
+constexpr int kRowsMax = 12;  // 24 accumulators, two B vectors and a broadcast: 27 of 32 registers
+constexpr int64_t kWholeEpilogueBytes = 32 << 10;
+}  // namespace
+
+// One emission of the product: what stays fixed while its loops are emitted (the operands, the
+// vector shape, the panel buffer), and one method per level of the loop nest.
+class KernelEmitter::GemmEmitter {
+ public:
+  GemmEmitter(KernelEmitter& e, const Gemm& g)
+      : e_(e),
+        b_(e.b_),
+        g_(g),
+        result_(e.r_.nodes[e.k_.root].results[0]),
+        elem_type_(reg_type(e.c_, e.r_.type(result_).dtype)),
+        elem_bytes_(dtype_size(e.r_.type(result_).dtype)),
+        lanes_(std::max<int>(1, e.target_.matmul_vector_bytes / static_cast<int>(elem_bytes_))),
+        panel_columns_(2 * lanes_),
+        vector_type_(llvm::FixedVectorType::get(elem_type_, static_cast<unsigned>(lanes_))),
+        align_(static_cast<uint64_t>(elem_bytes_)),
+        c_(e.pointer(result_)) {
+    bool has_epilogue = e.k_.nodes.size() > 1;
+    // A small result runs its epilogue once, after its last k-block, over all of it (still in
+    // L1): its loops are then as long as the rows, and a reduction along a row (a bias
+    // gradient) is reduced across lanes once per row instead of once per row and panel. A
+    // larger one runs it on each tile while that is in L1.
+    whole_epilogue_ = has_epilogue && g.M * g.N * elem_bytes_ <= kWholeEpilogueBytes;
+    tile_epilogue_ = has_epilogue && !whole_epilogue_;
+    epilogue_ = has_epilogue;
+    panel_ = e.stack_buffer(elem_type_, std::max<int64_t>(1, g.kc) * panel_columns_);
+  }
+
+  void run(Value* lo, Value* hi) {
+    if (g_.batch.empty()) {
+      product(lo, hi);
+    } else {
+      e_.nest(g_.batch, lo, hi, [&](const Index& b) {
+        batch_ = b;
+        product(e_.i64(0), e_.i64(g_.M));
+      });
+    }
+  }
+
+ private:
+  Value* i64(int64_t v) { return e_.i64(v); }
+  Value* element(Value* base, Value* offset) { return b_.CreateInBoundsGEP(elem_type_, base, offset); }
+  Value* c_element(Value* i, Value* j) { return element(c_, g_.c_offset(batch_, i, j)); }
+  Value* zero() { return llvm::ConstantFP::get(elem_type_, 0.0); }
+  void for_each(Value* from, Value* to, const std::function<void(Value*)>& f) {
+    emit_for(b_, from, to, {}, [&](Value* i, const std::vector<Value*>&) {
+      f(i);
+      return std::vector<Value*>{};
+    });
+  }
+  // The length of k-block kb (the last may be short).
+  Value* block_length(Value* kb) {
+    return e_.intrinsic(llvm::Intrinsic::smin, {i64(g_.kc), b_.CreateSub(i64(g_.K), b_.CreateMul(kb, i64(g_.kc)))});
+  }
+
+  // Rows [r0, r1) of the product of batch_.
+  void product(Value* r0, Value* r1) {
+    if (g_.N < lanes_) return dot_products(r0, r1);
+    // Rows that fit one register tile are one tile: rows left over after full tiles run one
+    // at a time, each a chain of dependent multiply-adds, where a product of 10 rows would
+    // spend most of its time.
+    int64_t M = g_.M;
+    int max_rows = lanes_ >= 16 ? kRowsMax : kRows;
+    tile_rows_ = M <= max_rows                        ? static_cast<int>(std::max<int64_t>(1, M))
+                 : lanes_ >= 16 && M % kRowsWide == 0 ? kRowsWide
+                                                      : kRows;
+    r0_ = r0, r1_ = r1;
+    full_tiles_ = b_.CreateSDiv(b_.CreateSub(r1, r0), i64(tile_rows_));
+    full_rows_end_ = b_.CreateAdd(r0, b_.CreateMul(full_tiles_, i64(tile_rows_)));
+    if (g_.blocks == 1) {
+      k_block(i64(0), true, true);
+      if (whole_epilogue_) epilogue(r0, r1, i64(0), i64(g_.N));
+      return;
+    }
+    // Several k-blocks: C starts at zero, every block accumulates into it, the last one also
+    // runs the epilogue.
+    for_each(r0, r1, [&](Value* i) {
+      for_each(i64(0), i64(g_.N), [&](Value* j) { b_.CreateStore(zero(), c_element(i, j)); });
+    });
+    if (g_.blocks == 0) {  // an empty sum (a convolution over no channels or no images): zeros
+      if (epilogue_) epilogue(r0, r1, i64(0), i64(g_.N));
+      return;
+    }
+    for_each(i64(0), i64(g_.blocks - 1), [&](Value* kb) { k_block(kb, false, false); });
+    k_block(i64(g_.blocks - 1), false, true);
+    if (whole_epilogue_) epilogue(r0, r1, i64(0), i64(g_.N));
+  }
+
+  // Too narrow for a vector of columns (a dot product, a matrix-vector product): one scalar
+  // multiply-add chain per result element, no packing.
+  void dot_products(Value* r0, Value* r1) {
+    for_each(r0, r1, [&](Value* i) {
+      for_each(i64(0), i64(g_.N), [&](Value* j) {
+        auto over_k = [&](Value* kb, const std::vector<Value*>& outer) {
+          return emit_for(b_, i64(0), block_length(kb), outer, [&](Value* kk, const std::vector<Value*>& acc) {
+            Value* x = g_.a(batch_, i, kb, kk);
+            Value* y = g_.b(batch_, kb, kk, j);
+            return std::vector<Value*>{b_.CreateIntrinsic(llvm::Intrinsic::fmuladd, {elem_type_}, {x, y, acc[0]})};
+          });
+        };
+        Value* sum = emit_for(b_, i64(0), i64(g_.blocks), {zero()}, over_k)[0];
+        b_.CreateStore(sum, c_element(i, j));
+      });
+    });
+    if (epilogue_) epilogue(r0, r1, i64(0), i64(g_.N));
+  }
+
+  // The epilogue at rows [i0, i1) x columns [j0, j1). The column loop stays a loop: a
+  // reduction along the row (a bias gradient) then vectorises.
+  void epilogue(Value* i0, Value* i1, Value* j0, Value* j1) {
+    for_each(i0, i1, [&](Value* i) {
+      emit_for(
+          b_, j0, j1, {},
+          [&](Value* j, const std::vector<Value*>&) {
+            e_.body_at(g_.c_index(batch_, i, j));
+            return std::vector<Value*>{};
+          },
+          LoopHint::Rolled);
+    });
+  }
+
+  // One k-block: every panel of B packed, every tile accumulated. `first`: the tiles start
+  // from zero (else from C); `last`: the epilogue follows.
+  void k_block(Value* kb, bool first, bool last) {
+    Value* length = block_length(kb);
+    int64_t N = g_.N, NR = panel_columns_;
+    if (N / NR > 0) {
+      for_each(i64(0), i64(N / NR), [&](Value* jp) { panel(kb, length, b_.CreateMul(jp, i64(NR)), NR, first, last); });
+    }
+    if (N % NR) panel(kb, length, i64(N / NR * NR), static_cast<int>(N % NR), first, last);
+  }
+
+  // Columns [j0, j0 + columns) of k-block kb: B's panel packed, then every row tile.
+  void panel(Value* kb, Value* length, Value* j0, int columns, bool first, bool last) {
+    pack(kb, length, j0, columns);
+    emit_for(b_, i64(0), full_tiles_, {}, [&](Value* ib, const std::vector<Value*>&) {
+      tile(kb, length, b_.CreateAdd(r0_, b_.CreateMul(ib, i64(tile_rows_))), tile_rows_, j0, columns, first, last);
+      return std::vector<Value*>{};
+    });
+    // The rows left over, one vector row at a time.
+    for_each(full_rows_end_, r1_, [&](Value* i) { tile(kb, length, i, 1, j0, columns, first, last); });
+  }
+
+  // Packs B's k-block kb, columns [j0, j0 + columns), into the panel: row by row when B's
+  // rows are contiguous; through in-register transposes when its columns are; over an image's
+  // rows and columns for a weight gradient; else column by column, so that what depends only
+  // on the column (an im2col output position) is computed once per column. Columns past
+  // `columns` are zeros.
+  void pack(Value* kb, Value* length, Value* j0, int columns) {
+    int NR = panel_columns_;
+    auto one = [&](Value* kk, Value* jj) {
+      store_packed(kk, jj, g_.b(batch_, kb, kk, column(j0, jj, columns)), columns);
+    };
+    if (g_.b_rows_contiguous) {
+      for_each(i64(0), length, [&](Value* kk) { for_each(i64(0), i64(NR), [&](Value* jj) { one(kk, jj); }); });
+    } else if (g_.b_column_address && columns == NR) {
+      Value* full = pack_transposed(kb, length, j0);
+      for_each(full, length, [&](Value* kk) { for_each(i64(0), i64(NR), [&](Value* jj) { one(kk, jj); }); });
+    } else if (g_.b_image) {
+      // Column by column, each over the image's rows and columns: no division of k.
+      for_each(i64(0), i64(NR), [&](Value* jj) {
+        Value* col = column(j0, jj, columns);
+        for_each(i64(0), i64(g_.image_rows), [&](Value* row) {
+          for_each(i64(0), i64(g_.image_cols), [&](Value* c) {
+            Value* kk = b_.CreateAdd(b_.CreateMul(row, i64(g_.image_cols), "", true, true), c, "", true, true);
+            store_packed(kk, jj, g_.b_image(batch_, kb, row, c, col), columns);
+          });
+        });
+      });
+    } else {
+      for_each(i64(0), i64(NR), [&](Value* jj) { for_each(i64(0), length, [&](Value* kk) { one(kk, jj); }); });
+    }
+  }
+
+  // Column jj of a panel starting at j0 as a column of B: clamped into B when the panel is
+  // narrower than panel_columns_ (the value is then replaced by zero).
+  Value* column(Value* j0, Value* jj, int columns) {
+    Value* col = b_.CreateAdd(j0, jj);
+    if (columns == panel_columns_) return col;
+    return b_.CreateSelect(b_.CreateICmpSLT(jj, i64(columns)), col, i64(g_.N - 1));
+  }
+  void store_packed(Value* kk, Value* jj, Value* x, int columns) {
+    if (columns != panel_columns_) x = b_.CreateSelect(b_.CreateICmpSLT(jj, i64(columns)), x, zero());
+    b_.CreateStore(x, element(panel_, b_.CreateAdd(b_.CreateMul(kk, i64(panel_columns_)), jj)));
+  }
+
+  // The whole W x W blocks of a full panel whose B columns are contiguous along k: W vector
+  // loads along k, a transpose in registers, W vector stores. Returns where the rest of the
+  // k-block (fewer than W rows) starts.
+  Value* pack_transposed(Value* kb, Value* length, Value* j0) {
+    int W = lanes_;
+    Value* blocks = b_.CreateSDiv(length, i64(W));
+    emit_for(b_, i64(0), blocks, {}, [&](Value* kq, const std::vector<Value*>&) {
+      Value* k0 = b_.CreateMul(kq, i64(W));
+      Value* k = b_.CreateAdd(b_.CreateMul(kb, i64(g_.kc)), k0);
+      for (int h = 0; h < 2; ++h) {
+        std::vector<Value*> rows;
+        for (int jj = 0; jj < W; ++jj) {
+          Value* address = g_.b_column_address(batch_, k, b_.CreateAdd(j0, i64(h * W + jj)));
+          rows.push_back(b_.CreateAlignedLoad(vector_type_, address, align_));
+        }
+        rows = e_.transpose_square(rows);
+        for (int kk = 0; kk < W; ++kk) {
+          Value* row = b_.CreateMul(b_.CreateAdd(k0, i64(kk)), i64(panel_columns_));
+          b_.CreateAlignedStore(rows[static_cast<size_t>(kk)], element(panel_, b_.CreateAdd(row, i64(h * W))), align_);
+        }
+      }
+      return std::vector<Value*>{};
+    });
+    return b_.CreateMul(blocks, i64(W));
+  }
+
+  // The register tile of `rows` rows from i0 by the panel's columns [j0, j0 + columns):
+  // accumulated over the k-block from zero (`first`) or from C, stored to C, and followed by
+  // the epilogue after the last k-block.
+  void tile(Value* kb, Value* length, Value* i0, int rows, Value* j0, int columns, bool first, bool last) {
+    int W = lanes_;
+    bool full = columns == panel_columns_;
+    std::vector<Value*> init;
+    for (int r = 0; r < rows; ++r) {
+      Value* i = b_.CreateAdd(i0, i64(r));
+      for (int h = 0; h < 2; ++h) {
+        Value* j = b_.CreateAdd(j0, i64(h * W));
+        if (first) {
+          init.push_back(llvm::ConstantAggregateZero::get(vector_type_));
+        } else if (full) {
+          init.push_back(b_.CreateAlignedLoad(vector_type_, c_element(i, j), align_));
+        } else {
+          Value* v = llvm::ConstantAggregateZero::get(vector_type_);
+          for (int l = 0; l < W && h * W + l < columns; ++l) {
+            Value* x = b_.CreateLoad(elem_type_, c_element(i, b_.CreateAdd(j, i64(l))));
+            v = b_.CreateInsertElement(v, x, static_cast<uint64_t>(l));
+          }
+          init.push_back(v);
+        }
+      }
+    }
+    std::vector<Value*> acc = emit_for(b_, i64(0), length, init, [&](Value* kk, const std::vector<Value*>& a) {
+      Value* panel_row = element(panel_, b_.CreateMul(kk, i64(panel_columns_)));
+      Value* b0 = b_.CreateAlignedLoad(vector_type_, panel_row, align_);
+      Value* b1 = b_.CreateAlignedLoad(vector_type_, b_.CreateConstInBoundsGEP1_64(elem_type_, panel_row, W), align_);
+      std::vector<Value*> next;
+      for (int r = 0; r < rows; ++r) {
+        Value* x = b_.CreateVectorSplat(static_cast<unsigned>(W), g_.a(batch_, b_.CreateAdd(i0, i64(r)), kb, kk));
+        next.push_back(
+            b_.CreateIntrinsic(llvm::Intrinsic::fmuladd, {vector_type_}, {x, b0, a[2 * static_cast<size_t>(r)]}));
+        next.push_back(
+            b_.CreateIntrinsic(llvm::Intrinsic::fmuladd, {vector_type_}, {x, b1, a[2 * static_cast<size_t>(r) + 1]}));
+      }
+      return next;
+    });
+    for (int r = 0; r < rows; ++r) {
+      Value* i = b_.CreateAdd(i0, i64(r));
+      for (int h = 0; h < 2; ++h) {
+        Value* j = b_.CreateAdd(j0, i64(h * W));
+        Value* v = acc[2 * static_cast<size_t>(r) + static_cast<size_t>(h)];
+        if (full) {
+          b_.CreateAlignedStore(v, c_element(i, j), align_);
+          continue;
+        }
+        for (int l = 0; l < W && h * W + l < columns; ++l) {
+          b_.CreateStore(b_.CreateExtractElement(v, static_cast<uint64_t>(l)), c_element(i, b_.CreateAdd(j, i64(l))));
+        }
+      }
+    }
+    if (last && tile_epilogue_) epilogue(i0, b_.CreateAdd(i0, i64(rows)), j0, b_.CreateAdd(j0, i64(columns)));
+  }
+
+  KernelEmitter& e_;
+  llvm::IRBuilder<>& b_;
+  const Gemm& g_;
+  ir::ValueId result_;
+  llvm::Type* elem_type_;
+  int64_t elem_bytes_;
+  int lanes_;          // W: a vector of result elements
+  int panel_columns_;  // NR = 2W, the columns of a packed panel and of a register tile
+  llvm::FixedVectorType* vector_type_;
+  llvm::Align align_;
+  Value* c_;      // the result's buffer
+  Value* panel_;  // the packed panel of B, k-block rows x NR
+  bool epilogue_ = false, whole_epilogue_ = false, tile_epilogue_ = false;
+  // The batch and rows being emitted, and their row tiles.
+  Index batch_;
+  Value *r0_ = nullptr, *r1_ = nullptr, *full_tiles_ = nullptr, *full_rows_end_ = nullptr;
+  int tile_rows_ = 1;
+};
+
+void KernelEmitter::gemm(const Gemm& g, Value* lo, Value* hi) { GemmEmitter(*this, g).run(lo, hi); }
+
+}  // namespace fluxion::cpu
