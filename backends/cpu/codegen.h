@@ -175,13 +175,13 @@ class KernelEmitter {
   llvm::Value* stack_buffer(llvm::Type* et, int64_t elements);
   void epilogue(const Index& idx);
 
-  const ir::Region& r_;
-  const kernel::RegionSchedule& s_;
-  const kernel::Kernel& k_;
+  const ir::Region& region_;
+  const kernel::RegionSchedule& schedule_;
+  const kernel::Kernel& kernel_;
   Target target_;
-  llvm::Module& m_;
-  llvm::IRBuilder<>& b_;
-  llvm::LLVMContext& c_;
+  llvm::Module& module_;
+  llvm::IRBuilder<>& builder_;
+  llvm::LLVMContext& context_;
   std::vector<int32_t> producer_;
   std::vector<bool> computed_;  // per value: computed in this kernel (not loaded)
   std::vector<ir::ValueId> buffer_values_;

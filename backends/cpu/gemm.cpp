@@ -32,18 +32,18 @@ constexpr int64_t kWholeEpilogueBytes = 32 << 10;
 class KernelEmitter::GemmEmitter {
  public:
   GemmEmitter(KernelEmitter& e, const Gemm& g)
-      : e_(e),
-        b_(e.b_),
-        g_(g),
-        result_(e.r_.nodes[e.k_.root].results[0]),
-        elem_type_(reg_type(e.c_, e.r_.type(result_).dtype)),
-        elem_bytes_(dtype_size(e.r_.type(result_).dtype)),
+      : emitter_(e),
+        builder_(e.builder_),
+        product_(g),
+        result_(e.region_.nodes[e.kernel_.root].results[0]),
+        elem_type_(reg_type(e.context_, e.region_.type(result_).dtype)),
+        elem_bytes_(dtype_size(e.region_.type(result_).dtype)),
         lanes_(std::max<int>(1, e.target_.matmul_vector_bytes / static_cast<int>(elem_bytes_))),
         panel_columns_(2 * lanes_),
         vector_type_(llvm::FixedVectorType::get(elem_type_, static_cast<unsigned>(lanes_))),
         align_(static_cast<uint64_t>(elem_bytes_)),
-        c_(e.pointer(result_)) {
-    bool has_epilogue = e.k_.nodes.size() > 1;
+        result_data_(e.pointer(result_)) {
+    bool has_epilogue = e.kernel_.nodes.size() > 1;
     // A small result runs its epilogue once, after its last k-block, over all of it (still in
     // L1): its loops are then as long as the rows, and a reduction along a row (a bias
     // gradient) is reduced across lanes once per row instead of once per row and panel. A
@@ -55,82 +55,85 @@ class KernelEmitter::GemmEmitter {
   }
 
   void run(Value* lo, Value* hi) {
-    if (g_.batch.empty()) {
+    if (product_.batch.empty()) {
       product(lo, hi);
     } else {
-      e_.nest(g_.batch, lo, hi, [&](const Index& b) {
+      emitter_.nest(product_.batch, lo, hi, [&](const Index& b) {
         batch_ = b;
-        product(e_.i64(0), e_.i64(g_.M));
+        product(emitter_.i64(0), emitter_.i64(product_.M));
       });
     }
   }
 
  private:
-  Value* i64(int64_t v) { return e_.i64(v); }
-  Value* element(Value* base, Value* offset) { return b_.CreateInBoundsGEP(elem_type_, base, offset); }
-  Value* c_element(Value* i, Value* j) { return element(c_, g_.c_offset(batch_, i, j)); }
+  Value* i64(int64_t v) { return emitter_.i64(v); }
+  Value* element(Value* base, Value* offset) { return builder_.CreateInBoundsGEP(elem_type_, base, offset); }
+  Value* c_element(Value* i, Value* j) { return element(result_data_, product_.c_offset(batch_, i, j)); }
   Value* zero() { return llvm::ConstantFP::get(elem_type_, 0.0); }
   void for_each(Value* from, Value* to, const std::function<void(Value*)>& f) {
-    emit_for(b_, from, to, {}, [&](Value* i, const std::vector<Value*>&) {
+    emit_for(builder_, from, to, {}, [&](Value* i, const std::vector<Value*>&) {
       f(i);
       return std::vector<Value*>{};
     });
   }
   // The length of k-block kb (the last may be short).
   Value* block_length(Value* kb) {
-    return e_.intrinsic(llvm::Intrinsic::smin, {i64(g_.kc), b_.CreateSub(i64(g_.K), b_.CreateMul(kb, i64(g_.kc)))});
+    return emitter_.intrinsic(
+        llvm::Intrinsic::smin,
+        {i64(product_.kc), builder_.CreateSub(i64(product_.K), builder_.CreateMul(kb, i64(product_.kc)))});
   }
 
   // Rows [r0, r1) of the product of batch_.
   void product(Value* r0, Value* r1) {
-    if (g_.N < lanes_) return dot_products(r0, r1);
+    if (product_.N < lanes_) return dot_products(r0, r1);
     // Rows that fit one register tile are one tile: rows left over after full tiles run one
     // at a time, each a chain of dependent multiply-adds, where a product of 10 rows would
     // spend most of its time.
-    int64_t M = g_.M;
+    int64_t M = product_.M;
     int max_rows = lanes_ >= 16 ? kRowsMax : kRows;
     tile_rows_ = M <= max_rows                        ? static_cast<int>(std::max<int64_t>(1, M))
                  : lanes_ >= 16 && M % kRowsWide == 0 ? kRowsWide
                                                       : kRows;
     r0_ = r0, r1_ = r1;
-    full_tiles_ = b_.CreateSDiv(b_.CreateSub(r1, r0), i64(tile_rows_));
-    full_rows_end_ = b_.CreateAdd(r0, b_.CreateMul(full_tiles_, i64(tile_rows_)));
-    if (g_.blocks == 1) {
+    full_tiles_ = builder_.CreateSDiv(builder_.CreateSub(r1, r0), i64(tile_rows_));
+    full_rows_end_ = builder_.CreateAdd(r0, builder_.CreateMul(full_tiles_, i64(tile_rows_)));
+    if (product_.blocks == 1) {
       k_block(i64(0), true, true);
-      if (whole_epilogue_) epilogue(r0, r1, i64(0), i64(g_.N));
+      if (whole_epilogue_) epilogue(r0, r1, i64(0), i64(product_.N));
       return;
     }
     // Several k-blocks: C starts at zero, every block accumulates into it, the last one also
     // runs the epilogue.
     for_each(r0, r1, [&](Value* i) {
-      for_each(i64(0), i64(g_.N), [&](Value* j) { b_.CreateStore(zero(), c_element(i, j)); });
+      for_each(i64(0), i64(product_.N), [&](Value* j) { builder_.CreateStore(zero(), c_element(i, j)); });
     });
-    if (g_.blocks == 0) {  // an empty sum (a convolution over no channels or no images): zeros
-      if (epilogue_) epilogue(r0, r1, i64(0), i64(g_.N));
+    if (product_.blocks == 0) {  // an empty sum (a convolution over no channels or no images): zeros
+      if (epilogue_) epilogue(r0, r1, i64(0), i64(product_.N));
       return;
     }
-    for_each(i64(0), i64(g_.blocks - 1), [&](Value* kb) { k_block(kb, false, false); });
-    k_block(i64(g_.blocks - 1), false, true);
-    if (whole_epilogue_) epilogue(r0, r1, i64(0), i64(g_.N));
+    for_each(i64(0), i64(product_.blocks - 1), [&](Value* kb) { k_block(kb, false, false); });
+    k_block(i64(product_.blocks - 1), false, true);
+    if (whole_epilogue_) epilogue(r0, r1, i64(0), i64(product_.N));
   }
 
   // Too narrow for a vector of columns (a dot product, a matrix-vector product): one scalar
   // multiply-add chain per result element, no packing.
   void dot_products(Value* r0, Value* r1) {
     for_each(r0, r1, [&](Value* i) {
-      for_each(i64(0), i64(g_.N), [&](Value* j) {
+      for_each(i64(0), i64(product_.N), [&](Value* j) {
         auto over_k = [&](Value* kb, const std::vector<Value*>& outer) {
-          return emit_for(b_, i64(0), block_length(kb), outer, [&](Value* kk, const std::vector<Value*>& acc) {
-            Value* x = g_.a(batch_, i, kb, kk);
-            Value* y = g_.b(batch_, kb, kk, j);
-            return std::vector<Value*>{b_.CreateIntrinsic(llvm::Intrinsic::fmuladd, {elem_type_}, {x, y, acc[0]})};
+          return emit_for(builder_, i64(0), block_length(kb), outer, [&](Value* kk, const std::vector<Value*>& acc) {
+            Value* x = product_.a(batch_, i, kb, kk);
+            Value* y = product_.b(batch_, kb, kk, j);
+            return std::vector<Value*>{
+                builder_.CreateIntrinsic(llvm::Intrinsic::fmuladd, {elem_type_}, {x, y, acc[0]})};
           });
         };
-        Value* sum = emit_for(b_, i64(0), i64(g_.blocks), {zero()}, over_k)[0];
-        b_.CreateStore(sum, c_element(i, j));
+        Value* sum = emit_for(builder_, i64(0), i64(product_.blocks), {zero()}, over_k)[0];
+        builder_.CreateStore(sum, c_element(i, j));
       });
     });
-    if (epilogue_) epilogue(r0, r1, i64(0), i64(g_.N));
+    if (epilogue_) epilogue(r0, r1, i64(0), i64(product_.N));
   }
 
   // The epilogue at rows [i0, i1) x columns [j0, j1). The column loop stays a loop: a
@@ -138,9 +141,9 @@ class KernelEmitter::GemmEmitter {
   void epilogue(Value* i0, Value* i1, Value* j0, Value* j1) {
     for_each(i0, i1, [&](Value* i) {
       emit_for(
-          b_, j0, j1, {},
+          builder_, j0, j1, {},
           [&](Value* j, const std::vector<Value*>&) {
-            e_.body_at(g_.c_index(batch_, i, j));
+            emitter_.body_at(product_.c_index(batch_, i, j));
             return std::vector<Value*>{};
           },
           LoopHint::Rolled);
@@ -151,9 +154,10 @@ class KernelEmitter::GemmEmitter {
   // from zero (else from C); `last`: the epilogue follows.
   void k_block(Value* kb, bool first, bool last) {
     Value* length = block_length(kb);
-    int64_t N = g_.N, NR = panel_columns_;
+    int64_t N = product_.N, NR = panel_columns_;
     if (N / NR > 0) {
-      for_each(i64(0), i64(N / NR), [&](Value* jp) { panel(kb, length, b_.CreateMul(jp, i64(NR)), NR, first, last); });
+      for_each(i64(0), i64(N / NR),
+               [&](Value* jp) { panel(kb, length, builder_.CreateMul(jp, i64(NR)), NR, first, last); });
     }
     if (N % NR) panel(kb, length, i64(N / NR * NR), static_cast<int>(N % NR), first, last);
   }
@@ -161,8 +165,9 @@ class KernelEmitter::GemmEmitter {
   // Columns [j0, j0 + columns) of k-block kb: B's panel packed, then every row tile.
   void panel(Value* kb, Value* length, Value* j0, int columns, bool first, bool last) {
     pack(kb, length, j0, columns);
-    emit_for(b_, i64(0), full_tiles_, {}, [&](Value* ib, const std::vector<Value*>&) {
-      tile(kb, length, b_.CreateAdd(r0_, b_.CreateMul(ib, i64(tile_rows_))), tile_rows_, j0, columns, first, last);
+    emit_for(builder_, i64(0), full_tiles_, {}, [&](Value* ib, const std::vector<Value*>&) {
+      tile(kb, length, builder_.CreateAdd(r0_, builder_.CreateMul(ib, i64(tile_rows_))), tile_rows_, j0, columns, first,
+           last);
       return std::vector<Value*>{};
     });
     // The rows left over, one vector row at a time.
@@ -177,21 +182,22 @@ class KernelEmitter::GemmEmitter {
   void pack(Value* kb, Value* length, Value* j0, int columns) {
     int NR = panel_columns_;
     auto one = [&](Value* kk, Value* jj) {
-      store_packed(kk, jj, g_.b(batch_, kb, kk, column(j0, jj, columns)), columns);
+      store_packed(kk, jj, product_.b(batch_, kb, kk, column(j0, jj, columns)), columns);
     };
-    if (g_.b_rows_contiguous) {
+    if (product_.b_rows_contiguous) {
       for_each(i64(0), length, [&](Value* kk) { for_each(i64(0), i64(NR), [&](Value* jj) { one(kk, jj); }); });
-    } else if (g_.b_column_address && columns == NR) {
+    } else if (product_.b_column_address && columns == NR) {
       Value* full = pack_transposed(kb, length, j0);
       for_each(full, length, [&](Value* kk) { for_each(i64(0), i64(NR), [&](Value* jj) { one(kk, jj); }); });
-    } else if (g_.b_image) {
+    } else if (product_.b_image) {
       // Column by column, each over the image's rows and columns: no division of k.
       for_each(i64(0), i64(NR), [&](Value* jj) {
         Value* col = column(j0, jj, columns);
-        for_each(i64(0), i64(g_.image_rows), [&](Value* row) {
-          for_each(i64(0), i64(g_.image_cols), [&](Value* c) {
-            Value* kk = b_.CreateAdd(b_.CreateMul(row, i64(g_.image_cols), "", true, true), c, "", true, true);
-            store_packed(kk, jj, g_.b_image(batch_, kb, row, c, col), columns);
+        for_each(i64(0), i64(product_.image_rows), [&](Value* row) {
+          for_each(i64(0), i64(product_.image_cols), [&](Value* c) {
+            Value* kk = builder_.CreateAdd(builder_.CreateMul(row, i64(product_.image_cols), "", true, true), c, "",
+                                           true, true);
+            store_packed(kk, jj, product_.b_image(batch_, kb, row, c, col), columns);
           });
         });
       });
@@ -203,13 +209,13 @@ class KernelEmitter::GemmEmitter {
   // Column jj of a panel starting at j0 as a column of B: clamped into B when the panel is
   // narrower than panel_columns_ (the value is then replaced by zero).
   Value* column(Value* j0, Value* jj, int columns) {
-    Value* col = b_.CreateAdd(j0, jj);
+    Value* col = builder_.CreateAdd(j0, jj);
     if (columns == panel_columns_) return col;
-    return b_.CreateSelect(b_.CreateICmpSLT(jj, i64(columns)), col, i64(g_.N - 1));
+    return builder_.CreateSelect(builder_.CreateICmpSLT(jj, i64(columns)), col, i64(product_.N - 1));
   }
   void store_packed(Value* kk, Value* jj, Value* x, int columns) {
-    if (columns != panel_columns_) x = b_.CreateSelect(b_.CreateICmpSLT(jj, i64(columns)), x, zero());
-    b_.CreateStore(x, element(panel_, b_.CreateAdd(b_.CreateMul(kk, i64(panel_columns_)), jj)));
+    if (columns != panel_columns_) x = builder_.CreateSelect(builder_.CreateICmpSLT(jj, i64(columns)), x, zero());
+    builder_.CreateStore(x, element(panel_, builder_.CreateAdd(builder_.CreateMul(kk, i64(panel_columns_)), jj)));
   }
 
   // The whole W x W blocks of a full panel whose B columns are contiguous along k: W vector
@@ -217,25 +223,26 @@ class KernelEmitter::GemmEmitter {
   // k-block (fewer than W rows) starts.
   Value* pack_transposed(Value* kb, Value* length, Value* j0) {
     int W = lanes_;
-    Value* blocks = b_.CreateSDiv(length, i64(W));
-    emit_for(b_, i64(0), blocks, {}, [&](Value* kq, const std::vector<Value*>&) {
-      Value* k0 = b_.CreateMul(kq, i64(W));
-      Value* k = b_.CreateAdd(b_.CreateMul(kb, i64(g_.kc)), k0);
+    Value* blocks = builder_.CreateSDiv(length, i64(W));
+    emit_for(builder_, i64(0), blocks, {}, [&](Value* kq, const std::vector<Value*>&) {
+      Value* k0 = builder_.CreateMul(kq, i64(W));
+      Value* k = builder_.CreateAdd(builder_.CreateMul(kb, i64(product_.kc)), k0);
       for (int h = 0; h < 2; ++h) {
         std::vector<Value*> rows;
         for (int jj = 0; jj < W; ++jj) {
-          Value* address = g_.b_column_address(batch_, k, b_.CreateAdd(j0, i64(h * W + jj)));
-          rows.push_back(b_.CreateAlignedLoad(vector_type_, address, align_));
+          Value* address = product_.b_column_address(batch_, k, builder_.CreateAdd(j0, i64(h * W + jj)));
+          rows.push_back(builder_.CreateAlignedLoad(vector_type_, address, align_));
         }
-        rows = e_.transpose_square(rows);
+        rows = emitter_.transpose_square(rows);
         for (int kk = 0; kk < W; ++kk) {
-          Value* row = b_.CreateMul(b_.CreateAdd(k0, i64(kk)), i64(panel_columns_));
-          b_.CreateAlignedStore(rows[static_cast<size_t>(kk)], element(panel_, b_.CreateAdd(row, i64(h * W))), align_);
+          Value* row = builder_.CreateMul(builder_.CreateAdd(k0, i64(kk)), i64(panel_columns_));
+          builder_.CreateAlignedStore(rows[static_cast<size_t>(kk)],
+                                      element(panel_, builder_.CreateAdd(row, i64(h * W))), align_);
         }
       }
       return std::vector<Value*>{};
     });
-    return b_.CreateMul(blocks, i64(W));
+    return builder_.CreateMul(blocks, i64(W));
   }
 
   // The register tile of `rows` rows from i0 by the panel's columns [j0, j0 + columns):
@@ -246,57 +253,61 @@ class KernelEmitter::GemmEmitter {
     bool full = columns == panel_columns_;
     std::vector<Value*> init;
     for (int r = 0; r < rows; ++r) {
-      Value* i = b_.CreateAdd(i0, i64(r));
+      Value* i = builder_.CreateAdd(i0, i64(r));
       for (int h = 0; h < 2; ++h) {
-        Value* j = b_.CreateAdd(j0, i64(h * W));
+        Value* j = builder_.CreateAdd(j0, i64(h * W));
         if (first) {
           init.push_back(llvm::ConstantAggregateZero::get(vector_type_));
         } else if (full) {
-          init.push_back(b_.CreateAlignedLoad(vector_type_, c_element(i, j), align_));
+          init.push_back(builder_.CreateAlignedLoad(vector_type_, c_element(i, j), align_));
         } else {
           Value* v = llvm::ConstantAggregateZero::get(vector_type_);
           for (int l = 0; l < W && h * W + l < columns; ++l) {
-            Value* x = b_.CreateLoad(elem_type_, c_element(i, b_.CreateAdd(j, i64(l))));
-            v = b_.CreateInsertElement(v, x, static_cast<uint64_t>(l));
+            Value* x = builder_.CreateLoad(elem_type_, c_element(i, builder_.CreateAdd(j, i64(l))));
+            v = builder_.CreateInsertElement(v, x, static_cast<uint64_t>(l));
           }
           init.push_back(v);
         }
       }
     }
-    std::vector<Value*> acc = emit_for(b_, i64(0), length, init, [&](Value* kk, const std::vector<Value*>& a) {
-      Value* panel_row = element(panel_, b_.CreateMul(kk, i64(panel_columns_)));
-      Value* b0 = b_.CreateAlignedLoad(vector_type_, panel_row, align_);
-      Value* b1 = b_.CreateAlignedLoad(vector_type_, b_.CreateConstInBoundsGEP1_64(elem_type_, panel_row, W), align_);
+    std::vector<Value*> acc = emit_for(builder_, i64(0), length, init, [&](Value* kk, const std::vector<Value*>& a) {
+      Value* panel_row = element(panel_, builder_.CreateMul(kk, i64(panel_columns_)));
+      Value* b0 = builder_.CreateAlignedLoad(vector_type_, panel_row, align_);
+      Value* b1 = builder_.CreateAlignedLoad(vector_type_,
+                                             builder_.CreateConstInBoundsGEP1_64(elem_type_, panel_row, W), align_);
       std::vector<Value*> next;
       for (int r = 0; r < rows; ++r) {
-        Value* x = b_.CreateVectorSplat(static_cast<unsigned>(W), g_.a(batch_, b_.CreateAdd(i0, i64(r)), kb, kk));
+        Value* x = builder_.CreateVectorSplat(static_cast<unsigned>(W),
+                                              product_.a(batch_, builder_.CreateAdd(i0, i64(r)), kb, kk));
         next.push_back(
-            b_.CreateIntrinsic(llvm::Intrinsic::fmuladd, {vector_type_}, {x, b0, a[2 * static_cast<size_t>(r)]}));
-        next.push_back(
-            b_.CreateIntrinsic(llvm::Intrinsic::fmuladd, {vector_type_}, {x, b1, a[2 * static_cast<size_t>(r) + 1]}));
+            builder_.CreateIntrinsic(llvm::Intrinsic::fmuladd, {vector_type_}, {x, b0, a[2 * static_cast<size_t>(r)]}));
+        next.push_back(builder_.CreateIntrinsic(llvm::Intrinsic::fmuladd, {vector_type_},
+                                                {x, b1, a[2 * static_cast<size_t>(r) + 1]}));
       }
       return next;
     });
     for (int r = 0; r < rows; ++r) {
-      Value* i = b_.CreateAdd(i0, i64(r));
+      Value* i = builder_.CreateAdd(i0, i64(r));
       for (int h = 0; h < 2; ++h) {
-        Value* j = b_.CreateAdd(j0, i64(h * W));
+        Value* j = builder_.CreateAdd(j0, i64(h * W));
         Value* v = acc[2 * static_cast<size_t>(r) + static_cast<size_t>(h)];
         if (full) {
-          b_.CreateAlignedStore(v, c_element(i, j), align_);
+          builder_.CreateAlignedStore(v, c_element(i, j), align_);
           continue;
         }
         for (int l = 0; l < W && h * W + l < columns; ++l) {
-          b_.CreateStore(b_.CreateExtractElement(v, static_cast<uint64_t>(l)), c_element(i, b_.CreateAdd(j, i64(l))));
+          builder_.CreateStore(builder_.CreateExtractElement(v, static_cast<uint64_t>(l)),
+                               c_element(i, builder_.CreateAdd(j, i64(l))));
         }
       }
     }
-    if (last && tile_epilogue_) epilogue(i0, b_.CreateAdd(i0, i64(rows)), j0, b_.CreateAdd(j0, i64(columns)));
+    if (last && tile_epilogue_)
+      epilogue(i0, builder_.CreateAdd(i0, i64(rows)), j0, builder_.CreateAdd(j0, i64(columns)));
   }
 
-  KernelEmitter& e_;
-  llvm::IRBuilder<>& b_;
-  const Gemm& g_;
+  KernelEmitter& emitter_;
+  llvm::IRBuilder<>& builder_;
+  const Gemm& product_;
   ir::ValueId result_;
   llvm::Type* elem_type_;
   int64_t elem_bytes_;
@@ -304,7 +315,7 @@ class KernelEmitter::GemmEmitter {
   int panel_columns_;  // NR = 2W, the columns of a packed panel and of a register tile
   llvm::FixedVectorType* vector_type_;
   llvm::Align align_;
-  Value* c_;      // the result's buffer
+  Value* result_data_;  // the result's buffer
   Value* panel_;  // the packed panel of B, k-block rows x NR
   bool epilogue_ = false, whole_epilogue_ = false, tile_epilogue_ = false;
   // The batch and rows being emitted, and their row tiles.

@@ -87,7 +87,7 @@ std::vector<Value*> emit_for(llvm::IRBuilder<>& b, Value* lo, Value* hi, const s
 
 KernelEmitter::KernelEmitter(const ir::Region& r, const kernel::RegionSchedule& s, const kernel::Kernel& k,
                              const Target& target, llvm::Module& m, llvm::IRBuilder<>& b)
-    : r_(r), s_(s), k_(k), target_(target), m_(m), b_(b), c_(m.getContext()) {
+    : region_(r), schedule_(s), kernel_(k), target_(target), module_(m), builder_(b), context_(m.getContext()) {
   producer_ = kernel::producers(r);
   computed_.assign(r.types.size(), false);
   auto mark = [&](size_t n) {
@@ -102,7 +102,7 @@ KernelEmitter::KernelEmitter(const ir::Region& r, const kernel::RegionSchedule& 
   for (size_t n : k.recomputed) mark(n);
 }
 
-Value* KernelEmitter::i64(int64_t v) { return b_.getInt64(static_cast<uint64_t>(v)); }
+Value* KernelEmitter::i64(int64_t v) { return builder_.getInt64(static_cast<uint64_t>(v)); }
 
 Value* KernelEmitter::constant(DType t, double v) {
   if (lanes_ > 0) {
@@ -112,10 +112,11 @@ Value* KernelEmitter::constant(DType t, double v) {
     return splat;
   }
   switch (t) {
-    case DType::f32: return llvm::ConstantFP::get(llvm::Type::getFloatTy(c_), static_cast<double>(static_cast<float>(v)));
-    case DType::f64: return llvm::ConstantFP::get(llvm::Type::getDoubleTy(c_), v);
-    case DType::i32: return b_.getInt32(static_cast<uint32_t>(static_cast<int32_t>(v)));
-    case DType::boolean: return b_.getInt1(v != 0);
+    case DType::f32:
+      return llvm::ConstantFP::get(llvm::Type::getFloatTy(context_), static_cast<double>(static_cast<float>(v)));
+    case DType::f64: return llvm::ConstantFP::get(llvm::Type::getDoubleTy(context_), v);
+    case DType::i32: return builder_.getInt32(static_cast<uint32_t>(static_cast<int32_t>(v)));
+    case DType::boolean: return builder_.getInt1(v != 0);
   }
   return nullptr;
 }
@@ -125,17 +126,19 @@ Value* KernelEmitter::flat(const Index& idx, const Shape& shape) {
   if (collapsed_ && idx.size() == 1 && shape.size() != 1) return idx[0];
   Value* f = i64(0);
   for (size_t d = 0; d < shape.size(); ++d) {
-    f = d == 0 ? idx[0] : b_.CreateAdd(b_.CreateMul(f, i64(shape[d]), "", true, true), idx[d], "", true, true);
+    f = d == 0 ? idx[0]
+               : builder_.CreateAdd(builder_.CreateMul(f, i64(shape[d]), "", true, true), idx[d], "", true, true);
   }
   return f;
 }
 
 Value* KernelEmitter::pointer(ir::ValueId v) {
-  if (s_.storage[static_cast<size_t>(v)] == kernel::Storage::Alias) v = s_.alias_of[static_cast<size_t>(v)];
+  if (schedule_.storage[static_cast<size_t>(v)] == kernel::Storage::Alias)
+    v = schedule_.alias_of[static_cast<size_t>(v)];
   auto it = pointers_.find(v);
   if (it != pointers_.end()) return it->second;
   // Loaded once, in the entry block, so every use is dominated.
-  llvm::IRBuilder<> eb(&*b_.GetInsertBlock()->getParent()->getEntryBlock().getTerminator());
+  llvm::IRBuilder<> eb(&*builder_.GetInsertBlock()->getParent()->getEntryBlock().getTerminator());
   Value* slot = eb.CreateConstInBoundsGEP1_64(eb.getPtrTy(), bufs_, buffer_values_.size());
   auto* p = eb.CreateLoad(eb.getPtrTy(), slot);
   buffer_values_.push_back(v);
@@ -144,22 +147,24 @@ Value* KernelEmitter::pointer(ir::ValueId v) {
 }
 
 Value* KernelEmitter::load(ir::ValueId v, const Index& idx) {
-  const TensorType& t = r_.type(v);
-  ir::ValueId base = s_.storage[static_cast<size_t>(v)] == kernel::Storage::Alias ? s_.alias_of[static_cast<size_t>(v)] : v;
-  if (s_.storage[static_cast<size_t>(base)] == kernel::Storage::None ||
-      s_.storage[static_cast<size_t>(base)] == kernel::Storage::View) {
+  const TensorType& t = region_.type(v);
+  ir::ValueId base = schedule_.storage[static_cast<size_t>(v)] == kernel::Storage::Alias
+                         ? schedule_.alias_of[static_cast<size_t>(v)]
+                         : v;
+  if (schedule_.storage[static_cast<size_t>(base)] == kernel::Storage::None ||
+      schedule_.storage[static_cast<size_t>(base)] == kernel::Storage::View) {
     detail::fail("cpu codegen", "internal error: value %" + std::to_string(v) + " is read but has no storage");
   }
-  Value* p = b_.CreateInBoundsGEP(mem_type(c_, t.dtype), pointer(v), flat(idx, t.shape));
-  Value* x = b_.CreateLoad(mem_type(c_, t.dtype), p);
-  return t.dtype == DType::boolean ? b_.CreateICmpNE(x, b_.getInt8(0)) : x;
+  Value* p = builder_.CreateInBoundsGEP(mem_type(context_, t.dtype), pointer(v), flat(idx, t.shape));
+  Value* x = builder_.CreateLoad(mem_type(context_, t.dtype), p);
+  return t.dtype == DType::boolean ? builder_.CreateICmpNE(x, builder_.getInt8(0)) : x;
 }
 
 void KernelEmitter::store(ir::ValueId v, const Index& idx, Value* x) {
-  const TensorType& t = r_.type(v);
-  Value* p = b_.CreateInBoundsGEP(mem_type(c_, t.dtype), pointer(v), flat(idx, t.shape));
-  if (t.dtype == DType::boolean) x = b_.CreateZExt(x, b_.getInt8Ty());
-  b_.CreateStore(x, p);
+  const TensorType& t = region_.type(v);
+  Value* p = builder_.CreateInBoundsGEP(mem_type(context_, t.dtype), pointer(v), flat(idx, t.shape));
+  if (t.dtype == DType::boolean) x = builder_.CreateZExt(x, builder_.getInt8Ty());
+  builder_.CreateStore(x, p);
 }
 
 Value* KernelEmitter::at(ir::ValueId v, const Index& idx) {
@@ -168,12 +173,12 @@ Value* KernelEmitter::at(ir::ValueId v, const Index& idx) {
   size_t vi = static_cast<size_t>(v);
   int p = producer_[vi];
   Value* x;
-  const ir::Node* node = p >= 0 ? &r_.nodes[static_cast<size_t>(p)] : nullptr;
-  kernel::Storage st = s_.storage[vi];
+  const ir::Node* node = p >= 0 ? &region_.nodes[static_cast<size_t>(p)] : nullptr;
+  kernel::Storage st = schedule_.storage[vi];
   if (computed_[vi]) {
     x = compute(*node, idx);
   } else if (node && node->op == Op::Constant && node->attrs.data.size() == 1) {
-    x = constant(r_.type(v).dtype, node->attrs.data[0]);
+    x = constant(region_.type(v).dtype, node->attrs.data[0]);
   } else if (node && ir::is_view(node->op) && st != kernel::Storage::Alias) {
     // Read through the view even when a copy kernel also materializes it: this kernel was
     // ordered after the view's operands, not necessarily after the copy.
@@ -186,47 +191,48 @@ Value* KernelEmitter::at(ir::ValueId v, const Index& idx) {
 }
 
 Value* KernelEmitter::at_flat(ir::ValueId v, Value* f) {
-  kernel::Storage st = s_.storage[static_cast<size_t>(v)];
-  const TensorType& t = r_.type(v);
+  kernel::Storage st = schedule_.storage[static_cast<size_t>(v)];
+  const TensorType& t = region_.type(v);
   if (!computed_[static_cast<size_t>(v)] &&
       (st == kernel::Storage::Param || st == kernel::Storage::Slot || st == kernel::Storage::Output ||
        st == kernel::Storage::Alias || st == kernel::Storage::Global)) {
-    Value* x = b_.CreateLoad(mem_type(c_, t.dtype), b_.CreateInBoundsGEP(mem_type(c_, t.dtype), pointer(v), f));
-    return t.dtype == DType::boolean ? b_.CreateICmpNE(x, b_.getInt8(0)) : x;
+    Value* x = builder_.CreateLoad(mem_type(context_, t.dtype),
+                                   builder_.CreateInBoundsGEP(mem_type(context_, t.dtype), pointer(v), f));
+    return t.dtype == DType::boolean ? builder_.CreateICmpNE(x, builder_.getInt8(0)) : x;
   }
   Index idx(t.shape.size());
   for (size_t d = t.shape.size(); d-- > 0;) {
-    idx[d] = d == 0 ? f : b_.CreateURem(f, i64(t.shape[d]));
-    if (d > 0) f = b_.CreateUDiv(f, i64(t.shape[d]));
+    idx[d] = d == 0 ? f : builder_.CreateURem(f, i64(t.shape[d]));
+    if (d > 0) f = builder_.CreateUDiv(f, i64(t.shape[d]));
   }
   return at(v, idx);
 }
 
 bool KernelEmitter::collapsible() const {
-  if (k_.space.size() < 2) return false;
-  int64_t n = numel(k_.space);
+  if (kernel_.space.size() < 2) return false;
+  int64_t n = numel(kernel_.space);
   auto plain = [&](ir::ValueId v) {
     size_t vi = static_cast<size_t>(v);
     int p = producer_[vi];
     if (computed_[vi]) return true;
     if (p >= 0) {
-      const ir::Node& pn = r_.nodes[static_cast<size_t>(p)];
+      const ir::Node& pn = region_.nodes[static_cast<size_t>(p)];
       if (pn.op == Op::Constant && pn.attrs.data.size() == 1) return true;
       // A broadcast of one element reads index 0 whatever the index.
-      if (pn.op == Op::Broadcast && r_.type(pn.operands[0]).numel() == 1) return true;
+      if (pn.op == Op::Broadcast && region_.type(pn.operands[0]).numel() == 1) return true;
       // at() reads a view through its index math even when another kernel also stores it (a
       // transposed result): that needs the full index, not the linear one.
-      if (ir::is_view(pn.op) && s_.storage[vi] != kernel::Storage::Alias) return false;
+      if (ir::is_view(pn.op) && schedule_.storage[vi] != kernel::Storage::Alias) return false;
     }
-    kernel::Storage st = s_.storage[vi];
-    return st != kernel::Storage::View && st != kernel::Storage::None && r_.type(v).numel() == n;
+    kernel::Storage st = schedule_.storage[vi];
+    return st != kernel::Storage::View && st != kernel::Storage::None && region_.type(v).numel() == n;
   };
-  std::vector<size_t> nodes = k_.nodes;
-  nodes.insert(nodes.end(), k_.recomputed.begin(), k_.recomputed.end());
+  std::vector<size_t> nodes = kernel_.nodes;
+  nodes.insert(nodes.end(), kernel_.recomputed.begin(), kernel_.recomputed.end());
   for (size_t i : nodes) {
-    const ir::Node& node = r_.nodes[i];
+    const ir::Node& node = region_.nodes[i];
     ir::OpClass cls = ir::op_info(node.op).cls;
-    bool full_reduce = cls == ir::OpClass::Reduce && node.attrs.axes.size() == k_.space.size();
+    bool full_reduce = cls == ir::OpClass::Reduce && node.attrs.axes.size() == kernel_.space.size();
     if (!ir::is_elementwise(node.op) && !full_reduce) return false;
     for (ir::ValueId o : node.operands) {
       if (!plain(o)) return false;
@@ -244,7 +250,7 @@ void KernelEmitter::nest(const Shape& shape, Value* lo, Value* hi, const std::fu
     }
     Value* from = d == 0 ? lo : i64(0);
     Value* to = d == 0 ? hi : i64(shape[d]);
-    emit_for(b_, from, to, {}, [&](Value* i, const std::vector<Value*>&) {
+    emit_for(builder_, from, to, {}, [&](Value* i, const std::vector<Value*>&) {
       idx.push_back(i);
       level(d + 1);
       idx.pop_back();
@@ -257,12 +263,12 @@ void KernelEmitter::nest(const Shape& shape, Value* lo, Value* hi, const std::fu
 // Reduction results are accumulated in place: set them to the identity over the part of the
 // output this call (dimension-0 range) touches.
 void KernelEmitter::init_reductions(Value* lo, Value* hi) {
-  for (size_t n : k_.nodes) {
-    const ir::Node& node = r_.nodes[n];
+  for (size_t n : kernel_.nodes) {
+    const ir::Node& node = region_.nodes[n];
     if (ir::op_info(node.op).cls != ir::OpClass::Reduce) continue;
     ir::ValueId out = node.results[0];
-    const TensorType& t = r_.type(out);
-    bool keeps_dim0 = k_.parallel;  // parallel kernels never reduce dimension 0
+    const TensorType& t = region_.type(out);
+    bool keeps_dim0 = kernel_.parallel;  // parallel kernels never reduce dimension 0
     Value* init = reduce_identity(node.op, t.dtype);
     if (t.shape.empty()) {
       store(out, {}, init);
@@ -279,9 +285,9 @@ void KernelEmitter::init_reductions(Value* lo, Value* hi) {
 void KernelEmitter::body_at(const Index& idx, const std::vector<std::pair<ir::ValueId, Value*>>& known) {
   memo_.clear();
   for (const auto& [v, x] : known) memo_[{v, idx}] = x;
-  for (size_t n : k_.nodes) {
-    const ir::Node& node = r_.nodes[n];
-    if (k_.kind == kernel::KernelKind::MatMul && n == k_.root) continue;
+  for (size_t n : kernel_.nodes) {
+    const ir::Node& node = region_.nodes[n];
+    if (kernel_.kind == kernel::KernelKind::MatMul && n == kernel_.root) continue;
     if (ir::op_info(node.op).cls == ir::OpClass::Reduce) {
       Index out;
       for (size_t d = 0; d < idx.size(); ++d) {
@@ -291,19 +297,20 @@ void KernelEmitter::body_at(const Index& idx, const std::vector<std::pair<ir::Va
       }
       ir::ValueId res = node.results[0];
       Value* x = at(node.operands[0], idx);
-      store(res, out, combine(node.op, r_.type(res).dtype, load(res, out), x));
+      store(res, out, combine(node.op, region_.type(res).dtype, load(res, out), x));
       continue;
     }
     for (ir::ValueId v : node.results) {
-      kernel::Storage st = s_.storage[static_cast<size_t>(v)];
+      kernel::Storage st = schedule_.storage[static_cast<size_t>(v)];
       if (st == kernel::Storage::Slot || st == kernel::Storage::Output) store(v, idx, at(v, idx));
     }
   }
 }
 
 llvm::Function* KernelEmitter::emit(const std::string& name) {
-  auto* fty = llvm::FunctionType::get(b_.getVoidTy(), {b_.getPtrTy(), b_.getInt64Ty(), b_.getInt64Ty()}, false);
-  auto* f = llvm::Function::Create(fty, llvm::Function::InternalLinkage, name, m_);
+  auto* fty = llvm::FunctionType::get(builder_.getVoidTy(),
+                                      {builder_.getPtrTy(), builder_.getInt64Ty(), builder_.getInt64Ty()}, false);
+  auto* f = llvm::Function::Create(fty, llvm::Function::InternalLinkage, name, module_);
   f->addFnAttr(llvm::Attribute::NoUnwind);
   // Vectors as wide as the machine has: LLVM's x86 tuning otherwise prefers 256 bits on
   // AVX-512 CPUs and splits wider vectors (the matmul's register tiles among them).
@@ -312,17 +319,17 @@ llvm::Function* KernelEmitter::emit(const std::string& name) {
   bufs_ = f->getArg(0);
   Value* lo = f->getArg(1);
   Value* hi = f->getArg(2);
-  auto* entry = llvm::BasicBlock::Create(c_, "entry", f);
-  auto* start = llvm::BasicBlock::Create(c_, "start", f);
-  b_.SetInsertPoint(entry);
-  b_.CreateBr(start);
-  b_.SetInsertPoint(start);
-  if (k_.kind == kernel::KernelKind::StraightLine) {
+  auto* entry = llvm::BasicBlock::Create(context_, "entry", f);
+  auto* start = llvm::BasicBlock::Create(context_, "start", f);
+  builder_.SetInsertPoint(entry);
+  builder_.CreateBr(start);
+  builder_.SetInsertPoint(start);
+  if (kernel_.kind == kernel::KernelKind::StraightLine) {
     strategy_ = "block";
     straight_line();
-  } else if (k_.kind == kernel::KernelKind::MatMul) {
+  } else if (kernel_.kind == kernel::KernelKind::MatMul) {
     init_reductions(lo, hi);
-    if (r_.nodes[k_.root].op == ir::Op::MatMul) {
+    if (region_.nodes[kernel_.root].op == ir::Op::MatMul) {
       Gemm g = matmul_gemm();
       strategy_ = "transposed-tiles";
       if (!gemm_transposed(g, lo, hi)) {
@@ -338,29 +345,29 @@ llvm::Function* KernelEmitter::emit(const std::string& name) {
     }
   } else {
     init_reductions(lo, hi);
-    if (k_.space.empty()) {
+    if (kernel_.space.empty()) {
       strategy_ = "scalar";
       body_at({});
     } else if (collapsible()) {
       // One flat loop instead of a nest: no per-row loop overhead or partial reductions.
       strategy_ = "flat";
       collapsed_ = true;
-      int64_t n = numel(k_.space);
-      Value* scale = i64(n / std::max<int64_t>(1, k_.space[0]));
-      nest({n}, b_.CreateMul(lo, scale), b_.CreateMul(hi, scale), [&](const Index& idx) { body_at(idx); });
+      int64_t n = numel(kernel_.space);
+      Value* scale = i64(n / std::max<int64_t>(1, kernel_.space[0]));
+      nest({n}, builder_.CreateMul(lo, scale), builder_.CreateMul(hi, scale), [&](const Index& idx) { body_at(idx); });
       collapsed_ = false;
     } else {
       strategy_ = "pool-windows";
       if (!pool_grad_by_windows(lo, hi)) {
         strategy_ = "nest";
-        nest(k_.space, lo, hi, [&](const Index& idx) { body_at(idx); });
+        nest(kernel_.space, lo, hi, [&](const Index& idx) { body_at(idx); });
       }
     }
   }
-  b_.CreateRetVoid();
+  builder_.CreateRetVoid();
   // Distinct buffers never overlap where one is written (the memory plan guarantees it): say so
   // with one alias scope per buffer, so loops vectorize without run-time overlap checks.
-  llvm::MDBuilder mdb(c_);
+  llvm::MDBuilder mdb(context_);
   llvm::MDNode* domain = mdb.createAnonymousAliasScopeDomain(name);
   std::vector<llvm::Metadata*> scopes;
   for (size_t i = 0; i < buffer_values_.size(); ++i) scopes.push_back(mdb.createAnonymousAliasScope(domain));
@@ -379,8 +386,8 @@ llvm::Function* KernelEmitter::emit(const std::string& name) {
       for (size_t j = 0; j < scopes.size(); ++j) {
         if (j != it->second) others.push_back(scopes[j]);
       }
-      in.setMetadata(llvm::LLVMContext::MD_alias_scope, llvm::MDNode::get(c_, {scopes[it->second]}));
-      in.setMetadata(llvm::LLVMContext::MD_noalias, llvm::MDNode::get(c_, others));
+      in.setMetadata(llvm::LLVMContext::MD_alias_scope, llvm::MDNode::get(context_, {scopes[it->second]}));
+      in.setMetadata(llvm::LLVMContext::MD_noalias, llvm::MDNode::get(context_, others));
     }
   }
   return f;

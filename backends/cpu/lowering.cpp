@@ -24,22 +24,22 @@ Value* KernelEmitter::intrinsic(llvm::Intrinsic::ID id, std::vector<Value*> args
       default: break;
     }
   }
-  return b_.CreateIntrinsic(id, {args[0]->getType()}, args);
+  return builder_.CreateIntrinsic(id, {args[0]->getType()}, args);
 }
 
 Value* KernelEmitter::math(std::string_view name, DType t, std::vector<Value*> args) {
   if (lanes_ > 0) return vector_math(name, t, args);
-  llvm::Type* ty = reg_type(c_, t);
+  llvm::Type* ty = reg_type(context_, t);
   std::vector<llvm::Type*> params(args.size(), ty);
-  llvm::FunctionCallee f = m_.getOrInsertFunction(libm_name(name, t), llvm::FunctionType::get(ty, params, false));
+  llvm::FunctionCallee f = module_.getOrInsertFunction(libm_name(name, t), llvm::FunctionType::get(ty, params, false));
   if (auto* fn = llvm::dyn_cast<llvm::Function>(f.getCallee())) {
     fn->setDoesNotThrow();
     fn->setDoesNotAccessMemory();
   }
-  return b_.CreateCall(f, args);
+  return builder_.CreateCall(f, args);
 }
 
-Value* KernelEmitter::is_nan(Value* x) { return b_.CreateFCmpUNO(x, x); }
+Value* KernelEmitter::is_nan(Value* x) { return builder_.CreateFCmpUNO(x, x); }
 
 Value* KernelEmitter::elementwise(const ir::Node& n, const std::vector<Value*>& x, DType in, DType out) {
   Renderer render(*this);
@@ -58,15 +58,15 @@ Value* KernelEmitter::combine(Op op, DType t, Value* acc, Value* x) {
 
 Value* KernelEmitter::view(const ir::Node& n, ir::ValueId v, const Index& idx) {
   Renderer render(*this);
-  return kernel::lower_view(render, r_, n, v, idx);
+  return kernel::lower_view(render, region_, n, v, idx);
 }
 
 Value* KernelEmitter::compute(const ir::Node& n, const Index& idx) {
   ir::OpClass cls = ir::op_info(n.op).cls;
-  if (k_.kind == kernel::KernelKind::StraightLine && (cls == ir::OpClass::Reduce || cls == ir::OpClass::MatMul))
+  if (kernel_.kind == kernel::KernelKind::StraightLine && (cls == ir::OpClass::Reduce || cls == ir::OpClass::MatMul))
     return fold(n, idx);
   Renderer render(*this);
-  return kernel::lower_node(render, r_, n, idx);
+  return kernel::lower_node(render, region_, n, idx);
 }
 
 }  // namespace fluxion::cpu

@@ -21,41 +21,42 @@ constexpr int kMaxTileColumns = 12;
 }  // namespace
 
 bool KernelEmitter::gemm_transposed(const Gemm& g, Value* lo, Value* hi) {
-  ir::ValueId cv = r_.nodes[k_.root].results[0];
-  DType ct = r_.type(cv).dtype;
+  ir::ValueId cv = region_.nodes[kernel_.root].results[0];
+  DType ct = region_.type(cv).dtype;
   int64_t esize = dtype_size(ct);
   int W = std::max<int>(1, target_.matmul_vector_bytes / static_cast<int>(esize));
   int64_t M = g.M, N = g.N, K = g.K;
   const int tile_columns = std::min(kMaxTileColumns, W);
   // Threads split C's columns, so an epilogue reduction that keeps C's rows (a bias gradient,
   // zeroed and accumulated by rows) would be shared between them: not here.
-  bool reduces = std::any_of(k_.nodes.begin(), k_.nodes.end(),
-                             [&](size_t i) { return ir::op_info(r_.nodes[i].op).cls == ir::OpClass::Reduce; });
+  bool reduces = std::any_of(kernel_.nodes.begin(), kernel_.nodes.end(),
+                             [&](size_t i) { return ir::op_info(region_.nodes[i].op).cls == ir::OpClass::Reduce; });
   if (!g.batch.empty() || !g.a_row_address || !g.b_column_address || g.blocks != 1 || W < 8 || M <= W || M > 2 * W ||
       N < tile_columns || K % W != 0 || reduces)
     return false;
-  auto [et, vt, ealign, valign] = vector_types(c_, ct, W);
+  auto [et, vt, ealign, valign] = vector_types(context_, ct, W);
   Value* cp = pointer(cv);
-  bool has_epilogue = k_.nodes.size() > 1;
+  bool has_epilogue = kernel_.nodes.size() > 1;
   const Index none;
-  auto elem = [&](Value* base, Value* off) { return b_.CreateInBoundsGEP(et, base, off); };
+  auto elem = [&](Value* base, Value* off) { return builder_.CreateInBoundsGEP(et, base, off); };
   // A^T, K rows of 2W: row k holds A[0..M)[k], zeros past M. Packed by W x W blocks: W rows of A
   // loaded along k, transposed in registers.
   Value* at = stack_buffer(et, K * 2 * W);
-  b_.CreateMemSet(at, b_.getInt8(0), i64(K * 2 * W * esize), llvm::Align(64));
-  emit_for(b_, i64(0), i64(K / W), {}, [&](Value* kq, const std::vector<Value*>&) {
-    Value* k0 = b_.CreateMul(kq, i64(W));
+  builder_.CreateMemSet(at, builder_.getInt8(0), i64(K * 2 * W * esize), llvm::Align(64));
+  emit_for(builder_, i64(0), i64(K / W), {}, [&](Value* kq, const std::vector<Value*>&) {
+    Value* k0 = builder_.CreateMul(kq, i64(W));
     for (int h = 0; h < 2; ++h) {
       std::vector<Value*> rows;
       for (int r = 0; r < W; ++r) {
         int64_t i = h * W + r;
-        rows.push_back(i < M ? b_.CreateAlignedLoad(vt, g.a_row_address(none, i64(i), k0), ealign)
+        rows.push_back(i < M ? builder_.CreateAlignedLoad(vt, g.a_row_address(none, i64(i), k0), ealign)
                              : static_cast<Value*>(llvm::ConstantAggregateZero::get(vt)));
       }
       rows = transpose_square(rows);
       for (int kk = 0; kk < W; ++kk) {
-        Value* dst = elem(at, b_.CreateAdd(b_.CreateMul(b_.CreateAdd(k0, i64(kk)), i64(2 * W)), i64(h * W)));
-        b_.CreateAlignedStore(rows[static_cast<size_t>(kk)], dst, valign);
+        Value* dst =
+            elem(at, builder_.CreateAdd(builder_.CreateMul(builder_.CreateAdd(k0, i64(kk)), i64(2 * W)), i64(h * W)));
+        builder_.CreateAlignedStore(rows[static_cast<size_t>(kk)], dst, valign);
       }
     }
     return std::vector<Value*>{};
@@ -63,26 +64,30 @@ bool KernelEmitter::gemm_transposed(const Gemm& g, Value* lo, Value* hi) {
   // Columns [j0, j0 + count) of C (count <= tile_columns), every row. Past count, the tile
   // repeats the last column and its lanes are not stored.
   auto tile = [&](Value* j0, Value* count) {
-    Value* last = b_.CreateAdd(j0, b_.CreateSub(count, i64(1)));
+    Value* last = builder_.CreateAdd(j0, builder_.CreateSub(count, i64(1)));
     std::vector<Value*> zero(static_cast<size_t>(2 * tile_columns), llvm::ConstantAggregateZero::get(vt));
-    std::vector<Value*> acc = emit_for(b_, i64(0), i64(K), zero, [&](Value* k, const std::vector<Value*>& a) {
-      Value* row = elem(at, b_.CreateMul(k, i64(2 * W)));
-      Value* a0 = b_.CreateAlignedLoad(vt, row, valign);
-      Value* a1 = b_.CreateAlignedLoad(vt, b_.CreateConstInBoundsGEP1_64(et, row, static_cast<uint64_t>(W)), valign);
+    std::vector<Value*> acc = emit_for(builder_, i64(0), i64(K), zero, [&](Value* k, const std::vector<Value*>& a) {
+      Value* row = elem(at, builder_.CreateMul(k, i64(2 * W)));
+      Value* a0 = builder_.CreateAlignedLoad(vt, row, valign);
+      Value* a1 = builder_.CreateAlignedLoad(vt, builder_.CreateConstInBoundsGEP1_64(et, row, static_cast<uint64_t>(W)),
+                                             valign);
       std::vector<Value*> next;
       for (int c = 0; c < tile_columns; ++c) {
-        Value* j = c == 0 ? j0 : intrinsic(llvm::Intrinsic::smin, {b_.CreateAdd(j0, i64(c)), last});
-        Value* x = b_.CreateVectorSplat(static_cast<unsigned>(W), b_.CreateLoad(et, g.b_column_address(none, k, j)));
-        next.push_back(b_.CreateIntrinsic(llvm::Intrinsic::fmuladd, {vt}, {x, a0, a[2 * static_cast<size_t>(c)]}));
-        next.push_back(b_.CreateIntrinsic(llvm::Intrinsic::fmuladd, {vt}, {x, a1, a[2 * static_cast<size_t>(c) + 1]}));
+        Value* j = c == 0 ? j0 : intrinsic(llvm::Intrinsic::smin, {builder_.CreateAdd(j0, i64(c)), last});
+        Value* x = builder_.CreateVectorSplat(static_cast<unsigned>(W),
+                                              builder_.CreateLoad(et, g.b_column_address(none, k, j)));
+        next.push_back(
+            builder_.CreateIntrinsic(llvm::Intrinsic::fmuladd, {vt}, {x, a0, a[2 * static_cast<size_t>(c)]}));
+        next.push_back(
+            builder_.CreateIntrinsic(llvm::Intrinsic::fmuladd, {vt}, {x, a1, a[2 * static_cast<size_t>(c) + 1]}));
       }
       return next;
     });
     // acc[2c + h] holds C[hW .. hW + W)[j0 + c]: transposed, row r of block h is C[hW + r][j0..].
     std::vector<llvm::Constant*> lane_numbers;
-    for (int l = 0; l < W; ++l) lane_numbers.push_back(b_.getInt64(static_cast<uint64_t>(l)));
-    Value* mask = b_.CreateICmpSLT(llvm::ConstantVector::get(lane_numbers),
-                                   b_.CreateVectorSplat(static_cast<unsigned>(W), count));
+    for (int l = 0; l < W; ++l) lane_numbers.push_back(builder_.getInt64(static_cast<uint64_t>(l)));
+    Value* mask = builder_.CreateICmpSLT(llvm::ConstantVector::get(lane_numbers),
+                                         builder_.CreateVectorSplat(static_cast<unsigned>(W), count));
     for (int h = 0; h < 2; ++h) {
       std::vector<Value*> cols;
       for (int c = 0; c < W; ++c) {
@@ -91,13 +96,13 @@ bool KernelEmitter::gemm_transposed(const Gemm& g, Value* lo, Value* hi) {
       }
       std::vector<Value*> rows = transpose_square(cols);
       for (int r = 0; r < W && h * W + r < M; ++r) {
-        b_.CreateMaskedStore(rows[static_cast<size_t>(r)], elem(cp, g.c_offset(none, i64(h * W + r), j0)), ealign,
-                             mask);
+        builder_.CreateMaskedStore(rows[static_cast<size_t>(r)], elem(cp, g.c_offset(none, i64(h * W + r), j0)), ealign,
+                                   mask);
       }
     }
     if (has_epilogue) {
-      emit_for(b_, i64(0), i64(M), {}, [&](Value* i, const std::vector<Value*>&) {
-        emit_for(b_, j0, b_.CreateAdd(j0, count), {}, [&](Value* j, const std::vector<Value*>&) {
+      emit_for(builder_, i64(0), i64(M), {}, [&](Value* i, const std::vector<Value*>&) {
+        emit_for(builder_, j0, builder_.CreateAdd(j0, count), {}, [&](Value* j, const std::vector<Value*>&) {
           body_at(g.c_index(none, i, j));
           return std::vector<Value*>{};
         });
@@ -106,18 +111,18 @@ bool KernelEmitter::gemm_transposed(const Gemm& g, Value* lo, Value* hi) {
     }
   };
   // The split is over rows (the kernel's first dimension): this thread's share of the columns.
-  Value* j_lo = b_.CreateSDiv(b_.CreateMul(lo, i64(N)), i64(M));
-  Value* j_hi = b_.CreateSDiv(b_.CreateMul(hi, i64(N)), i64(M));
-  Value* full = b_.CreateSDiv(b_.CreateSub(j_hi, j_lo), i64(tile_columns));
-  emit_for(b_, i64(0), full, {}, [&](Value* t, const std::vector<Value*>&) {
-    tile(b_.CreateAdd(j_lo, b_.CreateMul(t, i64(tile_columns))), i64(tile_columns));
+  Value* j_lo = builder_.CreateSDiv(builder_.CreateMul(lo, i64(N)), i64(M));
+  Value* j_hi = builder_.CreateSDiv(builder_.CreateMul(hi, i64(N)), i64(M));
+  Value* full = builder_.CreateSDiv(builder_.CreateSub(j_hi, j_lo), i64(tile_columns));
+  emit_for(builder_, i64(0), full, {}, [&](Value* t, const std::vector<Value*>&) {
+    tile(builder_.CreateAdd(j_lo, builder_.CreateMul(t, i64(tile_columns))), i64(tile_columns));
     return std::vector<Value*>{};
   });
   // The columns left over: one narrower tile (a single column would be a chain of dependent
   // multiply-adds).
-  Value* rest_start = b_.CreateAdd(j_lo, b_.CreateMul(full, i64(tile_columns)));
-  Value* rest = b_.CreateSub(j_hi, rest_start);
-  emit_if(b_, b_.CreateICmpSGT(rest, i64(0)), [&] { tile(rest_start, rest); });
+  Value* rest_start = builder_.CreateAdd(j_lo, builder_.CreateMul(full, i64(tile_columns)));
+  Value* rest = builder_.CreateSub(j_hi, rest_start);
+  emit_if(builder_, builder_.CreateICmpSGT(rest, i64(0)), [&] { tile(rest_start, rest); });
   return true;
 }
 

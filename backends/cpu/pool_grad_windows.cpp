@@ -18,15 +18,15 @@ using llvm::Value;
 // them. The loop over window columns vectorises with interleaved loads and stores.
 bool KernelEmitter::pool_grad_by_windows(Value* lo, Value* hi) {
   const ir::Node* grad = nullptr;
-  for (size_t i : k_.nodes) {
-    const ir::Node& n = r_.nodes[i];
-    if (n.op != Op::MaxPool2dGrad || r_.type(n.results[0]).shape != k_.space) continue;
+  for (size_t i : kernel_.nodes) {
+    const ir::Node& n = region_.nodes[i];
+    if (n.op != Op::MaxPool2dGrad || region_.type(n.results[0]).shape != kernel_.space) continue;
     const ir::Attrs& a = n.attrs;
-    const Shape &xs = r_.type(n.operands[0]).shape, &gs = r_.type(n.operands[1]).shape;
+    const Shape &xs = region_.type(n.operands[0]).shape, &gs = region_.type(n.operands[1]).shape;
     bool exact = a.strides == a.window &&
                  std::all_of(a.padding.begin(), a.padding.end(), [](int64_t p) { return p == 0; }) &&
                  xs[2] == gs[2] * a.window[0] && xs[3] == gs[3] * a.window[1];
-    if (exact && is_float(r_.type(n.results[0]).dtype)) {
+    if (exact && is_float(region_.type(n.results[0]).dtype)) {
       grad = &n;
       break;
     }
@@ -34,34 +34,35 @@ bool KernelEmitter::pool_grad_by_windows(Value* lo, Value* hi) {
   if (!grad) return false;
   const ir::Attrs& a = grad->attrs;
   ir::ValueId x = grad->operands[0], g = grad->operands[1], res = grad->results[0];
-  DType t = r_.type(res).dtype;
+  DType t = region_.type(res).dtype;
   int64_t wh = a.window[0], ww = a.window[1];
   // Window o: its first maximum (or first NaN) in row-major order, as pool_select finds it,
   // then the rest of the kernel at each of its elements.
   auto window = [&](const Index& o) {
     memo_.clear();
     auto pos = [&](int64_t kh, int64_t kw) {
-      return Index{o[0], o[1], b_.CreateAdd(b_.CreateMul(o[2], i64(wh)), i64(kh)),
-                   b_.CreateAdd(b_.CreateMul(o[3], i64(ww)), i64(kw))};
+      return Index{o[0], o[1], builder_.CreateAdd(builder_.CreateMul(o[2], i64(wh)), i64(kh)),
+                   builder_.CreateAdd(builder_.CreateMul(o[3], i64(ww)), i64(kw))};
     };
     Value* best = at(x, pos(0, 0));
     Value* which = i64(0);
     for (int64_t k = 1; k < wh * ww; ++k) {
       Value* v = at(x, pos(k / ww, k % ww));
-      Value* better = b_.CreateAnd(b_.CreateNot(is_nan(best)), b_.CreateOr(is_nan(v), b_.CreateFCmpOGT(v, best)));
-      best = b_.CreateSelect(better, v, best);
-      which = b_.CreateSelect(better, i64(k), which);
+      Value* better = builder_.CreateAnd(builder_.CreateNot(is_nan(best)),
+                                         builder_.CreateOr(is_nan(v), builder_.CreateFCmpOGT(v, best)));
+      best = builder_.CreateSelect(better, v, best);
+      which = builder_.CreateSelect(better, i64(k), which);
     }
     Value* gv = at(g, o);
     for (int64_t k = 0; k < wh * ww; ++k) {
-      Value* mine = b_.CreateSelect(b_.CreateICmpEQ(which, i64(k)), gv, constant(t, 0));
+      Value* mine = builder_.CreateSelect(builder_.CreateICmpEQ(which, i64(k)), gv, constant(t, 0));
       body_at(pos(k / ww, k % ww), {{res, mine}});
     }
   };
-  const Shape& gs = r_.type(g).shape;
+  const Shape& gs = region_.type(g).shape;
   nest({gs[0], gs[1], gs[2]}, lo, hi, [&](const Index& row) {
     emit_for(
-        b_, i64(0), i64(gs[3]), {},
+        builder_, i64(0), i64(gs[3]), {},
         [&](Value* col, const std::vector<Value*>&) {
           window({row[0], row[1], row[2], col});
           return std::vector<Value*>{};

@@ -20,36 +20,39 @@ constexpr int64_t kParallelWork = int64_t{1} << 16;
 class ProgramEmitter {
  public:
   ProgramEmitter(const ir::Program& p, const RegionSchedule& s, const Target& target, llvm::Module& m)
-      : p_(p), s_(s), target_(target), m_(m), c_(m.getContext()), b_(c_) {}
+      : program_(p), schedule_(s), target_(target), module_(m), context_(m.getContext()), builder_(context_) {}
 
   ModuleInfo run() {
-    auto* fty = llvm::FunctionType::get(b_.getInt32Ty(), {b_.getPtrTy(), b_.getPtrTy(), b_.getPtrTy()}, false);
-    f_ = llvm::Function::Create(fty, llvm::Function::ExternalLinkage, "fx_entry", m_);
-    f_->addFnAttr(llvm::Attribute::NoUnwind);
-    io_ = f_->getArg(0);
-    launches_ = f_->getArg(2);
-    auto* entry = llvm::BasicBlock::Create(c_, "entry", f_);
-    auto* start = llvm::BasicBlock::Create(c_, "start", f_);
-    b_.SetInsertPoint(entry);
-    b_.CreateBr(start);
-    b_.SetInsertPoint(start);
-    const ir::Region& body = p_.body;
+    auto* fty = llvm::FunctionType::get(builder_.getInt32Ty(),
+                                        {builder_.getPtrTy(), builder_.getPtrTy(), builder_.getPtrTy()}, false);
+    entry_ = llvm::Function::Create(fty, llvm::Function::ExternalLinkage, "fx_entry", module_);
+    entry_->addFnAttr(llvm::Attribute::NoUnwind);
+    io_ = entry_->getArg(0);
+    launches_ = entry_->getArg(2);
+    auto* entry = llvm::BasicBlock::Create(context_, "entry", entry_);
+    auto* start = llvm::BasicBlock::Create(context_, "start", entry_);
+    builder_.SetInsertPoint(entry);
+    builder_.CreateBr(start);
+    builder_.SetInsertPoint(start);
+    const ir::Region& body = program_.body;
     std::vector<Value*> params;
     for (size_t i = 0; i < body.params.size(); ++i) params.push_back(io_ptr(i));
-    std::vector<Value*> results = region(body, s_, f_->getArg(1), params);
+    std::vector<Value*> results = region(body, schedule_, entry_->getArg(1), params);
     for (size_t k = 0; k < body.results.size(); ++k) {
       ir::ValueId v = body.results[k];
-      if (s_.storage[static_cast<size_t>(v)] == Storage::Output && s_.output_index[static_cast<size_t>(v)] == static_cast<int32_t>(k)) {
+      if (schedule_.storage[static_cast<size_t>(v)] == Storage::Output &&
+          schedule_.output_index[static_cast<size_t>(v)] == static_cast<int32_t>(k)) {
         continue;
       }
       copy(io_ptr(body.params.size() + k), results[k], bytes(body.type(v)));
     }
-    b_.CreateRet(b_.getInt32(kOk));
+    builder_.CreateRet(builder_.getInt32(kOk));
     // In the object code, so that a program loaded from the disk cache names them too.
-    auto* text = llvm::ConstantDataArray::getString(c_, strategies_);
-    new llvm::GlobalVariable(m_, text->getType(), true, llvm::GlobalValue::ExternalLinkage, text, kStrategiesSymbol);
+    auto* text = llvm::ConstantDataArray::getString(context_, strategies_);
+    new llvm::GlobalVariable(module_, text->getType(), true, llvm::GlobalValue::ExternalLinkage, text,
+                             kStrategiesSymbol);
     ModuleInfo info;
-    info.arena_bytes = s_.arena_bytes;
+    info.arena_bytes = schedule_.arena_bytes;
     return info;
   }
 
@@ -57,21 +60,21 @@ class ProgramEmitter {
   static int64_t bytes(const TensorType& t) { return t.numel() * dtype_size(t.dtype); }
 
   Value* io_ptr(size_t i) {
-    llvm::IRBuilder<> eb(f_->getEntryBlock().getTerminator());
+    llvm::IRBuilder<> eb(entry_->getEntryBlock().getTerminator());
     return eb.CreateLoad(eb.getPtrTy(), eb.CreateConstInBoundsGEP1_64(eb.getPtrTy(), io_, i));
   }
 
   Value* entry_alloca(llvm::Type* t, uint64_t n) {
-    llvm::IRBuilder<> eb(&*f_->getEntryBlock().getFirstInsertionPt());
+    llvm::IRBuilder<> eb(&*entry_->getEntryBlock().getFirstInsertionPt());
     return eb.CreateAlloca(t, eb.getInt64(n));
   }
 
   void copy(Value* dst, Value* src, int64_t n) {
-    if (n > 0) b_.CreateMemCpy(dst, llvm::MaybeAlign(1), src, llvm::MaybeAlign(1), static_cast<uint64_t>(n));
+    if (n > 0) builder_.CreateMemCpy(dst, llvm::MaybeAlign(1), src, llvm::MaybeAlign(1), static_cast<uint64_t>(n));
   }
 
   Value* global(const ir::Node& n, const TensorType& t) {
-    llvm::Type* et = mem_type(c_, t.dtype);
+    llvm::Type* et = mem_type(context_, t.dtype);
     std::vector<llvm::Constant*> elems;
     for (double d : n.attrs.data) {
       switch (t.dtype) {
@@ -82,7 +85,8 @@ class ProgramEmitter {
       }
     }
     auto* at = llvm::ArrayType::get(et, elems.size());
-    return new llvm::GlobalVariable(m_, at, true, llvm::GlobalValue::PrivateLinkage, llvm::ConstantArray::get(at, elems), "const");
+    return new llvm::GlobalVariable(module_, at, true, llvm::GlobalValue::PrivateLinkage,
+                                    llvm::ConstantArray::get(at, elems), "const");
   }
 
   // Emits the steps of region r (schedule s, arena at `arena`) and returns its results' pointers.
@@ -92,7 +96,9 @@ class ProgramEmitter {
     for (size_t i = 0; i < r.params.size(); ++i) ptr[static_cast<size_t>(r.params[i])] = params[i];
     for (size_t v = 0; v < r.types.size(); ++v) {
       switch (s.storage[v]) {
-        case Storage::Slot: ptr[v] = b_.CreateConstInBoundsGEP1_64(b_.getInt8Ty(), arena, static_cast<uint64_t>(s.offset[v])); break;
+        case Storage::Slot:
+          ptr[v] = builder_.CreateConstInBoundsGEP1_64(builder_.getInt8Ty(), arena, static_cast<uint64_t>(s.offset[v]));
+          break;
         case Storage::Output: ptr[v] = io_ptr(r.params.size() + static_cast<size_t>(s.output_index[v])); break;
         case Storage::Global:
           if (producer[v] >= 0) ptr[v] = global(r.nodes[static_cast<size_t>(producer[v])], r.types[v]);
@@ -109,7 +115,8 @@ class ProgramEmitter {
         continue;
       }
       const ir::Node& n = r.nodes[st.index];
-      Value* sub_arena = b_.CreateConstInBoundsGEP1_64(b_.getInt8Ty(), arena, static_cast<uint64_t>(s.nested_offset.at(st.index)));
+      Value* sub_arena = builder_.CreateConstInBoundsGEP1_64(builder_.getInt8Ty(), arena,
+                                                             static_cast<uint64_t>(s.nested_offset.at(st.index)));
       const auto& subs = s.nested.at(st.index);
       switch (n.op) {
         case ir::Op::Scan: scan(r, n, subs[0], sub_arena, ptr); break;
@@ -128,32 +135,36 @@ class ProgramEmitter {
 
   void call_kernel(const ir::Region& r, const RegionSchedule& s, size_t ki, const std::vector<Value*>& ptr) {
     const kernel::Kernel& k = s.kernels[ki];
-    llvm::IRBuilder<> kb(c_);
-    KernelEmitter ke(r, s, k, target_, m_, kb);
+    llvm::IRBuilder<> kb(context_);
+    KernelEmitter ke(r, s, k, target_, module_, kb);
     llvm::Function* fn = ke.emit("kernel" + std::to_string(kernel_count_++));
     strategies_ += ke.strategy() + "\n";
     const auto& bufs = ke.buffers();
-    Value* args = entry_alloca(b_.getPtrTy(), std::max<uint64_t>(1, bufs.size()));
+    Value* args = entry_alloca(builder_.getPtrTy(), std::max<uint64_t>(1, bufs.size()));
     for (size_t i = 0; i < bufs.size(); ++i) {
       Value* p = ptr[static_cast<size_t>(bufs[i])];
       if (!p) detail::fail("cpu codegen", "internal error: kernel reads a value without storage");
-      b_.CreateStore(p, b_.CreateConstInBoundsGEP1_64(b_.getPtrTy(), args, i));
+      builder_.CreateStore(p, builder_.CreateConstInBoundsGEP1_64(builder_.getPtrTy(), args, i));
     }
     int64_t n0 = k.space.empty() ? 1 : k.space[0];
     int64_t work = numel(k.space);
     if (k.kind == kernel::KernelKind::MatMul) work *= r.type(r.nodes[k.root].operands[0]).shape.back();
-    Value* count = b_.CreateLoad(b_.getInt64Ty(), launches_);
-    b_.CreateStore(b_.CreateAdd(count, b_.getInt64(1)), launches_);
+    Value* count = builder_.CreateLoad(builder_.getInt64Ty(), launches_);
+    builder_.CreateStore(builder_.CreateAdd(count, builder_.getInt64(1)), launches_);
     auto mark = [&](int32_t id) {
-      if (target_.profile) b_.CreateCall(m_.getOrInsertFunction("fx_profile_mark", b_.getVoidTy(), b_.getInt32Ty()), {b_.getInt32(static_cast<uint32_t>(id))});
+      if (target_.profile)
+        builder_.CreateCall(module_.getOrInsertFunction("fx_profile_mark", builder_.getVoidTy(), builder_.getInt32Ty()),
+                            {builder_.getInt32(static_cast<uint32_t>(id))});
     };
     int32_t id = kernel_count_ - 1;
     mark(id);
     if (k.parallel && work >= kParallelWork && n0 > 1) {
-      auto pf = m_.getOrInsertFunction("fx_parallel_for", b_.getVoidTy(), b_.getPtrTy(), b_.getPtrTy(), b_.getInt64Ty(), b_.getInt64Ty());
-      b_.CreateCall(pf, {fn, args, b_.getInt64(static_cast<uint64_t>(n0)), b_.getInt64(static_cast<uint64_t>(work / n0))});
+      auto pf = module_.getOrInsertFunction("fx_parallel_for", builder_.getVoidTy(), builder_.getPtrTy(),
+                                            builder_.getPtrTy(), builder_.getInt64Ty(), builder_.getInt64Ty());
+      builder_.CreateCall(pf, {fn, args, builder_.getInt64(static_cast<uint64_t>(n0)),
+                               builder_.getInt64(static_cast<uint64_t>(work / n0))});
     } else {
-      b_.CreateCall(fn, {args, b_.getInt64(0), b_.getInt64(static_cast<uint64_t>(n0))});
+      builder_.CreateCall(fn, {args, builder_.getInt64(0), builder_.getInt64(static_cast<uint64_t>(n0))});
     }
     mark(id);
   }
@@ -165,7 +176,7 @@ class ProgramEmitter {
     for (size_t j = 0; j < carries.size(); ++j) {
       if (plan[j] != kernel::CarryUpdate::Staged) continue;
       int64_t n = bytes(body.type(body.results[j]));
-      Value* tmp = entry_alloca(b_.getInt8Ty(), static_cast<uint64_t>(std::max<int64_t>(n, 1)));
+      Value* tmp = entry_alloca(builder_.getInt8Ty(), static_cast<uint64_t>(std::max<int64_t>(n, 1)));
       copy(tmp, src[j], n);
       src[j] = tmp;
     }
@@ -183,28 +194,35 @@ class ProgramEmitter {
       carries.push_back(ptr[static_cast<size_t>(n.results[j])]);
       copy(carries[j], ptr[static_cast<size_t>(n.operands[j])], bytes(r.type(n.operands[j])));
     }
-    Value* index = entry_alloca(b_.getInt32Ty(), 1);
-    emit_for(b_, b_.getInt64(0), b_.getInt64(static_cast<uint64_t>(a.length)), {}, [&](Value* step, const std::vector<Value*>&) {
-      Value* t = a.reverse ? b_.CreateSub(b_.getInt64(static_cast<uint64_t>(a.length - 1)), step) : step;
-      b_.CreateStore(b_.CreateTrunc(t, b_.getInt32Ty()), index);
-      std::vector<Value*> params{index};
-      params.insert(params.end(), carries.begin(), carries.end());
-      for (size_t j = 0; j < nx; ++j) {
-        ir::ValueId xs = n.operands[nc + j];
-        int64_t slice = bytes(r.type(xs)) / std::max<int64_t>(1, a.length);
-        params.push_back(b_.CreateInBoundsGEP(b_.getInt8Ty(), ptr[static_cast<size_t>(xs)], b_.CreateMul(t, b_.getInt64(static_cast<uint64_t>(slice)))));
-      }
-      for (size_t j = nc + nx; j < n.operands.size(); ++j) params.push_back(ptr[static_cast<size_t>(n.operands[j])]);
-      std::vector<Value*> res = region(body, sub, arena, params);
-      // Per-step outputs first: one may be a carry parameter, which the update overwrites.
-      for (size_t j = nc; j < n.results.size(); ++j) {
-        int64_t slice = bytes(body.type(body.results[j]));
-        Value* dst = b_.CreateInBoundsGEP(b_.getInt8Ty(), ptr[static_cast<size_t>(n.results[j])], b_.CreateMul(t, b_.getInt64(static_cast<uint64_t>(slice))));
-        copy(dst, res[j], slice);
-      }
-      update_carries(body, 1, res, carries);
-      return std::vector<Value*>{};
-    });
+    Value* index = entry_alloca(builder_.getInt32Ty(), 1);
+    emit_for(builder_, builder_.getInt64(0), builder_.getInt64(static_cast<uint64_t>(a.length)), {},
+             [&](Value* step, const std::vector<Value*>&) {
+               Value* t =
+                   a.reverse ? builder_.CreateSub(builder_.getInt64(static_cast<uint64_t>(a.length - 1)), step) : step;
+               builder_.CreateStore(builder_.CreateTrunc(t, builder_.getInt32Ty()), index);
+               std::vector<Value*> params{index};
+               params.insert(params.end(), carries.begin(), carries.end());
+               for (size_t j = 0; j < nx; ++j) {
+                 ir::ValueId xs = n.operands[nc + j];
+                 int64_t slice = bytes(r.type(xs)) / std::max<int64_t>(1, a.length);
+                 params.push_back(builder_.CreateInBoundsGEP(
+                     builder_.getInt8Ty(), ptr[static_cast<size_t>(xs)],
+                     builder_.CreateMul(t, builder_.getInt64(static_cast<uint64_t>(slice)))));
+               }
+               for (size_t j = nc + nx; j < n.operands.size(); ++j)
+                 params.push_back(ptr[static_cast<size_t>(n.operands[j])]);
+               std::vector<Value*> res = region(body, sub, arena, params);
+               // Per-step outputs first: one may be a carry parameter, which the update overwrites.
+               for (size_t j = nc; j < n.results.size(); ++j) {
+                 int64_t slice = bytes(body.type(body.results[j]));
+                 Value* dst =
+                     builder_.CreateInBoundsGEP(builder_.getInt8Ty(), ptr[static_cast<size_t>(n.results[j])],
+                                                builder_.CreateMul(t, builder_.getInt64(static_cast<uint64_t>(slice))));
+                 copy(dst, res[j], slice);
+               }
+               update_carries(body, 1, res, carries);
+               return std::vector<Value*>{};
+             });
   }
 
   void while_loop(const ir::Region& r, const ir::Node& n, const std::vector<RegionSchedule>& subs, Value* arena,
@@ -217,56 +235,60 @@ class ProgramEmitter {
     }
     std::vector<Value*> params = carries;
     for (size_t j = nc; j < n.operands.size(); ++j) params.push_back(ptr[static_cast<size_t>(n.operands[j])]);
-    llvm::BasicBlock* pre = b_.GetInsertBlock();
-    auto* head = llvm::BasicBlock::Create(c_, "while", f_);
-    auto* check = llvm::BasicBlock::Create(c_, "while.check", f_);
-    auto* body = llvm::BasicBlock::Create(c_, "while.body", f_);
-    auto* fail = llvm::BasicBlock::Create(c_, "while.fail", f_);
-    auto* exit = llvm::BasicBlock::Create(c_, "while.exit", f_);
-    b_.CreateBr(head);
-    b_.SetInsertPoint(head);
-    llvm::PHINode* iter = b_.CreatePHI(b_.getInt64Ty(), 2);
-    iter->addIncoming(b_.getInt64(0), pre);
+    llvm::BasicBlock* pre = builder_.GetInsertBlock();
+    auto* head = llvm::BasicBlock::Create(context_, "while", entry_);
+    auto* check = llvm::BasicBlock::Create(context_, "while.check", entry_);
+    auto* body = llvm::BasicBlock::Create(context_, "while.body", entry_);
+    auto* fail = llvm::BasicBlock::Create(context_, "while.fail", entry_);
+    auto* exit = llvm::BasicBlock::Create(context_, "while.exit", entry_);
+    builder_.CreateBr(head);
+    builder_.SetInsertPoint(head);
+    llvm::PHINode* iter = builder_.CreatePHI(builder_.getInt64Ty(), 2);
+    iter->addIncoming(builder_.getInt64(0), pre);
     Value* c = region(n.regions[0], subs[0], arena, params)[0];
-    b_.CreateCondBr(b_.CreateICmpNE(b_.CreateLoad(b_.getInt8Ty(), c), b_.getInt8(0)), check, exit);
-    b_.SetInsertPoint(check);
-    Value* over = n.attrs.max_iters >= 0 ? b_.CreateICmpSGE(iter, b_.getInt64(static_cast<uint64_t>(n.attrs.max_iters))) : b_.getFalse();
-    b_.CreateCondBr(over, fail, body);
-    b_.SetInsertPoint(fail);
-    b_.CreateRet(b_.getInt32(static_cast<uint32_t>(kWhileMaxIters + n.attrs.max_iters)));
-    b_.SetInsertPoint(body);
+    builder_.CreateCondBr(builder_.CreateICmpNE(builder_.CreateLoad(builder_.getInt8Ty(), c), builder_.getInt8(0)),
+                          check, exit);
+    builder_.SetInsertPoint(check);
+    Value* over = n.attrs.max_iters >= 0
+                      ? builder_.CreateICmpSGE(iter, builder_.getInt64(static_cast<uint64_t>(n.attrs.max_iters)))
+                      : builder_.getFalse();
+    builder_.CreateCondBr(over, fail, body);
+    builder_.SetInsertPoint(fail);
+    builder_.CreateRet(builder_.getInt32(static_cast<uint32_t>(kWhileMaxIters + n.attrs.max_iters)));
+    builder_.SetInsertPoint(body);
     std::vector<Value*> res = region(n.regions[1], subs[1], arena, params);
     update_carries(n.regions[1], 0, res, carries);
-    iter->addIncoming(b_.CreateAdd(iter, b_.getInt64(1)), b_.GetInsertBlock());
-    b_.CreateBr(head);
-    b_.SetInsertPoint(exit);
+    iter->addIncoming(builder_.CreateAdd(iter, builder_.getInt64(1)), builder_.GetInsertBlock());
+    builder_.CreateBr(head);
+    builder_.SetInsertPoint(exit);
   }
 
   void cond(const ir::Region& r, const ir::Node& n, const std::vector<RegionSchedule>& subs, Value* arena,
             std::vector<Value*>& ptr) {
     std::vector<Value*> params;
     for (size_t j = 1; j < n.operands.size(); ++j) params.push_back(ptr[static_cast<size_t>(n.operands[j])]);
-    Value* pred = b_.CreateICmpNE(b_.CreateLoad(b_.getInt8Ty(), ptr[static_cast<size_t>(n.operands[0])]), b_.getInt8(0));
-    auto* then_bb = llvm::BasicBlock::Create(c_, "then", f_);
-    auto* else_bb = llvm::BasicBlock::Create(c_, "else", f_);
-    auto* merge = llvm::BasicBlock::Create(c_, "endif", f_);
-    b_.CreateCondBr(pred, then_bb, else_bb);
+    Value* pred = builder_.CreateICmpNE(
+        builder_.CreateLoad(builder_.getInt8Ty(), ptr[static_cast<size_t>(n.operands[0])]), builder_.getInt8(0));
+    auto* then_bb = llvm::BasicBlock::Create(context_, "then", entry_);
+    auto* else_bb = llvm::BasicBlock::Create(context_, "else", entry_);
+    auto* merge = llvm::BasicBlock::Create(context_, "endif", entry_);
+    builder_.CreateCondBr(pred, then_bb, else_bb);
     for (int branch = 0; branch < 2; ++branch) {
-      b_.SetInsertPoint(branch == 0 ? then_bb : else_bb);
+      builder_.SetInsertPoint(branch == 0 ? then_bb : else_bb);
       std::vector<Value*> res = region(n.regions[static_cast<size_t>(branch)], subs[static_cast<size_t>(branch)], arena, params);
       for (size_t j = 0; j < n.results.size(); ++j) copy(ptr[static_cast<size_t>(n.results[j])], res[j], bytes(r.type(n.results[j])));
-      b_.CreateBr(merge);
+      builder_.CreateBr(merge);
     }
-    b_.SetInsertPoint(merge);
+    builder_.SetInsertPoint(merge);
   }
 
-  const ir::Program& p_;
-  const RegionSchedule& s_;
+  const ir::Program& program_;
+  const RegionSchedule& schedule_;
   Target target_;
-  llvm::Module& m_;
-  llvm::LLVMContext& c_;
-  llvm::IRBuilder<> b_;
-  llvm::Function* f_ = nullptr;
+  llvm::Module& module_;
+  llvm::LLVMContext& context_;
+  llvm::IRBuilder<> builder_;
+  llvm::Function* entry_ = nullptr;
   Value* io_ = nullptr;
   Value* launches_ = nullptr;
   int kernel_count_ = 0;

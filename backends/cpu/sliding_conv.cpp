@@ -52,25 +52,25 @@ int grad_tile_taps(int lanes) { return lanes >= 16 ? 6 : 5; }
 }  // namespace
 
 bool KernelEmitter::sliding_conv(Value* lo, Value* hi) {
-  const ir::Node& n = r_.nodes[k_.root];
+  const ir::Node& n = region_.nodes[kernel_.root];
   const ir::Attrs& a = n.attrs;
   bool unit = std::all_of(a.strides.begin(), a.strides.end(), [](int64_t s) { return s == 1; }) &&
               std::all_of(a.dilation.begin(), a.dilation.end(), [](int64_t d) { return d == 1; });
   if (!unit || a.groups != 1) return false;
-  DType t = r_.type(n.results[0]).dtype;
+  DType t = region_.type(n.results[0]).dtype;
   int64_t esize = dtype_size(t);
   int lanes = std::max<int>(1, target_.matmul_vector_bytes / static_cast<int>(esize));
   if (lanes < 4) return false;
   Slide s;
-  const Shape& out = r_.type(n.results[0]).shape;
+  const Shape& out = region_.type(n.results[0]).shape;
   if (n.op == Op::Conv2dWeightGrad) {
-    const Shape& gs = r_.type(n.operands[1]).shape;
+    const Shape& gs = region_.type(n.operands[1]).shape;
     s.weight_grad = true;
     s.rows = out[0], s.channels = out[1], s.KH = out[2], s.KW = out[3];
     s.out_h = gs[2], s.out_w = gs[3];
     s.before_h = a.padding[0], s.before_w = a.padding[2];
   } else {
-    const Shape& ws = r_.type(n.operands[1]).shape;
+    const Shape& ws = region_.type(n.operands[1]).shape;
     s.flip = n.op == Op::Conv2dInputGrad;
     s.rows = s.flip ? ws[1] : ws[0], s.channels = s.flip ? ws[0] : ws[1], s.KH = ws[2], s.KW = ws[3];
     s.out_h = out[2], s.out_w = out[3];
@@ -97,7 +97,7 @@ bool KernelEmitter::sliding_conv(Value* lo, Value* hi) {
 }
 
 Value* KernelEmitter::stack_buffer(llvm::Type* et, int64_t elements) {
-  llvm::IRBuilder<> eb(&*b_.GetInsertBlock()->getParent()->getEntryBlock().getFirstInsertionPt());
+  llvm::IRBuilder<> eb(&*builder_.GetInsertBlock()->getParent()->getEntryBlock().getFirstInsertionPt());
   auto* p = eb.CreateAlloca(et, eb.getInt64(static_cast<uint64_t>(std::max<int64_t>(1, elements))));
   p->setAlignment(llvm::Align(64));
   return p;
@@ -106,17 +106,20 @@ Value* KernelEmitter::stack_buffer(llvm::Type* et, int64_t elements) {
 // Copies channels [c0, c0 + count) of image `image` of operand v into `dst` as `st` lays them
 // out; what lies outside v there (the border, zeroed once) is never written.
 void KernelEmitter::stage_image(ir::ValueId v, Value* image, Value* c0, int64_t count, Value* dst, const Staging& st) {
-  const Shape& vs = r_.type(v).shape;
-  llvm::Type* et = reg_type(c_, r_.type(v).dtype);
+  const Shape& vs = region_.type(v).shape;
+  llvm::Type* et = reg_type(context_, region_.type(v).dtype);
   int64_t h0 = std::max<int64_t>(0, st.before_h), h1 = std::min(st.rows, vs[2] + st.before_h);
   int64_t w0 = std::max<int64_t>(0, st.before_w), w1 = std::min(st.cols, vs[3] + st.before_w);
   auto saved = memo_;
-  emit_for(b_, i64(0), i64(count), {}, [&](Value* c, const std::vector<Value*>&) {
-    return emit_for(b_, i64(h0), i64(h1), {}, [&](Value* h, const std::vector<Value*>&) {
-      return emit_for(b_, i64(w0), i64(w1), {}, [&](Value* w, const std::vector<Value*>&) {
-        Value* x = at(v, {image, b_.CreateAdd(c0, c), b_.CreateSub(h, i64(st.before_h)), b_.CreateSub(w, i64(st.before_w))});
-        Value* off = b_.CreateAdd(b_.CreateAdd(b_.CreateMul(c, i64(st.channel_stride)), b_.CreateMul(h, i64(st.row_stride))), w);
-        b_.CreateStore(x, b_.CreateInBoundsGEP(et, dst, off));
+  emit_for(builder_, i64(0), i64(count), {}, [&](Value* c, const std::vector<Value*>&) {
+    return emit_for(builder_, i64(h0), i64(h1), {}, [&](Value* h, const std::vector<Value*>&) {
+      return emit_for(builder_, i64(w0), i64(w1), {}, [&](Value* w, const std::vector<Value*>&) {
+        Value* x = at(v, {image, builder_.CreateAdd(c0, c), builder_.CreateSub(h, i64(st.before_h)),
+                          builder_.CreateSub(w, i64(st.before_w))});
+        Value* off = builder_.CreateAdd(builder_.CreateAdd(builder_.CreateMul(c, i64(st.channel_stride)),
+                                                           builder_.CreateMul(h, i64(st.row_stride))),
+                                        w);
+        builder_.CreateStore(x, builder_.CreateInBoundsGEP(et, dst, off));
         return std::vector<Value*>{};
       });
     });
@@ -125,56 +128,63 @@ void KernelEmitter::stage_image(ir::ValueId v, Value* image, Value* c0, int64_t 
 }
 
 void KernelEmitter::slide_forward(const Slide& s, int lanes, Value* lo, Value* hi) {
-  const ir::Node& n = r_.nodes[k_.root];
+  const ir::Node& n = region_.nodes[kernel_.root];
   ir::ValueId src = n.operands[0], w = n.operands[1], res = n.results[0];
-  DType t = r_.type(res).dtype;
-  auto [et, vt, ealign, valign] = vector_types(c_, t, lanes);
+  DType t = region_.type(res).dtype;
+  auto [et, vt, ealign, valign] = vector_types(context_, t, lanes);
   int NR = 2 * lanes;
   int64_t blocks = round_up(s.wide(), NR) / NR, row_len = blocks * NR;
   Value* staged = stack_buffer(et, s.staged() + NR);
   Value* wide = stack_buffer(et, s.rows * row_len);
-  b_.CreateMemSet(staged, b_.getInt8(0), i64((s.staged() + NR) * dtype_size(t)), llvm::Align(64));
-  bool has_epilogue = k_.nodes.size() > 1;
-  auto elem = [&](Value* base, Value* off) { return b_.CreateInBoundsGEP(et, base, off); };
+  builder_.CreateMemSet(staged, builder_.getInt8(0), i64((s.staged() + NR) * dtype_size(t)), llvm::Align(64));
+  bool has_epilogue = kernel_.nodes.size() > 1;
+  auto elem = [&](Value* base, Value* off) { return builder_.CreateInBoundsGEP(et, base, off); };
   auto weight = [&](Value* r, Value* c, Value* kh, int64_t kw) {
     if (!s.flip) return at(w, {r, c, kh, i64(kw)});
-    return at(w, {c, r, b_.CreateSub(i64(s.KH - 1), kh), i64(s.KW - 1 - kw)});
+    return at(w, {c, r, builder_.CreateSub(i64(s.KH - 1), kh), i64(s.KW - 1 - kw)});
   };
   // Rows [i0, i0 + count) x wide columns [j0, j0 + NR), accumulated over every (c, kh, kw).
   auto tile = [&](Value* i0, int count, Value* j0) {
     std::vector<Value*> zero(static_cast<size_t>(2 * count), llvm::ConstantAggregateZero::get(vt));
     auto saved = memo_;
-    std::vector<Value*> acc = emit_for(b_, i64(0), i64(s.channels), zero, [&](Value* c, const std::vector<Value*>& a0) {
-      return emit_for(b_, i64(0), i64(s.KH), a0, [&](Value* kh, const std::vector<Value*>& a) {
-        Value* base = b_.CreateAdd(b_.CreateMul(b_.CreateAdd(b_.CreateMul(c, i64(s.SH)), kh), i64(s.SW)), j0);
-        std::vector<Value*> next = a;
-        for (int64_t kw = 0; kw < s.KW; ++kw) {
-          Value* p = elem(staged, b_.CreateAdd(base, i64(kw)));
-          Value* b0 = b_.CreateAlignedLoad(vt, p, ealign);
-          Value* b1 = b_.CreateAlignedLoad(vt, b_.CreateConstInBoundsGEP1_64(et, p, static_cast<uint64_t>(lanes)), ealign);
-          for (int r = 0; r < count; ++r) {
-            Value* x = b_.CreateVectorSplat(static_cast<unsigned>(lanes), weight(b_.CreateAdd(i0, i64(r)), c, kh, kw));
-            next[2 * static_cast<size_t>(r)] = b_.CreateIntrinsic(llvm::Intrinsic::fmuladd, {vt}, {x, b0, next[2 * static_cast<size_t>(r)]});
-            next[2 * static_cast<size_t>(r) + 1] = b_.CreateIntrinsic(llvm::Intrinsic::fmuladd, {vt}, {x, b1, next[2 * static_cast<size_t>(r) + 1]});
-          }
-        }
-        return next;
-      });
-    });
+    std::vector<Value*> acc =
+        emit_for(builder_, i64(0), i64(s.channels), zero, [&](Value* c, const std::vector<Value*>& a0) {
+          return emit_for(builder_, i64(0), i64(s.KH), a0, [&](Value* kh, const std::vector<Value*>& a) {
+            Value* base = builder_.CreateAdd(
+                builder_.CreateMul(builder_.CreateAdd(builder_.CreateMul(c, i64(s.SH)), kh), i64(s.SW)), j0);
+            std::vector<Value*> next = a;
+            for (int64_t kw = 0; kw < s.KW; ++kw) {
+              Value* p = elem(staged, builder_.CreateAdd(base, i64(kw)));
+              Value* b0 = builder_.CreateAlignedLoad(vt, p, ealign);
+              Value* b1 = builder_.CreateAlignedLoad(
+                  vt, builder_.CreateConstInBoundsGEP1_64(et, p, static_cast<uint64_t>(lanes)), ealign);
+              for (int r = 0; r < count; ++r) {
+                Value* x = builder_.CreateVectorSplat(static_cast<unsigned>(lanes),
+                                                      weight(builder_.CreateAdd(i0, i64(r)), c, kh, kw));
+                next[2 * static_cast<size_t>(r)] =
+                    builder_.CreateIntrinsic(llvm::Intrinsic::fmuladd, {vt}, {x, b0, next[2 * static_cast<size_t>(r)]});
+                next[2 * static_cast<size_t>(r) + 1] = builder_.CreateIntrinsic(
+                    llvm::Intrinsic::fmuladd, {vt}, {x, b1, next[2 * static_cast<size_t>(r) + 1]});
+              }
+            }
+            return next;
+          });
+        });
     memo_ = std::move(saved);
     for (int r = 0; r < count; ++r) {
-      Value* row = b_.CreateAdd(b_.CreateMul(b_.CreateAdd(i0, i64(r)), i64(row_len)), j0);
-      b_.CreateAlignedStore(acc[2 * static_cast<size_t>(r)], elem(wide, row), valign);
-      b_.CreateAlignedStore(acc[2 * static_cast<size_t>(r) + 1], elem(wide, b_.CreateAdd(row, i64(lanes))), valign);
+      Value* row = builder_.CreateAdd(builder_.CreateMul(builder_.CreateAdd(i0, i64(r)), i64(row_len)), j0);
+      builder_.CreateAlignedStore(acc[2 * static_cast<size_t>(r)], elem(wide, row), valign);
+      builder_.CreateAlignedStore(acc[2 * static_cast<size_t>(r) + 1], elem(wide, builder_.CreateAdd(row, i64(lanes))),
+                                  valign);
     }
   };
   int mr = lanes >= 16 && s.rows % 8 == 0 ? 8 : 6;
-  emit_for(b_, lo, hi, {}, [&](Value* image, const std::vector<Value*>&) {
+  emit_for(builder_, lo, hi, {}, [&](Value* image, const std::vector<Value*>&) {
     stage_image(src, image, i64(0), s.channels, staged, {s.SH * s.SW, s.SW, s.before_h, s.before_w, s.SH, s.SW});
-    emit_for(b_, i64(0), i64(blocks), {}, [&](Value* jb, const std::vector<Value*>&) {
-      Value* j0 = b_.CreateMul(jb, i64(NR));
-      emit_for(b_, i64(0), i64(s.rows / mr), {}, [&](Value* ib, const std::vector<Value*>&) {
-        tile(b_.CreateMul(ib, i64(mr)), mr, j0);
+    emit_for(builder_, i64(0), i64(blocks), {}, [&](Value* jb, const std::vector<Value*>&) {
+      Value* j0 = builder_.CreateMul(jb, i64(NR));
+      emit_for(builder_, i64(0), i64(s.rows / mr), {}, [&](Value* ib, const std::vector<Value*>&) {
+        tile(builder_.CreateMul(ib, i64(mr)), mr, j0);
         return std::vector<Value*>{};
       });
       if (s.rows % mr) tile(i64(s.rows / mr * mr), static_cast<int>(s.rows % mr), j0);
@@ -182,15 +192,19 @@ void KernelEmitter::slide_forward(const Slide& s, int lanes, Value* lo, Value* h
     });
     // The output columns of the wide rows, then the epilogue on them.
     auto saved = memo_;
-    emit_for(b_, i64(0), i64(s.rows), {}, [&](Value* r, const std::vector<Value*>&) {
-      return emit_for(b_, i64(0), i64(s.out_h), {}, [&](Value* oh, const std::vector<Value*>&) {
-        return emit_for(b_, i64(0), i64(s.out_w), {}, [&](Value* ow, const std::vector<Value*>&) {
-          Value* q = b_.CreateAdd(b_.CreateMul(r, i64(row_len)), b_.CreateAdd(b_.CreateMul(oh, i64(s.SW)), ow));
-          Index idx{image, r, oh, ow};
-          store(res, idx, b_.CreateLoad(et, elem(wide, q)));
-          if (has_epilogue) body_at(idx);
-          return std::vector<Value*>{};
-        }, LoopHint::Rolled);
+    emit_for(builder_, i64(0), i64(s.rows), {}, [&](Value* r, const std::vector<Value*>&) {
+      return emit_for(builder_, i64(0), i64(s.out_h), {}, [&](Value* oh, const std::vector<Value*>&) {
+        return emit_for(
+            builder_, i64(0), i64(s.out_w), {},
+            [&](Value* ow, const std::vector<Value*>&) {
+              Value* q = builder_.CreateAdd(builder_.CreateMul(r, i64(row_len)),
+                                            builder_.CreateAdd(builder_.CreateMul(oh, i64(s.SW)), ow));
+              Index idx{image, r, oh, ow};
+              store(res, idx, builder_.CreateLoad(et, elem(wide, q)));
+              if (has_epilogue) body_at(idx);
+              return std::vector<Value*>{};
+            },
+            LoopHint::Rolled);
       });
     });
     memo_ = std::move(saved);
@@ -199,104 +213,120 @@ void KernelEmitter::slide_forward(const Slide& s, int lanes, Value* lo, Value* h
 }
 
 void KernelEmitter::slide_weight_grad(const Slide& s, int lanes, Value* lo, Value* hi) {
-  const ir::Node& n = r_.nodes[k_.root];
+  const ir::Node& n = region_.nodes[kernel_.root];
   ir::ValueId x = n.operands[0], g = n.operands[1], res = n.results[0];
-  DType t = r_.type(res).dtype;
-  auto [et, vt, ealign, valign] = vector_types(c_, t, lanes);
+  DType t = region_.type(res).dtype;
+  auto [et, vt, ealign, valign] = vector_types(context_, t, lanes);
   const int mo = grad_tile_rows(lanes), tb = grad_tile_taps(lanes);
-  int64_t images = r_.type(g).shape[0];
+  int64_t images = region_.type(g).shape[0];
   int64_t taps = s.channels * s.KH * s.KW, kk = s.KH * s.KW;
   int64_t row_len = round_up(s.wide(), lanes), steps = row_len / lanes;
   Value* staged = stack_buffer(et, s.staged() + lanes);
   Value* grads = stack_buffer(et, mo * row_len);
   Value* sums = stack_buffer(et, mo * taps * lanes);
-  b_.CreateMemSet(staged, b_.getInt8(0), i64((s.staged() + lanes) * dtype_size(t)), llvm::Align(64));
-  b_.CreateMemSet(grads, b_.getInt8(0), i64(mo * row_len * dtype_size(t)), llvm::Align(64));
+  builder_.CreateMemSet(staged, builder_.getInt8(0), i64((s.staged() + lanes) * dtype_size(t)), llvm::Align(64));
+  builder_.CreateMemSet(grads, builder_.getInt8(0), i64(mo * row_len * dtype_size(t)), llvm::Align(64));
   // Which wide columns are outputs. The others hold g = 0 but read input elements outside the
   // tap's window, and 0 * inf would be NaN: their input lanes are replaced by zeros.
-  auto* it = llvm::IntegerType::get(c_, static_cast<unsigned>(8 * dtype_size(t)));
+  auto* it = llvm::IntegerType::get(context_, static_cast<unsigned>(8 * dtype_size(t)));
   auto* mvt = llvm::FixedVectorType::get(it, static_cast<unsigned>(lanes));
   Value* outputs = stack_buffer(it, row_len);
-  emit_for(b_, i64(0), i64(row_len), {}, [&](Value* q, const std::vector<Value*>&) {
-    Value* is_output =
-        b_.CreateAnd(b_.CreateICmpSLT(q, i64(s.wide())), b_.CreateICmpSLT(b_.CreateURem(q, i64(s.SW)), i64(s.out_w)));
-    b_.CreateStore(b_.CreateSExt(is_output, it), b_.CreateInBoundsGEP(it, outputs, q));
+  emit_for(builder_, i64(0), i64(row_len), {}, [&](Value* q, const std::vector<Value*>&) {
+    Value* is_output = builder_.CreateAnd(builder_.CreateICmpSLT(q, i64(s.wide())),
+                                          builder_.CreateICmpSLT(builder_.CreateURem(q, i64(s.SW)), i64(s.out_w)));
+    builder_.CreateStore(builder_.CreateSExt(is_output, it), builder_.CreateInBoundsGEP(it, outputs, q));
     return std::vector<Value*>{};
   });
-  bool has_epilogue = k_.nodes.size() > 1;
-  auto elem = [&](Value* base, Value* off) { return b_.CreateInBoundsGEP(et, base, off); };
+  bool has_epilogue = kernel_.nodes.size() > 1;
+  auto elem = [&](Value* base, Value* off) { return builder_.CreateInBoundsGEP(et, base, off); };
   llvm::FastMathFlags reassoc;
   reassoc.setAllowReassoc();
 
   // Output channels [o0, o0 + count): every image's products summed into `sums`, then each
   // sum reduced across its lanes, stored, and the epilogue run on it.
   auto channel_block = [&](Value* o0, int count) {
-    b_.CreateMemSet(sums, b_.getInt8(0), i64(count * taps * lanes * dtype_size(t)), llvm::Align(64));
+    builder_.CreateMemSet(sums, builder_.getInt8(0), i64(count * taps * lanes * dtype_size(t)), llvm::Align(64));
     // Accumulators of `nt` taps starting at tap t0, for every q step of one image; `masked`:
     // the input's lanes at non-output columns replaced by zeros.
     auto tap_block = [&](Value* t0, int nt, bool masked) {
       std::vector<Value*> shift;
       for (int j = 0; j < nt; ++j) {
-        Value* tap = b_.CreateAdd(t0, i64(j));
-        Value* c = b_.CreateUDiv(tap, i64(kk));
-        Value* k = b_.CreateURem(tap, i64(kk));
-        Value* off = b_.CreateAdd(b_.CreateMul(c, i64(s.SH * s.SW)), b_.CreateAdd(b_.CreateMul(b_.CreateUDiv(k, i64(s.KW)), i64(s.SW)), b_.CreateURem(k, i64(s.KW))));
+        Value* tap = builder_.CreateAdd(t0, i64(j));
+        Value* c = builder_.CreateUDiv(tap, i64(kk));
+        Value* k = builder_.CreateURem(tap, i64(kk));
+        Value* off =
+            builder_.CreateAdd(builder_.CreateMul(c, i64(s.SH * s.SW)),
+                               builder_.CreateAdd(builder_.CreateMul(builder_.CreateUDiv(k, i64(s.KW)), i64(s.SW)),
+                                                  builder_.CreateURem(k, i64(s.KW))));
         shift.push_back(off);
       }
-      auto slot = [&](int o, int j) { return elem(sums, b_.CreateMul(b_.CreateAdd(i64(o * taps), b_.CreateAdd(t0, i64(j))), i64(lanes))); };
+      auto slot = [&](int o, int j) {
+        return elem(sums,
+                    builder_.CreateMul(builder_.CreateAdd(i64(o * taps), builder_.CreateAdd(t0, i64(j))), i64(lanes)));
+      };
       std::vector<Value*> init;
       for (int o = 0; o < count; ++o)
-        for (int j = 0; j < nt; ++j) init.push_back(b_.CreateAlignedLoad(vt, slot(o, j), valign));
-      std::vector<Value*> acc = emit_for(b_, i64(0), i64(steps), init, [&](Value* step, const std::vector<Value*>& a) {
-        Value* q = b_.CreateMul(step, i64(lanes));
-        Value* mask = masked ? b_.CreateICmpNE(b_.CreateAlignedLoad(mvt, b_.CreateInBoundsGEP(it, outputs, q), valign),
-                                               llvm::ConstantAggregateZero::get(mvt))
-                             : nullptr;
-        std::vector<Value*> gv;
-        for (int o = 0; o < count; ++o) gv.push_back(b_.CreateAlignedLoad(vt, elem(grads, b_.CreateAdd(i64(o * row_len), q)), valign));
-        std::vector<Value*> next = a;
-        for (int j = 0; j < nt; ++j) {
-          Value* xv = b_.CreateAlignedLoad(vt, elem(staged, b_.CreateAdd(shift[static_cast<size_t>(j)], q)), ealign);
-          if (masked) xv = b_.CreateSelect(mask, xv, llvm::ConstantAggregateZero::get(vt));
-          for (int o = 0; o < count; ++o) {
-            size_t i = static_cast<size_t>(o * nt + j);
-            next[i] = b_.CreateIntrinsic(llvm::Intrinsic::fmuladd, {vt}, {gv[static_cast<size_t>(o)], xv, next[i]});
-          }
-        }
-        return next;
-      });
+        for (int j = 0; j < nt; ++j) init.push_back(builder_.CreateAlignedLoad(vt, slot(o, j), valign));
+      std::vector<Value*> acc =
+          emit_for(builder_, i64(0), i64(steps), init, [&](Value* step, const std::vector<Value*>& a) {
+            Value* q = builder_.CreateMul(step, i64(lanes));
+            Value* mask = masked ? builder_.CreateICmpNE(builder_.CreateAlignedLoad(
+                                                             mvt, builder_.CreateInBoundsGEP(it, outputs, q), valign),
+                                                         llvm::ConstantAggregateZero::get(mvt))
+                                 : nullptr;
+            std::vector<Value*> gv;
+            for (int o = 0; o < count; ++o)
+              gv.push_back(
+                  builder_.CreateAlignedLoad(vt, elem(grads, builder_.CreateAdd(i64(o * row_len), q)), valign));
+            std::vector<Value*> next = a;
+            for (int j = 0; j < nt; ++j) {
+              Value* xv = builder_.CreateAlignedLoad(
+                  vt, elem(staged, builder_.CreateAdd(shift[static_cast<size_t>(j)], q)), ealign);
+              if (masked) xv = builder_.CreateSelect(mask, xv, llvm::ConstantAggregateZero::get(vt));
+              for (int o = 0; o < count; ++o) {
+                size_t i = static_cast<size_t>(o * nt + j);
+                next[i] =
+                    builder_.CreateIntrinsic(llvm::Intrinsic::fmuladd, {vt}, {gv[static_cast<size_t>(o)], xv, next[i]});
+              }
+            }
+            return next;
+          });
       for (int o = 0; o < count; ++o)
-        for (int j = 0; j < nt; ++j) b_.CreateAlignedStore(acc[static_cast<size_t>(o * nt + j)], slot(o, j), valign);
+        for (int j = 0; j < nt; ++j)
+          builder_.CreateAlignedStore(acc[static_cast<size_t>(o * nt + j)], slot(o, j), valign);
     };
-    emit_for(b_, i64(0), i64(images), {}, [&](Value* image, const std::vector<Value*>&) {
+    emit_for(builder_, i64(0), i64(images), {}, [&](Value* image, const std::vector<Value*>&) {
       stage_image(x, image, i64(0), s.channels, staged, {s.SH * s.SW, s.SW, s.before_h, s.before_w, s.SH, s.SW});
       stage_image(g, image, o0, count, grads, {row_len, s.SW, 0, 0, s.out_h, s.out_w});
       // Masking costs a third of the kernel's time (LeNet's conv2): only an image holding an
       // infinity or a NaN needs it (x - x is then NaN somewhere).
-      Value* not_finite =
-          emit_for(b_, i64(0), i64(s.staged()), {b_.getFalse()}, [&](Value* i, const std::vector<Value*>& any) {
-            Value* v = b_.CreateLoad(et, elem(staged, i));
-            return std::vector<Value*>{b_.CreateOr(any[0], is_nan(b_.CreateFSub(v, v)))};
+      Value* not_finite = emit_for(
+          builder_, i64(0), i64(s.staged()), {builder_.getFalse()}, [&](Value* i, const std::vector<Value*>& any) {
+            Value* v = builder_.CreateLoad(et, elem(staged, i));
+            return std::vector<Value*>{builder_.CreateOr(any[0], is_nan(builder_.CreateFSub(v, v)))};
           })[0];
       auto all_taps = [&](bool masked) {
-        emit_for(b_, i64(0), i64(taps / tb), {}, [&](Value* tq, const std::vector<Value*>&) {
-          tap_block(b_.CreateMul(tq, i64(tb)), tb, masked);
+        emit_for(builder_, i64(0), i64(taps / tb), {}, [&](Value* tq, const std::vector<Value*>&) {
+          tap_block(builder_.CreateMul(tq, i64(tb)), tb, masked);
           return std::vector<Value*>{};
         });
         if (taps % tb) tap_block(i64(taps / tb * tb), static_cast<int>(taps % tb), masked);
       };
-      emit_if(b_, b_.CreateNot(not_finite), [&] { all_taps(false); });
-      emit_if(b_, not_finite, [&] { all_taps(true); });
+      emit_if(builder_, builder_.CreateNot(not_finite), [&] { all_taps(false); });
+      emit_if(builder_, not_finite, [&] { all_taps(true); });
       return std::vector<Value*>{};
     });
     auto saved = memo_;
-    emit_for(b_, i64(0), i64(count), {}, [&](Value* o, const std::vector<Value*>&) {
-      return emit_for(b_, i64(0), i64(taps), {}, [&](Value* tap, const std::vector<Value*>&) {
-        Value* v = b_.CreateAlignedLoad(vt, elem(sums, b_.CreateMul(b_.CreateAdd(b_.CreateMul(o, i64(taps)), tap), i64(lanes))), valign);
-        auto* total = llvm::cast<llvm::Instruction>(b_.CreateFAddReduce(constant(t, 0), v));
+    emit_for(builder_, i64(0), i64(count), {}, [&](Value* o, const std::vector<Value*>&) {
+      return emit_for(builder_, i64(0), i64(taps), {}, [&](Value* tap, const std::vector<Value*>&) {
+        Value* v = builder_.CreateAlignedLoad(
+            vt, elem(sums, builder_.CreateMul(builder_.CreateAdd(builder_.CreateMul(o, i64(taps)), tap), i64(lanes))),
+            valign);
+        auto* total = llvm::cast<llvm::Instruction>(builder_.CreateFAddReduce(constant(t, 0), v));
         total->setFastMathFlags(reassoc);
-        Value* k = b_.CreateURem(tap, i64(kk));
-        Index idx{b_.CreateAdd(o0, o), b_.CreateUDiv(tap, i64(kk)), b_.CreateUDiv(k, i64(s.KW)), b_.CreateURem(k, i64(s.KW))};
+        Value* k = builder_.CreateURem(tap, i64(kk));
+        Index idx{builder_.CreateAdd(o0, o), builder_.CreateUDiv(tap, i64(kk)), builder_.CreateUDiv(k, i64(s.KW)),
+                  builder_.CreateURem(k, i64(s.KW))};
         store(res, idx, total);
         if (has_epilogue) body_at(idx);
         return std::vector<Value*>{};
@@ -305,15 +335,15 @@ void KernelEmitter::slide_weight_grad(const Slide& s, int lanes, Value* lo, Valu
     memo_ = std::move(saved);
   };
   // Threads split the output channels [lo, hi): whole blocks, then the rest as one block.
-  Value* full = b_.CreateSDiv(b_.CreateSub(hi, lo), i64(mo));
-  emit_for(b_, i64(0), full, {}, [&](Value* ob, const std::vector<Value*>&) {
-    channel_block(b_.CreateAdd(lo, b_.CreateMul(ob, i64(mo))), mo);
+  Value* full = builder_.CreateSDiv(builder_.CreateSub(hi, lo), i64(mo));
+  emit_for(builder_, i64(0), full, {}, [&](Value* ob, const std::vector<Value*>&) {
+    channel_block(builder_.CreateAdd(lo, builder_.CreateMul(ob, i64(mo))), mo);
     return std::vector<Value*>{};
   });
-  Value* rest_start = b_.CreateAdd(lo, b_.CreateMul(full, i64(mo)));
-  Value* rest = b_.CreateSub(hi, rest_start);
+  Value* rest_start = builder_.CreateAdd(lo, builder_.CreateMul(full, i64(mo)));
+  Value* rest = builder_.CreateSub(hi, rest_start);
   for (int count = 1; count < mo; ++count) {
-    emit_if(b_, b_.CreateICmpEQ(rest, i64(count)), [&] { channel_block(rest_start, count); });
+    emit_if(builder_, builder_.CreateICmpEQ(rest, i64(count)), [&] { channel_block(rest_start, count); });
   }
 }
 

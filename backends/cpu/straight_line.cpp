@@ -39,18 +39,18 @@ unsigned vector_lanes(const ir::Region& r, const ir::Node& n, int vector_bytes) 
 
 void KernelEmitter::vector_node(const ir::Node& n, unsigned lanes) {
   ir::ValueId v = n.results[0];
-  const Shape& shape = r_.type(v).shape;
+  const Shape& shape = region_.type(v).shape;
   int64_t count = numel(shape);
-  DType in = r_.type(n.operands.back()).dtype, out = r_.type(v).dtype;
+  DType in = region_.type(n.operands.back()).dtype, out = region_.type(v).dtype;
   for (int64_t first = 0; first < count; first += lanes) {
     std::vector<Value*> xs;
     for (ir::ValueId o : n.operands) {
-      DType t = r_.type(o).dtype;
-      Value* x = llvm::PoisonValue::get(llvm::FixedVectorType::get(reg_type(c_, t), lanes));
+      DType t = region_.type(o).dtype;
+      Value* x = llvm::PoisonValue::get(llvm::FixedVectorType::get(reg_type(context_, t), lanes));
       for (unsigned l = 0; l < lanes; ++l) {
         // Lanes past the end hold zeros: computed and dropped, never read.
-        Value* e = first + l < count ? at(o, index_of(b_, shape, first + l)) : constant(t, 0);
-        x = b_.CreateInsertElement(x, e, b_.getInt64(l));
+        Value* e = first + l < count ? at(o, index_of(builder_, shape, first + l)) : constant(t, 0);
+        x = builder_.CreateInsertElement(x, e, builder_.getInt64(l));
       }
       xs.push_back(x);
     }
@@ -58,7 +58,7 @@ void KernelEmitter::vector_node(const ir::Node& n, unsigned lanes) {
     Value* y = elementwise(n, xs, in, out);
     lanes_ = 0;
     for (unsigned l = 0; l < lanes && first + l < count; ++l) {
-      memo_[{v, index_of(b_, shape, first + l)}] = b_.CreateExtractElement(y, b_.getInt64(l));
+      memo_[{v, index_of(builder_, shape, first + l)}] = builder_.CreateExtractElement(y, builder_.getInt64(l));
     }
   }
 }
@@ -70,19 +70,19 @@ Value* KernelEmitter::vector_math(std::string_view name, DType t, const std::vec
                                         static_cast<int>(args.size()));
   if (!variant.empty()) {
     std::vector<llvm::Type*> params(args.size(), vt);
-    llvm::FunctionCallee f = m_.getOrInsertFunction(variant, llvm::FunctionType::get(vt, params, false));
+    llvm::FunctionCallee f = module_.getOrInsertFunction(variant, llvm::FunctionType::get(vt, params, false));
     if (auto* fn = llvm::dyn_cast<llvm::Function>(f.getCallee())) {
       fn->setDoesNotThrow();
       fn->setDoesNotAccessMemory();
     }
-    return b_.CreateCall(f, args);
+    return builder_.CreateCall(f, args);
   }
   unsigned saved = std::exchange(lanes_, 0);
   Value* y = llvm::PoisonValue::get(vt);
   for (unsigned l = 0; l < lanes; ++l) {
     std::vector<Value*> scalars;
-    for (Value* a : args) scalars.push_back(b_.CreateExtractElement(a, b_.getInt64(l)));
-    y = b_.CreateInsertElement(y, math(name, t, scalars), b_.getInt64(l));
+    for (Value* a : args) scalars.push_back(builder_.CreateExtractElement(a, builder_.getInt64(l)));
+    y = builder_.CreateInsertElement(y, math(name, t, scalars), builder_.getInt64(l));
   }
   lanes_ = saved;
   return y;
@@ -92,38 +92,39 @@ void KernelEmitter::straight_line() {
   // Node by node, every element of a node next to the others: the SLP vectorizer then finds
   // isomorphic groups (12 sigmoids, not sigmoids interleaved with the sum that reads them).
   // Views are index math only.
-  for (size_t n : k_.nodes) {
-    const ir::Node& node = r_.nodes[n];
+  for (size_t n : kernel_.nodes) {
+    const ir::Node& node = region_.nodes[n];
     if (ir::is_view(node.op) || node.op == ir::Op::Constant) continue;
-    if (unsigned lanes = vector_lanes(r_, node, target_.vector_bytes)) {
+    if (unsigned lanes = vector_lanes(region_, node, target_.vector_bytes)) {
       vector_node(node, lanes);
       continue;
     }
     for (ir::ValueId v : node.results) {
-      for (int64_t e = 0; e < r_.type(v).numel(); ++e) at(v, index_of(b_, r_.type(v).shape, e));
+      for (int64_t e = 0; e < region_.type(v).numel(); ++e) at(v, index_of(builder_, region_.type(v).shape, e));
     }
   }
   // Every element is computed before any is stored: a result may share bytes with a parameter
   // that a later element still reads.
   std::vector<std::pair<ir::ValueId, std::vector<Value*>>> results;
-  for (size_t n : k_.nodes) {
-    for (ir::ValueId v : r_.nodes[n].results) {
-      if (s_.storage[static_cast<size_t>(v)] != kernel::Storage::Slot) continue;
-      const Shape& shape = r_.type(v).shape;
+  for (size_t n : kernel_.nodes) {
+    for (ir::ValueId v : region_.nodes[n].results) {
+      if (schedule_.storage[static_cast<size_t>(v)] != kernel::Storage::Slot) continue;
+      const Shape& shape = region_.type(v).shape;
       std::vector<Value*> elems;
-      for (int64_t e = 0; e < numel(shape); ++e) elems.push_back(at(v, index_of(b_, shape, e)));
+      for (int64_t e = 0; e < numel(shape); ++e) elems.push_back(at(v, index_of(builder_, shape, e)));
       results.emplace_back(v, std::move(elems));
     }
   }
   for (const auto& [v, elems] : results) {
-    for (size_t e = 0; e < elems.size(); ++e) store(v, index_of(b_, r_.type(v).shape, static_cast<int64_t>(e)), elems[e]);
+    for (size_t e = 0; e < elems.size(); ++e)
+      store(v, index_of(builder_, region_.type(v).shape, static_cast<int64_t>(e)), elems[e]);
   }
 }
 
 Value* KernelEmitter::fold(const ir::Node& n, const Index& idx) {
   ir::ValueId x = n.operands[0];
-  const Shape& in = r_.type(x).shape;
-  DType t = r_.type(n.results[0]).dtype;
+  const Shape& in = region_.type(x).shape;
+  DType t = region_.type(n.results[0]).dtype;
   // The terms of the sum (or reduction): for a matmul [..., m, k] x [..., k, n] at [..., i, j]
   // the products a[..., i, k] b[..., k, j]; for a reduction the elements at the folded indices.
   std::vector<Value*> terms, factors;
@@ -144,7 +145,7 @@ Value* KernelEmitter::fold(const ir::Node& n, const Index& idx) {
       if (folded(d)) extent.push_back(in[d]);
     }
     for (int64_t e = 0; e < numel(extent); ++e) {
-      Index inner = index_of(b_, extent, e), full;
+      Index inner = index_of(builder_, extent, e), full;
       size_t kept = 0, fi = 0;
       for (size_t d = 0; d < in.size(); ++d) full.push_back(folded(d) ? inner[fi++] : idx[kept++]);
       terms.push_back(at(x, full));
@@ -158,20 +159,22 @@ Value* KernelEmitter::fold(const ir::Node& n, const Index& idx) {
     int64_t lanes = 2;
     while (lanes < static_cast<int64_t>(terms.size()) && lanes < widest) lanes *= 2;
     auto vector_of = [&](const std::vector<Value*>& v, size_t first) {
-      Value* vec = llvm::PoisonValue::get(llvm::FixedVectorType::get(reg_type(c_, t), static_cast<unsigned>(lanes)));
+      Value* vec =
+          llvm::PoisonValue::get(llvm::FixedVectorType::get(reg_type(context_, t), static_cast<unsigned>(lanes)));
       for (int64_t l = 0; l < lanes; ++l) {
         size_t e = first + static_cast<size_t>(l);
-        vec = b_.CreateInsertElement(vec, e < v.size() ? v[e] : constant(t, 0), b_.getInt64(static_cast<uint64_t>(l)));
+        vec = builder_.CreateInsertElement(vec, e < v.size() ? v[e] : constant(t, 0),
+                                           builder_.getInt64(static_cast<uint64_t>(l)));
       }
       return vec;
     };
     Value* sum = nullptr;
     for (size_t first = 0; first < terms.size(); first += static_cast<size_t>(lanes)) {
       Value* part = vector_of(terms, first);
-      if (!factors.empty()) part = b_.CreateFMul(part, vector_of(factors, first));
-      sum = sum ? b_.CreateFAdd(sum, part) : part;
+      if (!factors.empty()) part = builder_.CreateFMul(part, vector_of(factors, first));
+      sum = sum ? builder_.CreateFAdd(sum, part) : part;
     }
-    auto* total = llvm::cast<llvm::Instruction>(b_.CreateFAddReduce(constant(t, 0), sum));
+    auto* total = llvm::cast<llvm::Instruction>(builder_.CreateFAddReduce(constant(t, 0), sum));
     llvm::FastMathFlags fmf;
     fmf.setAllowReassoc();
     total->setFastMathFlags(fmf);
@@ -181,7 +184,9 @@ Value* KernelEmitter::fold(const ir::Node& n, const Index& idx) {
   // their first term.
   Value* acc = combine_op == ir::Op::ReduceSum ? reduce_identity(combine_op, t) : nullptr;
   for (size_t e = 0; e < terms.size(); ++e) {
-    Value* term = factors.empty() ? terms[e] : is_float(t) ? b_.CreateFMul(terms[e], factors[e]) : b_.CreateMul(terms[e], factors[e]);
+    Value* term = factors.empty() ? terms[e]
+                  : is_float(t)   ? builder_.CreateFMul(terms[e], factors[e])
+                                  : builder_.CreateMul(terms[e], factors[e]);
     acc = acc ? combine(combine_op, t, acc, term) : term;
   }
   return acc;

@@ -44,8 +44,9 @@ bool is_reduce(const ir::Node& n) { return ir::op_info(n.op).cls == ir::OpClass:
 
 }  // namespace
 
-GlslKernel::GlslKernel(const ir::Region& r, const kernel::RegionSchedule& s, const kernel::Kernel& k, const ShaderTarget& target)
-    : r_(r), s_(s), k_(k), target_(target) {
+GlslKernel::GlslKernel(const ir::Region& r, const kernel::RegionSchedule& s, const kernel::Kernel& k,
+                       const ShaderTarget& target)
+    : region_(r), schedule_(s), kernel_(k), target_(target) {
   producer_ = kernel::producers(r);
   computed_.assign(r.types.size(), false);
   auto mark = [&](size_t n) {
@@ -147,8 +148,9 @@ Index GlslKernel::unravel(const std::string& f, const Shape& shape) {
 }
 
 std::string GlslKernel::buffer(ir::ValueId v, bool write) {
-  if (s_.storage[static_cast<size_t>(v)] == kernel::Storage::Alias) v = s_.alias_of[static_cast<size_t>(v)];
-  kernel::Storage st = s_.storage[static_cast<size_t>(v)];
+  if (schedule_.storage[static_cast<size_t>(v)] == kernel::Storage::Alias)
+    v = schedule_.alias_of[static_cast<size_t>(v)];
+  kernel::Storage st = schedule_.storage[static_cast<size_t>(v)];
   if (st == kernel::Storage::None || st == kernel::Storage::View || st == kernel::Storage::Inline) {
     detail::fail("vulkan codegen", "internal error: value %" + std::to_string(v) + " is accessed but has no storage");
   }
@@ -164,13 +166,13 @@ std::string GlslKernel::buffer(ir::ValueId v, bool write) {
 }
 
 std::string GlslKernel::load(ir::ValueId v, const Index& idx) {
-  const TensorType& t = r_.type(v);
+  const TensorType& t = region_.type(v);
   std::string x = buffer(v, false) + ".v[" + flat(idx, t.shape) + "]";
   return t.dtype == DType::boolean ? "(" + x + " != uint8_t(0))" : x;
 }
 
 void GlslKernel::store(ir::ValueId v, const Index& idx, const std::string& x) {
-  const TensorType& t = r_.type(v);
+  const TensorType& t = region_.type(v);
   std::string val = t.dtype == DType::boolean ? "uint8_t(" + x + " ? 1 : 0)" : x;
   line(buffer(v, true) + ".v[" + flat(idx, t.shape) + "] = " + val + ";");
 }
@@ -180,9 +182,9 @@ std::string GlslKernel::at(ir::ValueId v, const Index& idx) {
   if (auto it = memo_.find(key); it != memo_.end()) return it->second;
   size_t vi = static_cast<size_t>(v);
   int p = producer_[vi];
-  const ir::Node* node = p >= 0 ? &r_.nodes[static_cast<size_t>(p)] : nullptr;
-  kernel::Storage st = s_.storage[vi];
-  DType t = r_.type(v).dtype;
+  const ir::Node* node = p >= 0 ? &region_.nodes[static_cast<size_t>(p)] : nullptr;
+  kernel::Storage st = schedule_.storage[vi];
+  DType t = region_.type(v).dtype;
   std::string x;
   if (computed_[vi]) {
     x = temp(t, compute(*node, idx));
@@ -198,42 +200,42 @@ std::string GlslKernel::at(ir::ValueId v, const Index& idx) {
 }
 
 void GlslKernel::body_at(const Index& idx) {
-  for (size_t n : k_.nodes) {
-    const ir::Node& node = r_.nodes[n];
-    if (k_.kind == kernel::KernelKind::MatMul && n == k_.root) {
+  for (size_t n : kernel_.nodes) {
+    const ir::Node& node = region_.nodes[n];
+    if (kernel_.kind == kernel::KernelKind::MatMul && n == kernel_.root) {
       ir::ValueId v = node.results[0];
-      kernel::Storage st = s_.storage[static_cast<size_t>(v)];
+      kernel::Storage st = schedule_.storage[static_cast<size_t>(v)];
       if (st == kernel::Storage::Slot || st == kernel::Storage::Output) store(v, idx, at(v, idx));
       continue;
     }
     if (is_reduce(node)) {
       std::string& acc = accumulators_.at(n);
-      line(acc + " = " + combine(node.op, r_.type(node.results[0]).dtype, acc, at(node.operands[0], idx)) + ";");
+      line(acc + " = " + combine(node.op, region_.type(node.results[0]).dtype, acc, at(node.operands[0], idx)) + ";");
       continue;
     }
     for (ir::ValueId v : node.results) {
-      kernel::Storage st = s_.storage[static_cast<size_t>(v)];
+      kernel::Storage st = schedule_.storage[static_cast<size_t>(v)];
       if (st == kernel::Storage::Slot || st == kernel::Storage::Output) store(v, idx, at(v, idx));
     }
   }
 }
 
 void GlslKernel::emit_elementwise() {
-  int64_t n = numel(k_.space);
+  int64_t n = numel(kernel_.space);
   groups_ = grid(n);
   line("int gid = int(gl_WorkGroupID.y * gl_NumWorkGroups.x + gl_WorkGroupID.x) * 64 + int(gl_LocalInvocationID.x);");
   line("if (gid >= " + std::to_string(n) + ") return;");
-  body_at(unravel("gid", k_.space));
+  body_at(unravel("gid", kernel_.space));
 }
 
 const std::vector<int64_t>* GlslKernel::reduced_axes(std::vector<size_t>* reductions) const {
   const std::vector<int64_t>* axes = nullptr;
-  for (size_t n : k_.nodes) {
-    if (!is_reduce(r_.nodes[n])) continue;
-    if (axes && r_.nodes[n].attrs.axes != *axes) {
+  for (size_t n : kernel_.nodes) {
+    if (!is_reduce(region_.nodes[n])) continue;
+    if (axes && region_.nodes[n].attrs.axes != *axes) {
       detail::fail("vulkan codegen", "internal error: a kernel's reductions fold different axes");
     }
-    axes = &r_.nodes[n].attrs.axes;
+    axes = &region_.nodes[n].attrs.axes;
     reductions->push_back(n);
   }
   return axes;
@@ -242,7 +244,7 @@ const std::vector<int64_t>* GlslKernel::reduced_axes(std::vector<size_t>* reduct
 Index GlslKernel::merge_index(const std::vector<int64_t>& axes, const Index& kept, const Index& folded) const {
   Index idx;
   size_t ki = 0, fi = 0;
-  for (size_t d = 0; d < k_.space.size(); ++d) {
+  for (size_t d = 0; d < kernel_.space.size(); ++d) {
     bool f = std::find(axes.begin(), axes.end(), static_cast<int64_t>(d)) != axes.end();
     idx.push_back(f ? folded[fi++] : kept[ki++]);
   }
@@ -253,9 +255,9 @@ void GlslKernel::emit_reducing() {
   std::vector<size_t> reductions;
   const std::vector<int64_t>* axes = reduced_axes(&reductions);
   Shape kept, folded;
-  for (size_t d = 0; d < k_.space.size(); ++d) {
+  for (size_t d = 0; d < kernel_.space.size(); ++d) {
     bool f = std::find(axes->begin(), axes->end(), static_cast<int64_t>(d)) != axes->end();
-    (f ? folded : kept).push_back(k_.space[d]);
+    (f ? folded : kept).push_back(kernel_.space[d]);
   }
   int64_t rows = numel(kept), cols = numel(folded);
   int64_t lanes = 1;
@@ -268,9 +270,9 @@ void GlslKernel::emit_reducing() {
   line("int row = int(gl_WorkGroupID.y * gl_NumWorkGroups.x + gl_WorkGroupID.x) * " + std::to_string(rows_per_group) + " + tid / " + L + ";");
   line("bool live = row < " + std::to_string(rows) + ";");
   for (size_t n : reductions) {
-    DType t = r_.type(r_.nodes[n].results[0]).dtype;
+    DType t = region_.type(region_.nodes[n].results[0]).dtype;
     std::string acc = fresh("acc");
-    line(glsl_type(t) + " " + acc + " = " + reduce_identity(r_.nodes[n].op, t) + ";");
+    line(glsl_type(t) + " " + acc + " = " + reduce_identity(region_.nodes[n].op, t) + ";");
     accumulators_[n] = acc;
   }
   line("if (live) {");
@@ -289,16 +291,16 @@ void GlslKernel::emit_reducing() {
   // results through workgroup memory (layout-independent: every subgroup lies in the row).
   bool by_subgroups = target_.subgroup_arithmetic && lanes == kWorkgroupSize &&
                       std::all_of(reductions.begin(), reductions.end(), [&](size_t n) {
-                        const ir::Node& node = r_.nodes[n];
-                        DType t = r_.type(node.results[0]).dtype;
+                        const ir::Node& node = region_.nodes[n];
+                        DType t = region_.type(node.results[0]).dtype;
                         // Subgroup max/min leave NaN handling undefined: floats keep the tree.
                         return node.op == Op::ReduceSum ? t != DType::boolean : t == DType::i32;
                       });
   strategy_ = by_subgroups ? "subgroup-rows" : "workgroup-rows";
   if (by_subgroups) {
     for (size_t n : reductions) {
-      const ir::Node& node = r_.nodes[n];
-      DType t = r_.type(node.results[0]).dtype;
+      const ir::Node& node = region_.nodes[n];
+      DType t = region_.type(node.results[0]).dtype;
       std::string sh = "red" + std::to_string(n);
       const char* f = node.op == Op::ReduceSum ? "subgroupAdd" : node.op == Op::ReduceMax ? "subgroupMax" : "subgroupMin";
       shared_ += "shared " + glsl_type(t) + " " + sh + "[64];\n";
@@ -310,8 +312,8 @@ void GlslKernel::emit_reducing() {
     indent_ += "  ";
     Index out_idx = unravel("row", kept);
     for (size_t n : reductions) {
-      const ir::Node& node = r_.nodes[n];
-      DType t = r_.type(node.results[0]).dtype;
+      const ir::Node& node = region_.nodes[n];
+      DType t = region_.type(node.results[0]).dtype;
       std::string sh = "red" + std::to_string(n);
       line("for (int s = 1; s < int(gl_NumSubgroups); ++s) " + sh + "[0] = " + combine(node.op, t, sh + "[0]", sh + "[s]") + ";");
       store(node.results[0], out_idx, sh + "[0]");
@@ -321,8 +323,8 @@ void GlslKernel::emit_reducing() {
     return;
   }
   for (size_t n : reductions) {
-    const ir::Node& node = r_.nodes[n];
-    DType t = r_.type(node.results[0]).dtype;
+    const ir::Node& node = region_.nodes[n];
+    DType t = region_.type(node.results[0]).dtype;
     std::string sh = "red" + std::to_string(n);
     shared_ += "shared " + glsl_type(t) + " " + sh + "[64];\n";
     line(sh + "[tid] = " + accumulators_[n] + ";");
@@ -330,8 +332,8 @@ void GlslKernel::emit_reducing() {
   line("barrier();");
   line("for (int s = " + std::to_string(lanes / 2) + "; s > 0; s >>= 1) {");
   for (size_t n : reductions) {
-    const ir::Node& node = r_.nodes[n];
-    DType t = r_.type(node.results[0]).dtype;
+    const ir::Node& node = region_.nodes[n];
+    DType t = region_.type(node.results[0]).dtype;
     std::string sh = "red" + std::to_string(n);
     line("  if (lane < s) " + sh + "[tid] = " + combine(node.op, t, sh + "[tid]", sh + "[tid + s]") + ";");
   }
@@ -340,21 +342,21 @@ void GlslKernel::emit_reducing() {
   line("if (live && lane == 0) {");
   indent_ += "  ";
   Index out_idx = unravel("row", kept);
-  for (size_t n : reductions) store(r_.nodes[n].results[0], out_idx, "red" + std::to_string(n) + "[tid]");
+  for (size_t n : reductions) store(region_.nodes[n].results[0], out_idx, "red" + std::to_string(n) + "[tid]");
   indent_.resize(indent_.size() - 2);
   line("}");
 }
 
 GlslKernel::Gemm GlslKernel::matmul_gemm() {
-  const ir::Node& mm = r_.nodes[k_.root];
+  const ir::Node& mm = region_.nodes[kernel_.root];
   ir::ValueId a = mm.operands[0], b = mm.operands[1];
-  const Shape& cs = r_.type(mm.results[0]).shape;
+  const Shape& cs = region_.type(mm.results[0]).shape;
   size_t rank = cs.size();
   Gemm g;
   g.batch.assign(cs.begin(), cs.end() - 2);
   g.M = cs[rank - 2];
   g.N = cs[rank - 1];
-  g.K = r_.type(a).shape.back();
+  g.K = region_.type(a).shape.back();
   // The operands' and the result's index: the batch index, then the two matrix dimensions.
   auto index = [](Index idx, const std::string& x, const std::string& y) {
     idx.push_back(x);
@@ -374,11 +376,11 @@ GlslKernel::Gemm GlslKernel::matmul_gemm() {
 // A convolution or one of its gradients as a matrix product whose operands are read as im2col
 // (groups = 1, which the fuser guarantees for MatMul kernels).
 GlslKernel::Gemm GlslKernel::conv_gemm() {
-  const ir::Node& n = r_.nodes[k_.root];
+  const ir::Node& n = region_.nodes[kernel_.root];
   const ir::Attrs& at_ = n.attrs;
   ir::ValueId op0 = n.operands[0], op1 = n.operands[1];
   auto S = [](int64_t v) { return std::to_string(v); };
-  DType t = r_.type(n.results[0]).dtype;
+  DType t = region_.type(n.results[0]).dtype;
   // The row-major coordinates of `v` over `dims`, as fresh int variables.
   auto split = [this, S](const std::string& v, const std::vector<int64_t>& dims) {
     Index out(dims.size());
@@ -409,7 +411,7 @@ GlslKernel::Gemm GlslKernel::conv_gemm() {
   };
   Gemm g;
   if (n.op == ir::Op::Conv2d) {  // y[n, o, oh, ow] = sum over (c, kh, kw) of w[o, c, kh, kw] x[n, c, h, w]
-    const Shape &xs = r_.type(op0).shape, &ws = r_.type(op1).shape, &ys = r_.type(n.results[0]).shape;
+    const Shape &xs = region_.type(op0).shape, &ws = region_.type(op1).shape, &ys = region_.type(n.results[0]).shape;
     g.batch = {xs[0]};
     g.M = ws[0];
     g.N = ys[2] * ys[3];
@@ -429,7 +431,7 @@ GlslKernel::Gemm GlslKernel::conv_gemm() {
       return Index{bi[0], i, "(" + j + " / " + S(ys[3]) + ")", "(" + j + " % " + S(ys[3]) + ")"};
     };
   } else if (n.op == ir::Op::Conv2dInputGrad) {  // dx[n, c, h, w] = sum over (o, kh, kw) of w[o, c, kh, kw] g[n, o, oh, ow]
-    const Shape &gs = r_.type(op0).shape, &ws = r_.type(op1).shape, &xs = r_.type(n.results[0]).shape;
+    const Shape &gs = region_.type(op0).shape, &ws = region_.type(op1).shape, &xs = region_.type(n.results[0]).shape;
     g.batch = {xs[0]};
     g.M = xs[1];
     g.N = xs[2] * xs[3];
@@ -453,7 +455,7 @@ GlslKernel::Gemm GlslKernel::conv_gemm() {
       return Index{bi[0], i, "(" + j + " / " + S(xs[3]) + ")", "(" + j + " % " + S(xs[3]) + ")"};
     };
   } else {  // Conv2dWeightGrad: dw[o, c, kh, kw] = sum over (n, oh, ow) of g[n, o, oh, ow] x[n, c, h, w]
-    const Shape &xs = r_.type(op0).shape, &gs = r_.type(op1).shape, &ws = r_.type(n.results[0]).shape;
+    const Shape &xs = region_.type(op0).shape, &gs = region_.type(op1).shape, &ws = region_.type(n.results[0]).shape;
     g.M = ws[0];
     g.N = ws[1] * ws[2] * ws[3];
     g.K = gs[0] * gs[2] * gs[3];
@@ -476,10 +478,10 @@ GlslKernel::Gemm GlslKernel::conv_gemm() {
 }
 
 void GlslKernel::emit_matmul() {
-  const ir::Node& root = r_.nodes[k_.root];
+  const ir::Node& root = region_.nodes[kernel_.root];
   Gemm g = root.op == Op::MatMul ? matmul_gemm() : conv_gemm();
   ir::ValueId c = root.results[0];
-  DType t = r_.type(c).dtype;
+  DType t = region_.type(c).dtype;
   std::string T = glsl_type(t);
   std::string M = std::to_string(g.M), N = std::to_string(g.N), K = std::to_string(g.K);
   shared_ += "shared " + T + " As[16][33];\nshared " + T + " Bs[16][33];\n";
@@ -527,10 +529,11 @@ void GlslKernel::emit_matmul() {
 }
 
 KernelShader GlslKernel::emit(const std::string& name) {
-  bool has_reduce = std::any_of(k_.nodes.begin(), k_.nodes.end(), [&](size_t n) { return is_reduce(r_.nodes[n]); });
-  bool gemm = k_.kind == kernel::KernelKind::MatMul;
+  bool has_reduce =
+      std::any_of(kernel_.nodes.begin(), kernel_.nodes.end(), [&](size_t n) { return is_reduce(region_.nodes[n]); });
+  bool gemm = kernel_.kind == kernel::KernelKind::MatMul;
   if (gemm && has_reduce) detail::fail("vulkan codegen", "internal error: a matmul kernel's epilogue reduces");
-  const ir::Node& root = r_.nodes[k_.root];
+  const ir::Node& root = region_.nodes[kernel_.root];
   if (gemm && root.op != Op::MatMul) {
     // A convolution as a tiled product pays when it fills tiles and workgroups: with few output
     // channels (LeNet's 1-16) most of each 32-row tile would idle, and a weight gradient is a
@@ -548,7 +551,7 @@ KernelShader GlslKernel::emit(const std::string& name) {
   } else if (has_reduce) {
     emit_reducing();
   } else {
-    strategy_ = k_.kind == kernel::KernelKind::MatMul ? "direct" : "per-index";
+    strategy_ = kernel_.kind == kernel::KernelKind::MatMul ? "direct" : "per-index";
     emit_elementwise();
   }
   KernelShader out;
@@ -560,7 +563,7 @@ KernelShader GlslKernel::emit(const std::string& name) {
   std::string decls;
   for (size_t i = 0; i < buffers_.size(); ++i) {
     ir::ValueId v = buffers_[i];
-    std::string bt = buffer_type(r_.type(v).dtype);
+    std::string bt = buffer_type(region_.type(v).dtype);
     decls += "  " + bt + " b" + std::to_string(i) + " = " + bt + "(fx_addr(" + std::to_string(i + 1) + "));\n";
   }
   out.glsl = shader_prelude(target_) + shared_ + "void main() {\n  if (!fx_guard()) return;\n" + decls + code_.str() + "}\n";
@@ -573,9 +576,9 @@ void GlslKernel::emit_cooperative_rows() {
   static const std::vector<int64_t> none;
   if (!axes) axes = &none;
   Shape kept, folded;
-  for (size_t d = 0; d < k_.space.size(); ++d) {
+  for (size_t d = 0; d < kernel_.space.size(); ++d) {
     bool f = std::find(axes->begin(), axes->end(), static_cast<int64_t>(d)) != axes->end();
-    (f ? folded : kept).push_back(k_.space[d]);
+    (f ? folded : kept).push_back(kernel_.space[d]);
   }
   // One invocation per kept index; it folds the reduced indices itself (loop bodies are small).
   line("for (int row = lid; row < " + std::to_string(numel(kept)) + "; row += 64) {");
@@ -583,9 +586,9 @@ void GlslKernel::emit_cooperative_rows() {
   auto saved = memo_;
   Index kept_idx = unravel("row", kept);
   for (size_t n : reductions) {
-    DType t = r_.type(r_.nodes[n].results[0]).dtype;
+    DType t = region_.type(region_.nodes[n].results[0]).dtype;
     accumulators_[n] = fresh("acc");
-    line(glsl_type(t) + " " + accumulators_[n] + " = " + reduce_identity(r_.nodes[n].op, t) + ";");
+    line(glsl_type(t) + " " + accumulators_[n] + " = " + reduce_identity(region_.nodes[n].op, t) + ";");
   }
   if (folded.empty()) {
     body_at(merge_index(*axes, kept_idx, {}));
@@ -594,25 +597,25 @@ void GlslKernel::emit_cooperative_rows() {
     block([&] { body_at(merge_index(*axes, kept_idx, unravel("col", folded))); });
     line("}");
   }
-  for (size_t n : reductions) store(r_.nodes[n].results[0], kept_idx, accumulators_[n]);
+  for (size_t n : reductions) store(region_.nodes[n].results[0], kept_idx, accumulators_[n]);
   memo_ = saved;
   indent_.resize(indent_.size() - 2);
   line("}");
 }
 
 void GlslKernel::emit_cooperative_matmul() {
-  const ir::Node& mm = r_.nodes[k_.root];
+  const ir::Node& mm = region_.nodes[kernel_.root];
   ir::ValueId a = mm.operands[0], b = mm.operands[1], c = mm.results[0];
-  const Shape& cs = r_.type(c).shape;
+  const Shape& cs = region_.type(c).shape;
   size_t rank = cs.size();
-  DType t = r_.type(c).dtype;
+  DType t = region_.type(c).dtype;
   line("for (int gid = lid; gid < " + std::to_string(numel(cs)) + "; gid += 64) {");
   indent_ += "  ";
   auto saved = memo_;
   Index idx = unravel("gid", cs);
   std::string acc = fresh("acc");
   line(glsl_type(t) + " " + acc + " = " + constant(t, 0) + ";");
-  loop(0, r_.type(a).shape.back(), [&](const std::string& q) {
+  loop(0, region_.type(a).shape.back(), [&](const std::string& q) {
     Index ai(idx.begin(), idx.end() - 1), bi(idx.begin(), idx.end() - 2);
     ai.back() = idx[rank - 2];
     ai.push_back(q);
@@ -629,18 +632,18 @@ void GlslKernel::emit_cooperative_matmul() {
 
 std::string GlslKernel::emit_cooperative(const std::function<std::string(ir::ValueId)>& address) {
   indent_ = "    ";
-  if (k_.kind == kernel::KernelKind::MatMul && r_.nodes[k_.root].op != Op::MatMul) {
+  if (kernel_.kind == kernel::KernelKind::MatMul && region_.nodes[kernel_.root].op != Op::MatMul) {
     // A convolution inside a loop kernel: computed per output element, like a gathering op.
-    for (ir::ValueId v : r_.nodes[k_.root].results) computed_[static_cast<size_t>(v)] = true;
+    for (ir::ValueId v : region_.nodes[kernel_.root].results) computed_[static_cast<size_t>(v)] = true;
   }
-  if (k_.kind == kernel::KernelKind::MatMul && r_.nodes[k_.root].op == Op::MatMul) {
+  if (kernel_.kind == kernel::KernelKind::MatMul && region_.nodes[kernel_.root].op == Op::MatMul) {
     emit_cooperative_matmul();
   } else {
     emit_cooperative_rows();
   }
   std::string decls;
   for (size_t i = 0; i < buffers_.size(); ++i) {
-    std::string bt = buffer_type(r_.type(buffers_[i]).dtype);
+    std::string bt = buffer_type(region_.type(buffers_[i]).dtype);
     decls += "    " + bt + " b" + std::to_string(i) + " = " + bt + "(" + address(buffers_[i]) + ");\n";
   }
   return "  {\n" + decls + code_.str() + "  }\n";

@@ -75,9 +75,9 @@ class GlslKernel {
   const std::vector<int64_t>* reduced_axes(std::vector<size_t>* reductions) const;
   Index unravel(const std::string& flat, const Shape& shape);
 
-  const ir::Region& r_;
-  const kernel::RegionSchedule& s_;
-  const kernel::Kernel& k_;
+  const ir::Region& region_;
+  const kernel::RegionSchedule& schedule_;
+  const kernel::Kernel& kernel_;
   ShaderTarget target_;
   std::vector<int32_t> producer_;
   std::vector<bool> computed_;

@@ -68,18 +68,19 @@ const char* kSync = "  memoryBarrierBuffer();\n  barrier();\n";
 class LoopEmitter {
  public:
   LoopEmitter(const ir::Node& n, const std::vector<RegionSchedule>& subs, const ShaderTarget& target)
-      : n_(n), subs_(subs), target_(target) {}
+      : loop_(n), subs_(subs), target_(target) {}
 
   LoopShader run(const std::string& name) {
     LoopShader out;
     out.name = name;
-    nc_ = static_cast<size_t>(n_.attrs.carries);
-    bool scan = n_.op == ir::Op::Scan;
+    nc_ = static_cast<size_t>(loop_.attrs.carries);
+    bool scan = loop_.op == ir::Op::Scan;
     // Carries start as the operands (a scan split over dispatches: in the first one).
     if (scan) code_ += "  if (step0 == 0) {\n";
     for (size_t j = 0; j < nc_; ++j) {
-      copy(arg({LoopArg::Kind::Operand, static_cast<int64_t>(j)}), arg({LoopArg::Kind::Result, static_cast<int64_t>(j)}),
-           bytes(n_.regions[0].type(n_.regions[0].params[scan ? j + 1 : j])));
+      copy(arg({LoopArg::Kind::Operand, static_cast<int64_t>(j)}),
+           arg({LoopArg::Kind::Result, static_cast<int64_t>(j)}),
+           bytes(loop_.regions[0].type(loop_.regions[0].params[scan ? j + 1 : j])));
     }
     if (scan) code_ += "  }\n";
     code_ += kSync;
@@ -135,7 +136,7 @@ class LoopEmitter {
 
   // Every kernel of region `ri`, in order, each followed by a barrier; returns its results' addresses.
   std::vector<std::string> region(int ri, const std::function<std::string(size_t)>& param_address) {
-    const ir::Region& r = n_.regions[static_cast<size_t>(ri)];
+    const ir::Region& r = loop_.regions[static_cast<size_t>(ri)];
     const RegionSchedule& s = subs_[static_cast<size_t>(ri)];
     auto addr = [&](ir::ValueId v) { return address(ri, r, s, v, param_address); };
     for (const kernel::Step& st : s.steps) {
@@ -173,9 +174,9 @@ class LoopEmitter {
   }
 
   void scan() {
-    const ir::Attrs& a = n_.attrs;
+    const ir::Attrs& a = loop_.attrs;
     size_t nx = static_cast<size_t>(a.xs);
-    const ir::Region& body = n_.regions[0];
+    const ir::Region& body = loop_.regions[0];
     code_ += "  for (int step = step0; step < step1; ++step) {\n";
     code_ += a.reverse ? "  int t = " + std::to_string(a.length - 1) + " - step;\n" : "  int t = step;\n";
     auto param = [&](size_t i) -> std::string {
@@ -189,7 +190,7 @@ class LoopEmitter {
       return arg({LoopArg::Kind::Operand, static_cast<int64_t>(j)});
     };
     std::vector<std::string> res = region(0, param);
-    for (size_t j = nc_; j < n_.results.size(); ++j) {
+    for (size_t j = nc_; j < loop_.results.size(); ++j) {
       int64_t slice = bytes(body.type(body.results[j]));
       copy(res[j], plus(arg({LoopArg::Kind::Result, static_cast<int64_t>(j)}), "uint64_t(t) * " + std::to_string(slice) + "ul"), slice);
     }
@@ -206,16 +207,17 @@ class LoopEmitter {
     code_ += "  bool go = BufU8(" + c + ").v[0] != uint8_t(0);\n";
     code_ += kSync;  // every invocation has read the condition before the body overwrites it
     code_ += "  if (!go) break;\n";
-    if (n_.attrs.max_iters >= 0) {
-      code_ += "  if (it == " + std::to_string(n_.attrs.max_iters) + ") {\n    if (lid == 0) atomicMin(BufI32(" + arg({LoopArg::Kind::Status, 0}) +
-               ").v[0], " + std::to_string(kWhileMaxIters + n_.attrs.max_iters) + ");\n    break;\n  }\n";
+    if (loop_.attrs.max_iters >= 0) {
+      code_ += "  if (it == " + std::to_string(loop_.attrs.max_iters) + ") {\n    if (lid == 0) atomicMin(BufI32(" +
+               arg({LoopArg::Kind::Status, 0}) + ").v[0], " + std::to_string(kWhileMaxIters + loop_.attrs.max_iters) +
+               ");\n    break;\n  }\n";
     }
     std::vector<std::string> res = region(1, param);
-    update_carries(n_.regions[1], 0, res);
+    update_carries(loop_.regions[1], 0, res);
     code_ += "  }\n";
   }
 
-  const ir::Node& n_;
+  const ir::Node& loop_;
   const std::vector<RegionSchedule>& subs_;
   ShaderTarget target_;
   size_t nc_ = 0;

@@ -17,12 +17,12 @@ std::string GlslKernel::combine(ir::Op op, DType t, const std::string& acc, cons
 
 std::string GlslKernel::view(const ir::Node& n, ir::ValueId v, const Index& idx) {
   Renderer render(*this);
-  return kernel::lower_view(render, r_, n, v, idx);
+  return kernel::lower_view(render, region_, n, v, idx);
 }
 
 std::string GlslKernel::compute(const ir::Node& n, const Index& idx) {
   Renderer render(*this);
-  return kernel::lower_node(render, r_, n, idx);
+  return kernel::lower_node(render, region_, n, idx);
 }
 
 }  // namespace fluxion::vulkan

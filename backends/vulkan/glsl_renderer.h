@@ -16,10 +16,10 @@ namespace fluxion::vulkan {
 class GlslKernel::Renderer {
  public:
   using V = std::string;
-  explicit Renderer(GlslKernel& k) : k_(k) {}
+  explicit Renderer(GlslKernel& k) : emitter_(k) {}
 
   // Elements.
-  V constant(DType t, double v) { return k_.constant(t, v); }
+  V constant(DType t, double v) { return emitter_.constant(t, v); }
   V neg(const V& a, DType) { return "(-" + a + ")"; }
   V add(const V& a, const V& b, DType) { return glsl::infix(a, "+", b); }
   V sub(const V& a, const V& b, DType) { return glsl::infix(a, "-", b); }
@@ -28,8 +28,8 @@ class GlslKernel::Renderer {
     // lavapipe folds x / 0.0 to 0 even with NaN and infinity preservation requested; x * inf is
     // kept. A zero divisor that is a constant is written as a literal (GlslKernel::at).
     double inf = std::numeric_limits<double>::infinity();
-    if (b == k_.constant(t, 0.0)) return glsl::infix(a, "*", k_.constant(t, inf));
-    if (b == k_.constant(t, -0.0)) return glsl::infix(a, "*", k_.constant(t, -inf));
+    if (b == emitter_.constant(t, 0.0)) return glsl::infix(a, "*", emitter_.constant(t, inf));
+    if (b == emitter_.constant(t, -0.0)) return glsl::infix(a, "*", emitter_.constant(t, -inf));
     return glsl::infix(a, "/", b);
   }
   V idiv(const V& a, const V& b) { return glsl::infix(a, "/", b); }
@@ -60,32 +60,32 @@ class GlslKernel::Renderer {
     return glsl::infix(a, kOps[static_cast<size_t>(c)], b);
   }
   V clamp_index(const V& i, int64_t dim) { return glsl::call("clamp", {i, "0", std::to_string(dim - 1)}); }
-  V bind(const V& i) { return glsl::is_name(i) ? i : k_.declare("int", "u", i); }
-  V bind(const V& x, DType t) { return glsl::is_name(x) ? x : k_.temp(t, x); }
+  V bind(const V& i) { return glsl::is_name(i) ? i : emitter_.declare("int", "u", i); }
+  V bind(const V& x, DType t) { return glsl::is_name(x) ? x : emitter_.temp(t, x); }
   V element_to_index(const V& x) { return x; }
   V index_to_element(const V& i, DType t) { return glsl::call(glsl_type(t), {i}); }
 
   // Data and control.
-  V at(ir::ValueId v, const std::vector<V>& idx) { return k_.at(v, idx); }
+  V at(ir::ValueId v, const std::vector<V>& idx) { return emitter_.at(v, idx); }
   template <class Body>
   std::vector<V> loop(int64_t lo, int64_t hi, const std::vector<kernel::Carried<V>>& carried, Body&& body) {
     std::vector<V> vars;
-    for (const auto& c : carried) vars.push_back(k_.declare(type_of(c), "s", c.init));
-    k_.loop(lo, hi, [&](const V& i) {
+    for (const auto& c : carried) vars.push_back(emitter_.declare(type_of(c), "s", c.init));
+    emitter_.loop(lo, hi, [&](const V& i) {
       std::vector<V> next = body(i, vars);
       // Every update is computed from the old values before any is assigned.
-      for (size_t j = 0; j < vars.size(); ++j) next[j] = k_.declare(type_of(carried[j]), "n", next[j]);
-      for (size_t j = 0; j < vars.size(); ++j) k_.line(vars[j] + " = " + next[j] + ";");
+      for (size_t j = 0; j < vars.size(); ++j) next[j] = emitter_.declare(type_of(carried[j]), "n", next[j]);
+      for (size_t j = 0; j < vars.size(); ++j) emitter_.line(vars[j] + " = " + next[j] + ";");
     });
     return vars;
   }
   // Philox4x32-10 (glsl_math.cpp), its words turned into numbers as jit/eval/philox.h does.
   V random(ir::Op op, DType t, const V& key0, const V& key1, const V& counter) {
-    V words =
-        k_.declare("uvec2", "w", "fx_philox4(uvec4(uint(" + counter + "), 0u, 0u, 0u), " + key(key0, key1) + ").xy");
+    V words = emitter_.declare("uvec2", "w",
+                               "fx_philox4(uvec4(uint(" + counter + "), 0u, 0u, 0u), " + key(key0, key1) + ").xy");
     if (op == ir::Op::RngNormal) {
       // Box-Muller in the widest type the device has.
-      DType c = k_.target_.float64 ? DType::f64 : DType::f32;
+      DType c = emitter_.target_.float64 ? DType::f64 : DType::f32;
       std::string T = glsl_type(c);
       V u1 = "((" + T + "(" + words + ".x) + " + constant(c, 1) + ") * " + constant(c, 0x1p-32) + ")";
       V u2 = "(" + T + "(" + words + ".y) * " + constant(c, 0x1p-32) + ")";
@@ -98,7 +98,8 @@ class GlslKernel::Renderer {
            constant(DType::f64, 0x1p-53) + ")";
   }
   V rng_fold(const V& key0, const V& key1, const V& data, const V& word) {
-    V words = k_.declare("uvec4", "w", "fx_philox4(uvec4(uint(" + data + "), 0u, 1u, 0u), " + key(key0, key1) + ")");
+    V words =
+        emitter_.declare("uvec4", "w", "fx_philox4(uvec4(uint(" + data + "), 0u, 1u, 0u), " + key(key0, key1) + ")");
     return "int(" + words + "[" + word + "])";
   }
 
@@ -114,7 +115,7 @@ class GlslKernel::Renderer {
     if (!is_float(t)) return plain;
     return "(isnan(" + a + ") ? " + a + " : isnan(" + b + ") ? " + b + " : " + plain + ")";
   }
-  GlslKernel& k_;
+  GlslKernel& emitter_;
 };
 
 }  // namespace fluxion::vulkan

@@ -67,28 +67,28 @@ class MemoryPool {
 class Buffer {
  public:
   Buffer() = default;
-  Buffer(MemoryPool& pool, VkDeviceSize bytes) : pool_(&pool), a_(pool.allocate(bytes)) {}
+  Buffer(MemoryPool& pool, VkDeviceSize bytes) : pool_(&pool), allocation_(pool.allocate(bytes)) {}
   ~Buffer() { reset(); }
-  Buffer(Buffer&& o) noexcept : pool_(o.pool_), a_(o.a_) { o.a_ = {}; }
+  Buffer(Buffer&& o) noexcept : pool_(o.pool_), allocation_(o.allocation_) { o.allocation_ = {}; }
   Buffer& operator=(Buffer&& o) noexcept {
     if (this != &o) {
       reset();
       pool_ = o.pool_;
-      a_ = o.a_;
-      o.a_ = {};
+      allocation_ = o.allocation_;
+      o.allocation_ = {};
     }
     return *this;
   }
-  const Allocation& get() const { return a_; }
-  const Allocation* operator->() const { return &a_; }
+  const Allocation& get() const { return allocation_; }
+  const Allocation* operator->() const { return &allocation_; }
   void reset() {
-    if (a_) pool_->free(a_);
-    a_ = {};
+    if (allocation_) pool_->free(allocation_);
+    allocation_ = {};
   }
 
  private:
   MemoryPool* pool_ = nullptr;
-  Allocation a_;
+  Allocation allocation_;
 };
 
 }  // namespace fluxion::vulkan

@@ -31,9 +31,14 @@ bool overlaps(const Range& a, const Range& b) { return a.io == b.io && a.begin <
 
 class Recorder {
  public:
-  Recorder(const ir::Program& p, const RegionSchedule& s, const KernelCompiler& compile, const LoopCompiler& compile_loop,
-           const RecordOptions& options, std::vector<const ir::Node*>* while_loops)
-      : p_(p), s_(s), compile_(compile), compile_loop_(compile_loop), options_(options), while_loops_(while_loops) {
+  Recorder(const ir::Program& p, const RegionSchedule& s, const KernelCompiler& compile,
+           const LoopCompiler& compile_loop, const RecordOptions& options, std::vector<const ir::Node*>* while_loops)
+      : program_(p),
+        schedule_(s),
+        compile_(compile),
+        compile_loop_(compile_loop),
+        options_(options),
+        while_loops_(while_loops) {
     Context& ctx = context();
     copy_words_ = pipeline(ctx, copy_shader(ctx.shaders, true), "copy");
     copy_bytes_ = pipeline(ctx, copy_shader(ctx.shaders, false), "copy");
@@ -44,13 +49,15 @@ class Recorder {
   }
 
   Recording run() {
-    const ir::Region& body = p_.body;
+    const ir::Region& body = program_.body;
     std::vector<Loc> params;
     for (size_t i = 0; i < body.params.size(); ++i) params.push_back({static_cast<int32_t>(i), 0});
-    std::vector<Loc> results = region(body, s_, {arena_entry(p_), 0}, params, one_, true);
+    std::vector<Loc> results = region(body, schedule_, {arena_entry(program_), 0}, params, one_, true);
     for (size_t k = 0; k < body.results.size(); ++k) {
       ir::ValueId v = body.results[k];
-      if (s_.storage[static_cast<size_t>(v)] == Storage::Output && s_.output_index[static_cast<size_t>(v)] == static_cast<int32_t>(k)) continue;
+      if (schedule_.storage[static_cast<size_t>(v)] == Storage::Output &&
+          schedule_.output_index[static_cast<size_t>(v)] == static_cast<int32_t>(k))
+        continue;
       copy(results[k], {static_cast<int32_t>(body.params.size() + k), 0}, bytes(body.type(v)), one_);
     }
     return std::move(out_);
@@ -60,7 +67,7 @@ class Recorder {
   Loc alloc(int64_t n, int64_t align = 8) {
     size_t off = (out_.consts.size() + static_cast<size_t>(align) - 1) / static_cast<size_t>(align) * static_cast<size_t>(align);
     out_.consts.resize(off + static_cast<size_t>(std::max<int64_t>(n, 1)));
-    return {consts_entry(p_), static_cast<int64_t>(off)};
+    return {consts_entry(program_), static_cast<int64_t>(off)};
   }
 
   // Appends a dispatch whose argument table is `pairs` (locations) then `words`.
@@ -223,7 +230,10 @@ class Recorder {
         }
         case LoopArg::Kind::Iota: l = iota(n.attrs.length); break;
         case LoopArg::Kind::Scratch: l = scratch(&n, kLoopScratch, cl.shader.scratch_bytes); writes.push_back(range(l, cl.shader.scratch_bytes)); break;
-        case LoopArg::Kind::Status: l = {status_entry(p_), 0}; writes.push_back(range(l, 4)); break;
+        case LoopArg::Kind::Status:
+          l = {status_entry(program_), 0};
+          writes.push_back(range(l, 4));
+          break;
       }
       pairs.push_back(l);
     }
@@ -358,7 +368,7 @@ class Recorder {
       code = -(id + 1);
     }
     Loc flag = scratch(&n, 0, 1);
-    Loc status{status_entry(p_), 0};
+    Loc status{status_entry(program_), 0};
     copy(guard, flag, 1, one_);
     for (int64_t it = 0;; ++it) {
       Loc c = region(n.regions[0], subs[0], arena, params, flag, false)[0];
@@ -384,8 +394,8 @@ class Recorder {
     }
   }
 
-  const ir::Program& p_;
-  const RegionSchedule& s_;
+  const ir::Program& program_;
+  const RegionSchedule& schedule_;
   const KernelCompiler& compile_;
   const LoopCompiler& compile_loop_;
   const RecordOptions& options_;
