@@ -11,17 +11,17 @@ namespace fluxion::autodiff {
 
 class Builder {
  public:
-  explicit Builder(ir::Region& r) : r_(r) {}
+  explicit Builder(ir::Region& r) : region_(r) {}
 
   // Copies, not references: every op emitted grows the region's type table, which would
   // invalidate a reference held across the call.
-  TensorType type(ir::ValueId v) const { return r_.type(v); }
-  ir::Region& region() { return r_; }
-  Shape shape(ir::ValueId v) const { return r_.type(v).shape; }
+  TensorType type(ir::ValueId v) const { return region_.type(v); }
+  ir::Region& region() { return region_; }
+  Shape shape(ir::ValueId v) const { return region_.type(v).shape; }
 
   ir::ValueId op(ir::Op op, std::vector<ir::ValueId> operands, ir::Attrs attrs = {},
                  std::vector<TensorType> declared = {}) {
-    return r_.add(op, std::move(operands), std::move(attrs), std::move(declared))[0];
+    return region_.add(op, std::move(operands), std::move(attrs), std::move(declared))[0];
   }
   ir::ValueId unary(ir::Op o, ir::ValueId x) { return op(o, {x}); }
   ir::ValueId binary(ir::Op o, ir::ValueId a, ir::ValueId b) { return op(o, {a, b}); }
@@ -56,7 +56,7 @@ class Builder {
   ir::ValueId sum_all(const std::vector<ir::ValueId>& vs);
 
  private:
-  ir::Region& r_;
+  ir::Region& region_;
 };
 
 }  // namespace fluxion::autodiff

@@ -30,7 +30,7 @@ constexpr int64_t kMaxElements = int64_t{1} << 40;  // per written type, and per
 
 class Parser {
  public:
-  explicit Parser(std::string_view text) : s_(text) {}
+  explicit Parser(std::string_view text) : text_(text) {}
 
   Program program() {
     Program p;
@@ -50,7 +50,7 @@ class Parser {
     body(p.body, names, "return", 0);
     expect("}");
     skip_space();
-    if (pos_ != s_.size()) error("unexpected text after the end of the function");
+    if (pos_ != text_.size()) error("unexpected text after the end of the function");
     if (p.body.result_types() != declared_results) error("the returned values do not match the declared result types");
     return p;
   }
@@ -60,8 +60,8 @@ class Parser {
 
   [[noreturn]] void error(const std::string& what) const {
     size_t line = 1, col = 1;
-    for (size_t i = 0; i < pos_ && i < s_.size(); ++i) {
-      if (s_[i] == '\n') ++line, col = 1;
+    for (size_t i = 0; i < pos_ && i < text_.size(); ++i) {
+      if (text_[i] == '\n') ++line, col = 1;
       else ++col;
     }
     detail::fail("parse", "line " + std::to_string(line) + ", column " + std::to_string(col) + ": " + what);
@@ -69,11 +69,11 @@ class Parser {
 
   // Skips spaces, newlines and // comments (source locations).
   void skip_space() {
-    while (pos_ < s_.size()) {
-      if (std::isspace(static_cast<unsigned char>(s_[pos_]))) {
+    while (pos_ < text_.size()) {
+      if (std::isspace(static_cast<unsigned char>(text_[pos_]))) {
         ++pos_;
-      } else if (s_.compare(pos_, 2, "//") == 0) {
-        while (pos_ < s_.size() && s_[pos_] != '\n') ++pos_;
+      } else if (text_.compare(pos_, 2, "//") == 0) {
+        while (pos_ < text_.size() && text_[pos_] != '\n') ++pos_;
       } else {
         break;
       }
@@ -82,7 +82,7 @@ class Parser {
 
   bool accept(std::string_view tok) {
     skip_space();
-    if (s_.compare(pos_, tok.size(), tok) != 0) return false;
+    if (text_.compare(pos_, tok.size(), tok) != 0) return false;
     pos_ += tok.size();
     return true;
   }
@@ -94,21 +94,21 @@ class Parser {
   // What stands at the cursor, for "expected X, found Y" (at most 12 characters of one line).
   std::string found() {
     skip_space();
-    if (pos_ >= s_.size()) return "the end of the text";
-    std::string_view rest = s_.substr(pos_, 12);
+    if (pos_ >= text_.size()) return "the end of the text";
+    std::string_view rest = text_.substr(pos_, 12);
     return "'" + std::string(rest.substr(0, rest.find('\n'))) + "'";
   }
 
   bool peek_ident() {
     skip_space();
-    return pos_ < s_.size() && (std::isalpha(static_cast<unsigned char>(s_[pos_])) || s_[pos_] == '_');
+    return pos_ < text_.size() && (std::isalpha(static_cast<unsigned char>(text_[pos_])) || text_[pos_] == '_');
   }
 
   std::string ident(const char* what) {
     if (!peek_ident()) error(std::string("expected ") + what + ", found " + found());
     size_t start = pos_;
-    while (pos_ < s_.size() && (std::isalnum(static_cast<unsigned char>(s_[pos_])) || s_[pos_] == '_')) ++pos_;
-    return std::string(s_.substr(start, pos_ - start));
+    while (pos_ < text_.size() && (std::isalnum(static_cast<unsigned char>(text_[pos_])) || text_[pos_] == '_')) ++pos_;
+    return std::string(text_.substr(start, pos_ - start));
   }
 
   void expect_word(std::string_view w) {
@@ -123,9 +123,9 @@ class Parser {
   int64_t integer() {
     skip_space();
     int64_t v = 0;
-    auto [p, ec] = std::from_chars(s_.data() + pos_, s_.data() + s_.size(), v);
-    if (ec != std::errc() || p == s_.data() + pos_) error("expected an integer, found " + found());
-    pos_ = static_cast<size_t>(p - s_.data());
+    auto [p, ec] = std::from_chars(text_.data() + pos_, text_.data() + text_.size(), v);
+    if (ec != std::errc() || p == text_.data() + pos_) error("expected an integer, found " + found());
+    pos_ = static_cast<size_t>(p - text_.data());
     return v;
   }
 
@@ -133,13 +133,13 @@ class Parser {
   double number() {
     skip_space();
     bool neg = accept("-");
-    if (neg && pos_ < s_.size() && s_[pos_] == '-') error("expected a number, found " + found());
+    if (neg && pos_ < text_.size() && text_[pos_] == '-') error("expected a number, found " + found());
     if (accept("inf")) return neg ? -std::numeric_limits<double>::infinity() : std::numeric_limits<double>::infinity();
     if (accept("nan")) return std::numeric_limits<double>::quiet_NaN();
     double v = 0;
-    auto [p, ec] = std::from_chars(s_.data() + pos_, s_.data() + s_.size(), v);
-    if (ec != std::errc() || p == s_.data() + pos_) error("expected a number, found " + found());
-    pos_ = static_cast<size_t>(p - s_.data());
+    auto [p, ec] = std::from_chars(text_.data() + pos_, text_.data() + text_.size(), v);
+    if (ec != std::errc() || p == text_.data() + pos_) error("expected a number, found " + found());
+    pos_ = static_cast<size_t>(p - text_.data());
     return neg ? -v : v;
   }
 
@@ -257,7 +257,7 @@ class Parser {
     while (!peek_ident()) node(r, names, depth);
     expect_word(terminator);
     skip_space();
-    if (pos_ < s_.size() && s_[pos_] == '%') {
+    if (pos_ < text_.size() && text_[pos_] == '%') {
       do r.results.push_back(use(names)); while (accept(","));
     }
   }
@@ -279,7 +279,7 @@ class Parser {
     }
     std::vector<ValueId> operands;
     skip_space();
-    if (pos_ < s_.size() && s_[pos_] == '%') {
+    if (pos_ < text_.size() && text_[pos_] == '%') {
       do operands.push_back(use(names)); while (accept(","));
     }
     Attrs a = attrs();
@@ -332,7 +332,7 @@ class Parser {
     for (size_t i = 0; i < ids->size(); ++i) define(names, result_numbers[i], (*ids)[i]);
   }
 
-  std::string_view s_;
+  std::string_view text_;
   size_t pos_ = 0;
 };
 

@@ -60,7 +60,8 @@ struct Group {
 
 class Fuser {
  public:
-  Fuser(const ir::Region& r, bool top_level, const FusionOptions& options) : r_(r), top_level_(top_level), options_(options) {
+  Fuser(const ir::Region& r, bool top_level, const FusionOptions& options)
+      : region_(r), top_level_(top_level), options_(options) {
     producer_ = producers(r);
     for (const ir::Node& n : r.nodes) roles_.push_back(role_of(r, n));
     must_.assign(r.types.size(), false);
@@ -75,8 +76,8 @@ class Fuser {
   }
 
   RegionSchedule run() {
-    for (size_t i = 0; i < r_.nodes.size(); ++i) visit(i);
-    for (ValueId v : r_.results) need_buffer(v);
+    for (size_t i = 0; i < region_.nodes.size(); ++i) visit(i);
+    for (ValueId v : region_.results) need_buffer(v);
     return finish();
   }
 
@@ -128,17 +129,17 @@ class Fuser {
     size_t pn = static_cast<size_t>(p);
     Role ro = roles_[pn];
     if (ro == Role::Global) return {};
-    if (ro == Role::View && r_.nodes[pn].op == Op::Reshape && role(r_.nodes[pn].operands[0]) != Role::View &&
-        role(r_.nodes[pn].operands[0]) != Role::Inline) {
-      return need_buffer(r_.nodes[pn].operands[0]);
+    if (ro == Role::View && region_.nodes[pn].op == Op::Reshape && role(region_.nodes[pn].operands[0]) != Role::View &&
+        role(region_.nodes[pn].operands[0]) != Role::Inline) {
+      return need_buffer(region_.nodes[pn].operands[0]);
     }
     if ((ro == Role::View || ro == Role::Inline) && group_of_[pn] < 0) {
       std::set<int> bases;
-      for (ValueId o : r_.nodes[pn].operands) {
+      for (ValueId o : region_.nodes[pn].operands) {
         auto b = view_base_groups(o);
         bases.insert(b.begin(), b.end());
       }
-      int c = new_group(KernelKind::Loop, r_.type(v).shape);
+      int c = new_group(KernelKind::Loop, region_.type(v).shape);
       groups_[static_cast<size_t>(c)].copy = true;
       groups_[static_cast<size_t>(c)].nodes.push_back(pn);
       groups_[static_cast<size_t>(c)].preds = bases;
@@ -157,7 +158,7 @@ class Fuser {
     size_t pn = static_cast<size_t>(p);
     if (roles_[pn] == Role::View && group_of_[pn] < 0) {
       std::set<int> out;
-      for (ValueId o : r_.nodes[pn].operands) {
+      for (ValueId o : region_.nodes[pn].operands) {
         auto s = view_base_groups(o);
         out.insert(s.begin(), s.end());
       }
@@ -173,7 +174,7 @@ class Fuser {
   void view_leaves(ValueId v, std::set<ValueId>& out) {
     int p = producer_[static_cast<size_t>(v)];
     if (p >= 0 && roles_[static_cast<size_t>(p)] == Role::View && group_of_[static_cast<size_t>(p)] < 0) {
-      for (ValueId o : r_.nodes[static_cast<size_t>(p)].operands) view_leaves(o, out);
+      for (ValueId o : region_.nodes[static_cast<size_t>(p)].operands) view_leaves(o, out);
     } else if (p < 0 || roles_[static_cast<size_t>(p)] != Role::Inline) {
       out.insert(v);
     }
@@ -186,9 +187,9 @@ class Fuser {
     if (p < 0) return true;
     size_t pn = static_cast<size_t>(p);
     if (roles_[pn] != Role::Elementwise || group_of_[pn] < 0 || find(group_of_[pn]) != g) return true;
-    if (!ir::is_cheap(r_.nodes[pn].op) || static_cast<int>(chain.size()) >= kMaxRecomputedNodes) return false;
+    if (!ir::is_cheap(region_.nodes[pn].op) || static_cast<int>(chain.size()) >= kMaxRecomputedNodes) return false;
     if (std::find(chain.begin(), chain.end(), pn) != chain.end()) return true;
-    for (ValueId o : r_.nodes[pn].operands) {
+    for (ValueId o : region_.nodes[pn].operands) {
       // A value stored anyway (tanh's h, read by the next layer's matmul) is read, not
       // recomputed: the chain stops there (1 - h * h from a stored h).
       if (must_[static_cast<size_t>(o)]) continue;
@@ -202,7 +203,7 @@ class Fuser {
   // nullptr when it has none.
   const std::vector<int64_t>* reduced_axes(int g) {
     for (size_t i : G(g).nodes) {
-      if (roles_[i] == Role::Reduce) return &r_.nodes[i].attrs.axes;
+      if (roles_[i] == Role::Reduce) return &region_.nodes[i].attrs.axes;
     }
     return nullptr;
   }
@@ -255,7 +256,7 @@ class Fuser {
   void add_control_step(size_t i) {
     int g = new_group(KernelKind::Loop, {});
     groups_[static_cast<size_t>(g)].control_node = static_cast<int>(i);
-    for (ValueId o : r_.nodes[i].operands) {
+    for (ValueId o : region_.nodes[i].operands) {
       for (int d : need_buffer(o)) groups_[static_cast<size_t>(g)].preds.insert(d);
     }
     group_of_[i] = g;
@@ -264,8 +265,8 @@ class Fuser {
   // A matmul or convolution starts a MatMul kernel reading its operands through strided views
   // where it can (a matmul), else from buffers.
   void start_matmul(size_t i) {
-    const ir::Node& n = r_.nodes[i];
-    int g = new_group(KernelKind::MatMul, r_.type(n.results[0]).shape);
+    const ir::Node& n = region_.nodes[i];
+    int g = new_group(KernelKind::MatMul, region_.type(n.results[0]).shape);
     groups_[static_cast<size_t>(g)].root = static_cast<int>(i);
     groups_[static_cast<size_t>(g)].nodes.push_back(i);
     std::set<int> deps;
@@ -289,7 +290,7 @@ class Fuser {
   };
 
   Reads reads_of(size_t i, const Shape& space) {
-    const ir::Node& n = r_.nodes[i];
+    const ir::Node& n = region_.nodes[i];
     Reads out;
     for (ValueId o : n.operands) {
       int p = producer_[static_cast<size_t>(o)];
@@ -319,7 +320,7 @@ class Fuser {
     if (roles_[i] == Role::Reduce && !options_.mixed_reductions) {
       if (gt.kind == KernelKind::MatMul) return false;
       const std::vector<int64_t>* axes = reduced_axes(t);
-      if (axes && *axes != r_.nodes[i].attrs.axes) return false;
+      if (axes && *axes != region_.nodes[i].attrs.axes) return false;
     }
     for (int s : reads) {
       if (find(s) == find(t) || depends(s, t)) return false;
@@ -350,7 +351,7 @@ class Fuser {
         if (role(o) == Role::Elementwise && cheap_chain(o, g, chain)) {
           redo.insert(redo.end(), chain.begin(), chain.end());
           for (size_t c : chain) {
-            for (ValueId co : r_.nodes[c].operands) {
+            for (ValueId co : region_.nodes[c].operands) {
               int cp = producer_[static_cast<size_t>(co)];
               if (cp < 0 || std::find(chain.begin(), chain.end(), static_cast<size_t>(cp)) == chain.end()) {
                 auto d = view_base_groups(co);
@@ -398,9 +399,9 @@ class Fuser {
   // An elementwise, reduction or gathering node joins a producer's kernel, else a sibling's,
   // else starts a loop kernel.
   void fuse(size_t i) {
-    const ir::Node& n = r_.nodes[i];
+    const ir::Node& n = region_.nodes[i];
     bool reduces = roles_[i] == Role::Reduce;
-    Shape space = reduces ? r_.type(n.operands[0]).shape : r_.type(n.results[0]).shape;
+    Shape space = reduces ? region_.type(n.operands[0]).shape : region_.type(n.results[0]).shape;
     Reads reads = reads_of(i, space);
     std::vector<size_t> recompute;
     int target = join_producers(i, reads, recompute);
@@ -416,13 +417,13 @@ class Fuser {
   }
 
   bool strided_operand(ValueId v, StridedView* sv) {
-    return strided_view(r_, probe_, producer_, v, sv) && role(sv->base) != Role::Inline;
+    return strided_view(region_, probe_, producer_, v, sv) && role(sv->base) != Role::Inline;
   }
 
   RegionSchedule finish() {
-    RegionSchedule s = unplanned_schedule(r_);
-    for (size_t i = 0; i < r_.nodes.size(); ++i) {
-      const ir::Node& n = r_.nodes[i];
+    RegionSchedule s = unplanned_schedule(region_);
+    for (size_t i = 0; i < region_.nodes.size(); ++i) {
+      const ir::Node& n = region_.nodes[i];
       for (ValueId v : n.results) {
         size_t vi = static_cast<size_t>(v);
         switch (roles_[i]) {
@@ -449,10 +450,10 @@ class Fuser {
     }
     if (top_level_) {
       // A result computed by a kernel here and returned once is written into the caller's buffer.
-      for (size_t k = 0; k < r_.results.size(); ++k) {
-        ValueId v = r_.results[k];
+      for (size_t k = 0; k < region_.results.size(); ++k) {
+        ValueId v = region_.results[k];
         int p = producer_[static_cast<size_t>(v)];
-        bool once = std::count(r_.results.begin(), r_.results.end(), v) == 1;
+        bool once = std::count(region_.results.begin(), region_.results.end(), v) == 1;
         if (p >= 0 && once && s.storage[static_cast<size_t>(v)] == Storage::Slot && roles_[static_cast<size_t>(p)] != Role::Control) {
           s.storage[static_cast<size_t>(v)] = Storage::Output;
           s.output_index[static_cast<size_t>(v)] = static_cast<int32_t>(k);
@@ -501,10 +502,10 @@ class Fuser {
       changed = false;
       for (size_t j = nodes.size(); j-- > 0;) {
         size_t i = nodes[j];
-        ValueId v = r_.nodes[i].results[0];
+        ValueId v = region_.nodes[i].results[0];
         bool read = roles_[i] != Role::Elementwise || must_[static_cast<size_t>(v)] ||
                     std::any_of(nodes.begin(), nodes.end(), [&](size_t c) {
-                      const auto& ops = r_.nodes[c].operands;
+                      const auto& ops = region_.nodes[c].operands;
                       return std::find(ops.begin(), ops.end(), v) != ops.end();
                     });
         if (!read && nodes.size() > 1) {
@@ -535,7 +536,7 @@ class Fuser {
     // Threads split the outermost dimension unless a reduction folds it.
     k.parallel = !k.space.empty() && k.space[0] > 1;
     for (size_t i : k.nodes) {
-      const ir::Node& n = r_.nodes[i];
+      const ir::Node& n = region_.nodes[i];
       if (ir::op_info(n.op).cls == OpClass::Reduce &&
           std::find(n.attrs.axes.begin(), n.attrs.axes.end(), 0) != n.attrs.axes.end()) {
         k.parallel = false;
@@ -545,7 +546,7 @@ class Fuser {
     s.kernels.push_back(std::move(k));
   }
 
-  const ir::Region& r_;
+  const ir::Region& region_;
   bool top_level_;
   FusionOptions options_;
   std::vector<int32_t> producer_;

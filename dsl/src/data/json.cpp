@@ -11,12 +11,12 @@ constexpr int kMaxDepth = 64;
 
 class Parser {
  public:
-  explicit Parser(std::string_view s) : s_(s) {}
+  explicit Parser(std::string_view s) : text_(s) {}
 
   Value document() {
     Value v = value(0);
     skip_space();
-    if (pos_ != s_.size()) error("unexpected text after the value");
+    if (pos_ != text_.size()) error("unexpected text after the value");
     return v;
   }
 
@@ -25,11 +25,13 @@ class Parser {
     throw JsonError(what + " at byte " + std::to_string(pos_));
   }
   void skip_space() {
-    while (pos_ < s_.size() && (s_[pos_] == ' ' || s_[pos_] == '\t' || s_[pos_] == '\n' || s_[pos_] == '\r')) ++pos_;
+    while (pos_ < text_.size() &&
+           (text_[pos_] == ' ' || text_[pos_] == '\t' || text_[pos_] == '\n' || text_[pos_] == '\r'))
+      ++pos_;
   }
   bool take(char c) {
     skip_space();
-    if (pos_ < s_.size() && s_[pos_] == c) {
+    if (pos_ < text_.size() && text_[pos_] == c) {
       ++pos_;
       return true;
     }
@@ -39,7 +41,7 @@ class Parser {
     if (!take(c)) error(std::string("expected '") + c + "'");
   }
   bool literal(std::string_view word) {
-    if (s_.substr(pos_, word.size()) != word) return false;
+    if (text_.substr(pos_, word.size()) != word) return false;
     pos_ += word.size();
     return true;
   }
@@ -47,9 +49,9 @@ class Parser {
   Value value(int depth) {
     if (depth > kMaxDepth) error("nesting deeper than " + std::to_string(kMaxDepth));
     skip_space();
-    if (pos_ >= s_.size()) error("unexpected end of text");
+    if (pos_ >= text_.size()) error("unexpected end of text");
     Value v;
-    char c = s_[pos_];
+    char c = text_[pos_];
     if (c == '{') {
       ++pos_;
       v.kind = Value::Kind::Object;
@@ -89,26 +91,26 @@ class Parser {
     size_t start = pos_;
     auto digits = [&] {
       size_t from = pos_;
-      while (pos_ < s_.size() && s_[pos_] >= '0' && s_[pos_] <= '9') ++pos_;
+      while (pos_ < text_.size() && text_[pos_] >= '0' && text_[pos_] <= '9') ++pos_;
       if (pos_ == from) error("malformed number");
     };
-    if (pos_ < s_.size() && s_[pos_] == '-') ++pos_;
-    if (pos_ < s_.size() && s_[pos_] == '0') ++pos_;
+    if (pos_ < text_.size() && text_[pos_] == '-') ++pos_;
+    if (pos_ < text_.size() && text_[pos_] == '0') ++pos_;
     else digits();
-    if (pos_ < s_.size() && s_[pos_] == '.') ++pos_, digits();
-    if (pos_ < s_.size() && (s_[pos_] == 'e' || s_[pos_] == 'E')) {
+    if (pos_ < text_.size() && text_[pos_] == '.') ++pos_, digits();
+    if (pos_ < text_.size() && (text_[pos_] == 'e' || text_[pos_] == 'E')) {
       ++pos_;
-      if (pos_ < s_.size() && (s_[pos_] == '+' || s_[pos_] == '-')) ++pos_;
+      if (pos_ < text_.size() && (text_[pos_] == '+' || text_[pos_] == '-')) ++pos_;
       digits();
     }
-    return std::string(s_.substr(start, pos_ - start));
+    return std::string(text_.substr(start, pos_ - start));
   }
 
   unsigned hex4() {
-    if (pos_ + 4 > s_.size()) error("truncated \\u escape");
+    if (pos_ + 4 > text_.size()) error("truncated \\u escape");
     unsigned v = 0;
     for (int i = 0; i < 4; ++i) {
-      char c = s_[pos_++];
+      char c = text_[pos_++];
       v <<= 4;
       if (c >= '0' && c <= '9') v |= static_cast<unsigned>(c - '0');
       else if (c >= 'a' && c <= 'f') v |= static_cast<unsigned>(c - 'a' + 10);
@@ -137,20 +139,20 @@ class Parser {
   }
 
   std::string string() {
-    if (pos_ >= s_.size() || s_[pos_] != '"') error("expected a string");
+    if (pos_ >= text_.size() || text_[pos_] != '"') error("expected a string");
     ++pos_;
     std::string out;
     for (;;) {
-      if (pos_ >= s_.size()) error("unterminated string");
-      char c = s_[pos_++];
+      if (pos_ >= text_.size()) error("unterminated string");
+      char c = text_[pos_++];
       if (c == '"') return out;
       if (static_cast<unsigned char>(c) < 0x20) error("control character in a string");
       if (c != '\\') {
         out += c;
         continue;
       }
-      if (pos_ >= s_.size()) error("unterminated escape");
-      char e = s_[pos_++];
+      if (pos_ >= text_.size()) error("unterminated escape");
+      char e = text_[pos_++];
       switch (e) {
         case '"': out += '"'; break;
         case '\\': out += '\\'; break;
@@ -178,7 +180,7 @@ class Parser {
     }
   }
 
-  std::string_view s_;
+  std::string_view text_;
   size_t pos_ = 0;
 };
 

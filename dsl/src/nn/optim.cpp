@@ -41,42 +41,42 @@ std::vector<std::string> prefixed(const std::string& prefix, const std::vector<s
 
 class Sgd : public detail::OptimizerRule {
  public:
-  explicit Sgd(SgdOptions o) : o_(o) {}
+  explicit Sgd(SgdOptions o) : options_(o) {}
   std::vector<Array> init(const std::vector<Array>& params) const override {
-    return o_.momentum != 0 ? zeros_like_all(params) : std::vector<Array>{};
+    return options_.momentum != 0 ? zeros_like_all(params) : std::vector<Array>{};
   }
   std::vector<std::string> state_names(const std::vector<std::string>& names) const override {
-    return o_.momentum != 0 ? prefixed("momentum.", names) : std::vector<std::string>{};
+    return options_.momentum != 0 ? prefixed("momentum.", names) : std::vector<std::string>{};
   }
   std::pair<std::vector<Tensor>, std::vector<Tensor>> update(const std::vector<Tensor>& params,
                                                              const std::vector<Tensor>& grads,
                                                              const std::vector<Tensor>& state) const override {
     std::vector<Tensor> next, next_state;
     for (size_t i = 0; i < params.size(); ++i) {
-      Tensor g = o_.weight_decay != 0 ? grads[i] + params[i] * o_.weight_decay : grads[i];
-      if (o_.momentum != 0) {
-        Tensor v = state[i] * o_.momentum + g;
+      Tensor g = options_.weight_decay != 0 ? grads[i] + params[i] * options_.weight_decay : grads[i];
+      if (options_.momentum != 0) {
+        Tensor v = state[i] * options_.momentum + g;
         next_state.push_back(v);
-        g = o_.nesterov ? g + v * o_.momentum : v;
+        g = options_.nesterov ? g + v * options_.momentum : v;
       }
-      next.push_back(params[i] - g * o_.lr);
+      next.push_back(params[i] - g * options_.lr);
     }
     return {next, next_state};
   }
   std::string describe() const override {
     char buf[160];
-    std::snprintf(buf, sizeof buf, "sgd(lr=%g, momentum=%g%s, weight_decay=%g)", o_.lr, o_.momentum,
-                  o_.nesterov ? ", nesterov" : "", o_.weight_decay);
+    std::snprintf(buf, sizeof buf, "sgd(lr=%g, momentum=%g%s, weight_decay=%g)", options_.lr, options_.momentum,
+                  options_.nesterov ? ", nesterov" : "", options_.weight_decay);
     return buf;
   }
 
  private:
-  SgdOptions o_;
+  SgdOptions options_;
 };
 
 class Adam : public detail::OptimizerRule {
  public:
-  Adam(AdamOptions o, bool decoupled) : o_(o), decoupled_(decoupled) {}
+  Adam(AdamOptions o, bool decoupled) : options_(o), decoupled_(decoupled) {}
   // [step, m..., v...]
   std::vector<Array> init(const std::vector<Array>& params) const override {
     std::vector<Array> out{Array::scalar(0.0f)};
@@ -96,18 +96,18 @@ class Adam : public detail::OptimizerRule {
     size_t n = params.size();
     Tensor t = state[0] + 1.0;
     // The bias corrections depend only on the step count: computed once per step, not per element.
-    Tensor c1 = 1.0 - pow(o_.beta1, t), c2 = sqrt(1.0 - pow(o_.beta2, t));
+    Tensor c1 = 1.0 - pow(options_.beta1, t), c2 = sqrt(1.0 - pow(options_.beta2, t));
     std::vector<Tensor> next, ms, vs;
     for (size_t i = 0; i < n; ++i) {
       Tensor p = params[i], g = grads[i];
-      if (o_.weight_decay != 0) {
-        if (decoupled_) p = p - p * (o_.lr * o_.weight_decay);
-        else g = g + p * o_.weight_decay;
+      if (options_.weight_decay != 0) {
+        if (decoupled_) p = p - p * (options_.lr * options_.weight_decay);
+        else g = g + p * options_.weight_decay;
       }
-      Tensor m = state[1 + i] * o_.beta1 + g * (1 - o_.beta1);
-      Tensor v = state[1 + n + i] * o_.beta2 + square(g) * (1 - o_.beta2);
+      Tensor m = state[1 + i] * options_.beta1 + g * (1 - options_.beta1);
+      Tensor v = state[1 + n + i] * options_.beta2 + square(g) * (1 - options_.beta2);
       Tensor m_hat = m / cast(c1, p.dtype()), v_hat_sqrt = sqrt(v) / cast(c2, p.dtype());
-      next.push_back(p - m_hat / (v_hat_sqrt + o_.eps) * o_.lr);
+      next.push_back(p - m_hat / (v_hat_sqrt + options_.eps) * options_.lr);
       ms.push_back(m);
       vs.push_back(v);
     }
@@ -118,13 +118,14 @@ class Adam : public detail::OptimizerRule {
   }
   std::string describe() const override {
     char buf[200];
-    std::snprintf(buf, sizeof buf, "%s(lr=%g, beta1=%g, beta2=%g, eps=%g, weight_decay=%g)", decoupled_ ? "adamw" : "adam",
-                  o_.lr, o_.beta1, o_.beta2, o_.eps, o_.weight_decay);
+    std::snprintf(buf, sizeof buf, "%s(lr=%g, beta1=%g, beta2=%g, eps=%g, weight_decay=%g)",
+                  decoupled_ ? "adamw" : "adam", options_.lr, options_.beta1, options_.beta2, options_.eps,
+                  options_.weight_decay);
     return buf;
   }
 
  private:
-  AdamOptions o_;
+  AdamOptions options_;
   bool decoupled_;
 };
 
