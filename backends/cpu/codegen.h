@@ -92,6 +92,7 @@ class KernelEmitter {
  private:
   class Renderer;     // the shared per-element lowering's primitives (renderer.h)
   class GemmEmitter;  // the MatMul kernel's loop nest (gemm.cpp)
+  class SlidingConv;  // stride-1 convolutions as sliding windows (sliding_conv.cpp)
   llvm::Value* compute(const ir::Node& n, const Index& idx);
   llvm::Value* elementwise(const ir::Node& n, const std::vector<llvm::Value*>& x, DType in, DType out);
   llvm::Value* view(const ir::Node& n, ir::ValueId v, const Index& idx);
@@ -160,17 +161,7 @@ class KernelEmitter {
   std::vector<llvm::Value*> transpose_square(std::vector<llvm::Value*> rows);
   // Stride-1 convolutions as sliding windows over a staged image (sliding_conv.cpp); false
   // (nothing emitted) where they do not apply or their stack buffers would be too large.
-  struct Slide;
   bool sliding_conv(llvm::Value* lo, llvm::Value* hi);
-  void slide_forward(const Slide& s, int lanes, llvm::Value* lo, llvm::Value* hi);
-  void slide_weight_grad(const Slide& s, int lanes, llvm::Value* lo, llvm::Value* hi);
-  // Where stage_image puts an image: element (c, h, w) of the staged layout at
-  // c * channel_stride + h * row_stride + w, the operand's (h - before_h, w - before_w),
-  // within rows x cols.
-  struct Staging {
-    int64_t channel_stride, row_stride, before_h, before_w, rows, cols;
-  };
-  void stage_image(ir::ValueId v, llvm::Value* image, llvm::Value* c0, int64_t count, llvm::Value* dst, const Staging& st);
   // A 64-byte aligned stack array, allocated in the entry block.
   llvm::Value* stack_buffer(llvm::Type* et, int64_t elements);
   void epilogue(const Index& idx);

@@ -393,4 +393,11 @@ llvm::Function* KernelEmitter::emit(const std::string& name) {
   return f;
 }
 
+Value* KernelEmitter::stack_buffer(llvm::Type* et, int64_t elements) {
+  llvm::IRBuilder<> eb(&*builder_.GetInsertBlock()->getParent()->getEntryBlock().getFirstInsertionPt());
+  auto* p = eb.CreateAlloca(et, eb.getInt64(static_cast<uint64_t>(std::max<int64_t>(1, elements))));
+  p->setAlignment(llvm::Align(64));
+  return p;
+}
+
 }  // namespace fluxion::cpu

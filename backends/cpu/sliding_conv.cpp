@@ -26,7 +26,10 @@ namespace fluxion::cpu {
 using ir::Op;
 using llvm::Value;
 
-struct KernelEmitter::Slide {
+namespace {
+
+// The correlation a sliding convolution computes, in the terms of the staged image.
+struct Slide {
   bool weight_grad = false;
   bool flip = false;                    // input gradient: weights flipped, channels swapped
   int64_t rows = 0, channels = 0;       // result channels r; contracted channels c
@@ -38,7 +41,12 @@ struct KernelEmitter::Slide {
   int64_t staged() const { return channels * SH * SW; }
 };
 
-namespace {
+// Where stage_image puts an image: element (c, h, w) of the staged layout at
+// c * channel_stride + h * row_stride + w, the operand's (h - before_h, w - before_w),
+// within rows x cols.
+struct Staging {
+  int64_t channel_stride, row_stride, before_h, before_w, rows, cols;
+};
 
 constexpr int64_t kMaxStackBytes = int64_t{160} << 10;
 
@@ -51,7 +59,50 @@ int grad_tile_taps(int lanes) { return lanes >= 16 ? 6 : 5; }
 
 }  // namespace
 
-bool KernelEmitter::sliding_conv(Value* lo, Value* hi) {
+// One sliding convolution's emission: the kernel's convolution as a correlation over staged
+// images (plan), then its forward or weight-gradient loops.
+class KernelEmitter::SlidingConv {
+ public:
+  explicit SlidingConv(KernelEmitter& e)
+      : emitter_(e),
+        builder_(e.builder_),
+        region_(e.region_),
+        kernel_(e.kernel_),
+        context_(e.context_),
+        target_(e.target_) {}
+
+  // False (nothing emitted) where sliding windows do not apply or their stack buffers would be
+  // too large.
+  bool emit(Value* lo, Value* hi);
+
+ private:
+  void forward(const Slide& s, int lanes, Value* lo, Value* hi);
+  void weight_grad(const Slide& s, int lanes, Value* lo, Value* hi);
+  // Copies channels [c0, c0 + count) of image `image` of operand v into `dst` as `st` lays
+  // them out; what lies outside v there (the border, zeroed once) is never written.
+  void stage_image(ir::ValueId v, Value* image, Value* c0, int64_t count, Value* dst, const Staging& st);
+
+  Value* i64(int64_t v) { return emitter_.i64(v); }
+  Value* at(ir::ValueId v, const Index& idx) { return emitter_.at(v, idx); }
+  Value* constant(DType t, double v) { return emitter_.constant(t, v); }
+  Value* is_nan(Value* x) { return emitter_.is_nan(x); }
+  void store(ir::ValueId v, const Index& idx, Value* x) { emitter_.store(v, idx, x); }
+  void body_at(const Index& idx, const std::vector<std::pair<ir::ValueId, Value*>>& known = {}) {
+    emitter_.body_at(idx, known);
+  }
+  Value* stack_buffer(llvm::Type* et, int64_t elements) { return emitter_.stack_buffer(et, elements); }
+
+  KernelEmitter& emitter_;
+  llvm::IRBuilder<>& builder_;
+  const ir::Region& region_;
+  const kernel::Kernel& kernel_;
+  llvm::LLVMContext& context_;
+  const Target& target_;
+};
+
+bool KernelEmitter::sliding_conv(Value* lo, Value* hi) { return SlidingConv(*this).emit(lo, hi); }
+
+bool KernelEmitter::SlidingConv::emit(Value* lo, Value* hi) {
   const ir::Node& n = region_.nodes[kernel_.root];
   const ir::Attrs& a = n.attrs;
   bool unit = std::all_of(a.strides.begin(), a.strides.end(), [](int64_t s) { return s == 1; }) &&
@@ -89,28 +140,20 @@ bool KernelEmitter::sliding_conv(Value* lo, Value* hi) {
   }
   if (bytes > kMaxStackBytes) return false;
   if (s.weight_grad) {
-    slide_weight_grad(s, lanes, lo, hi);
+    weight_grad(s, lanes, lo, hi);
   } else {
-    slide_forward(s, lanes, lo, hi);
+    forward(s, lanes, lo, hi);
   }
   return true;
 }
 
-Value* KernelEmitter::stack_buffer(llvm::Type* et, int64_t elements) {
-  llvm::IRBuilder<> eb(&*builder_.GetInsertBlock()->getParent()->getEntryBlock().getFirstInsertionPt());
-  auto* p = eb.CreateAlloca(et, eb.getInt64(static_cast<uint64_t>(std::max<int64_t>(1, elements))));
-  p->setAlignment(llvm::Align(64));
-  return p;
-}
-
-// Copies channels [c0, c0 + count) of image `image` of operand v into `dst` as `st` lays them
-// out; what lies outside v there (the border, zeroed once) is never written.
-void KernelEmitter::stage_image(ir::ValueId v, Value* image, Value* c0, int64_t count, Value* dst, const Staging& st) {
+void KernelEmitter::SlidingConv::stage_image(ir::ValueId v, Value* image, Value* c0, int64_t count, Value* dst,
+                                             const Staging& st) {
   const Shape& vs = region_.type(v).shape;
   llvm::Type* et = reg_type(context_, region_.type(v).dtype);
   int64_t h0 = std::max<int64_t>(0, st.before_h), h1 = std::min(st.rows, vs[2] + st.before_h);
   int64_t w0 = std::max<int64_t>(0, st.before_w), w1 = std::min(st.cols, vs[3] + st.before_w);
-  auto saved = memo_;
+  auto saved = emitter_.memo_;
   emit_for(builder_, i64(0), i64(count), {}, [&](Value* c, const std::vector<Value*>&) {
     return emit_for(builder_, i64(h0), i64(h1), {}, [&](Value* h, const std::vector<Value*>&) {
       return emit_for(builder_, i64(w0), i64(w1), {}, [&](Value* w, const std::vector<Value*>&) {
@@ -124,10 +167,10 @@ void KernelEmitter::stage_image(ir::ValueId v, Value* image, Value* c0, int64_t 
       });
     });
   });
-  memo_ = std::move(saved);
+  emitter_.memo_ = std::move(saved);
 }
 
-void KernelEmitter::slide_forward(const Slide& s, int lanes, Value* lo, Value* hi) {
+void KernelEmitter::SlidingConv::forward(const Slide& s, int lanes, Value* lo, Value* hi) {
   const ir::Node& n = region_.nodes[kernel_.root];
   ir::ValueId src = n.operands[0], w = n.operands[1], res = n.results[0];
   DType t = region_.type(res).dtype;
@@ -146,7 +189,7 @@ void KernelEmitter::slide_forward(const Slide& s, int lanes, Value* lo, Value* h
   // Rows [i0, i0 + count) x wide columns [j0, j0 + NR), accumulated over every (c, kh, kw).
   auto tile = [&](Value* i0, int count, Value* j0) {
     std::vector<Value*> zero(static_cast<size_t>(2 * count), llvm::ConstantAggregateZero::get(vt));
-    auto saved = memo_;
+    auto saved = emitter_.memo_;
     std::vector<Value*> acc =
         emit_for(builder_, i64(0), i64(s.channels), zero, [&](Value* c, const std::vector<Value*>& a0) {
           return emit_for(builder_, i64(0), i64(s.KH), a0, [&](Value* kh, const std::vector<Value*>& a) {
@@ -170,7 +213,7 @@ void KernelEmitter::slide_forward(const Slide& s, int lanes, Value* lo, Value* h
             return next;
           });
         });
-    memo_ = std::move(saved);
+    emitter_.memo_ = std::move(saved);
     for (int r = 0; r < count; ++r) {
       Value* row = builder_.CreateAdd(builder_.CreateMul(builder_.CreateAdd(i0, i64(r)), i64(row_len)), j0);
       builder_.CreateAlignedStore(acc[2 * static_cast<size_t>(r)], elem(wide, row), valign);
@@ -191,7 +234,7 @@ void KernelEmitter::slide_forward(const Slide& s, int lanes, Value* lo, Value* h
       return std::vector<Value*>{};
     });
     // The output columns of the wide rows, then the epilogue on them.
-    auto saved = memo_;
+    auto saved = emitter_.memo_;
     emit_for(builder_, i64(0), i64(s.rows), {}, [&](Value* r, const std::vector<Value*>&) {
       return emit_for(builder_, i64(0), i64(s.out_h), {}, [&](Value* oh, const std::vector<Value*>&) {
         return emit_for(
@@ -207,12 +250,12 @@ void KernelEmitter::slide_forward(const Slide& s, int lanes, Value* lo, Value* h
             LoopHint::Rolled);
       });
     });
-    memo_ = std::move(saved);
+    emitter_.memo_ = std::move(saved);
     return std::vector<Value*>{};
   });
 }
 
-void KernelEmitter::slide_weight_grad(const Slide& s, int lanes, Value* lo, Value* hi) {
+void KernelEmitter::SlidingConv::weight_grad(const Slide& s, int lanes, Value* lo, Value* hi) {
   const ir::Node& n = region_.nodes[kernel_.root];
   ir::ValueId x = n.operands[0], g = n.operands[1], res = n.results[0];
   DType t = region_.type(res).dtype;
@@ -316,7 +359,7 @@ void KernelEmitter::slide_weight_grad(const Slide& s, int lanes, Value* lo, Valu
       emit_if(builder_, not_finite, [&] { all_taps(true); });
       return std::vector<Value*>{};
     });
-    auto saved = memo_;
+    auto saved = emitter_.memo_;
     emit_for(builder_, i64(0), i64(count), {}, [&](Value* o, const std::vector<Value*>&) {
       return emit_for(builder_, i64(0), i64(taps), {}, [&](Value* tap, const std::vector<Value*>&) {
         Value* v = builder_.CreateAlignedLoad(
@@ -332,7 +375,7 @@ void KernelEmitter::slide_weight_grad(const Slide& s, int lanes, Value* lo, Valu
         return std::vector<Value*>{};
       });
     });
-    memo_ = std::move(saved);
+    emitter_.memo_ = std::move(saved);
   };
   // Threads split the output channels [lo, hi): whole blocks, then the rest as one block.
   Value* full = builder_.CreateSDiv(builder_.CreateSub(hi, lo), i64(mo));
