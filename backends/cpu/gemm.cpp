@@ -154,7 +154,8 @@ class KernelEmitter::GemmEmitter {
   // from zero (else from C); `last`: the epilogue follows.
   void k_block(Value* kb, bool first, bool last) {
     Value* length = block_length(kb);
-    int64_t N = product_.N, NR = panel_columns_;
+    const int NR = panel_columns_;
+    int64_t N = product_.N;
     if (N / NR > 0) {
       for_each(i64(0), i64(N / NR),
                [&](Value* jp) { panel(kb, length, builder_.CreateMul(jp, i64(NR)), NR, first, last); });
@@ -316,7 +317,7 @@ class KernelEmitter::GemmEmitter {
   llvm::FixedVectorType* vector_type_;
   llvm::Align align_;
   Value* result_data_;  // the result's buffer
-  Value* panel_;  // the packed panel of B, k-block rows x NR
+  Value* panel_;        // the packed panel of B, k-block rows x NR
   bool epilogue_ = false, whole_epilogue_ = false, tile_epilogue_ = false;
   // The batch and rows being emitted, and their row tiles.
   Index batch_;

@@ -37,7 +37,8 @@ inline bool is_name(std::string_view e) {
   if (e.empty()) return false;
   for (size_t i = 0; i < e.size(); ++i) {
     char c = e[i];
-    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_' || (i == 0 && c == '-'))) return false;
+    bool word = std::isalnum(static_cast<unsigned char>(c)) || c == '_';
+    if (!word && (i != 0 || c != '-')) return false;
   }
   return true;
 }

@@ -368,7 +368,8 @@ class Fuser {
       }
       bool ok = target < 0 || may_join(target, i, stored);
       for (int g : merges) {
-        ok = ok && !std::any_of(stored.begin(), stored.end(), [&](int r) { return find(r) == find(g) || depends(r, g); });
+        ok = ok &&
+             !std::any_of(stored.begin(), stored.end(), [&](int r) { return find(r) == find(g) || depends(r, g); });
       }
       if (!ok) {
         target = -1;
@@ -391,7 +392,8 @@ class Fuser {
     for (int g = static_cast<int>(groups_.size()) - 1; g >= 0 && g >= static_cast<int>(groups_.size()) - 16; --g) {
       const Group& gg = groups_[static_cast<size_t>(g)];
       if (gg.parent >= 0 || gg.kind != KernelKind::Loop || gg.space != space || !may_join(g, i, reads.stored)) continue;
-      if (std::any_of(reads.leaves.begin(), reads.leaves.end(), [&](ValueId l) { return gg.leaves.count(l); })) return g;
+      if (std::any_of(reads.leaves.begin(), reads.leaves.end(), [&](ValueId l) { return gg.leaves.count(l); }))
+        return g;
     }
     return -1;
   }

@@ -149,7 +149,8 @@ std::pair<V, V> pool_select(Builder& b, const ir::Region& r, ir::ValueId x, cons
       Tap<V> tw = forward_tap(b, a, 1, o[3], kw, xs[3]);
       V valid = b.logic_and(th.valid, tw.valid);
       V v = b.at(x, {o[0], o[1], th.pos, tw.pos});
-      V best = s2[0], found = s2[3];
+      const V& best = s2[0];
+      const V& found = s2[3];
       V better = b.logic_and(b.logic_not(b.is_nan(best)), b.logic_or(b.is_nan(v), b.compare(Compare::Gt, v, best, t)));
       V take = b.logic_and(valid, b.logic_or(b.logic_not(found), better));
       return std::vector<V>{b.select(take, v, best), b.select(take, th.pos, s2[1]), b.select(take, tw.pos, s2[2]),
