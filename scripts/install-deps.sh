@@ -11,6 +11,8 @@ packages=(
   llvm-19-dev libzstd-dev
   # Vulkan backend; lavapipe (mesa-vulkan-drivers) is the device on machines without a GPU
   libvulkan-dev mesa-vulkan-drivers vulkan-tools
+  # the Khronos validation layer, which FLUXION_VULKAN_VALIDATION=1 runs the Vulkan tests under
+  vulkan-validationlayers
   # shader tooling: glslang's C++ API, SPIRV-Tools
   glslang-dev glslang-tools spirv-tools spirv-headers
   # tests, benchmarks, data loading, fuzzing and sanitizer runtimes

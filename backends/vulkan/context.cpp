@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "backends/disk_cache.h"
+#include "backends/vulkan/validation.h"
 #include "fluxion/error.h"
 
 namespace fluxion::vulkan {
@@ -66,9 +67,7 @@ VkInstance create_instance() {
   app.apiVersion = VK_API_VERSION_1_2;
   auto ci = vk_struct<VkInstanceCreateInfo>(VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO);
   ci.pApplicationInfo = &app;
-  VkInstance instance = VK_NULL_HANDLE;
-  if (vkCreateInstance(&ci, nullptr, &instance) != VK_SUCCESS) return VK_NULL_HANDLE;
-  return instance;
+  return create_validated_instance(ci);
 }
 
 struct Candidate {
@@ -294,7 +293,7 @@ Context::~Context() {
   if (transfer_pool) vkDestroyCommandPool(device, transfer_pool, nullptr);
   if (pipeline_cache) vkDestroyPipelineCache(device, pipeline_cache, nullptr);
   if (device) vkDestroyDevice(device, nullptr);
-  if (instance) vkDestroyInstance(instance, nullptr);
+  destroy_validated_instance(instance);
 }
 
 Context& context() {
@@ -311,7 +310,7 @@ std::vector<VulkanDeviceInfo> vulkan_devices() {
   VkInstance instance = vulkan::create_instance();
   std::vector<VulkanDeviceInfo> out;
   for (const auto& c : vulkan::enumerate(instance)) out.push_back(c.info);
-  if (instance) vkDestroyInstance(instance, nullptr);
+  vulkan::destroy_validated_instance(instance);
   return out;
 }
 
@@ -323,7 +322,7 @@ static void choose(std::optional<int> index, std::optional<std::string> name) {
   }
   VkInstance instance = vulkan::create_instance();
   auto cs = vulkan::enumerate(instance);
-  if (instance) vkDestroyInstance(instance, nullptr);
+  vulkan::destroy_validated_instance(instance);
   vulkan::pick(cs, index, name);  // validates the choice now, not at first use
   vulkan::chosen_index = index;
   vulkan::chosen_name = name;

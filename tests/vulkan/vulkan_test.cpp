@@ -13,9 +13,12 @@
 #include <fstream>
 #include <iterator>
 
+#include "backends/vulkan/context.h"
 #include "backends/vulkan/shader.h"
+#include "backends/vulkan/validation.h"
 #include "common/kernel_listing.h"
 #include "common/test_util.h"
+#include "common/vulkan_validation.h"
 #include "cpu/lstm_cell.h"
 
 namespace fx = fluxion;
@@ -343,4 +346,25 @@ TEST(Vulkan, ValidatorRejectsBrokenSpirv) {
   EXPECT_FALSE(fx::vulkan::validate_spirv(garbage).empty());
   std::vector<uint32_t> ok = fx::vulkan::compile_glsl("#version 460\nlayout(local_size_x = 1) in;\nvoid main() {}\n", "empty");
   EXPECT_EQ(fx::vulkan::validate_spirv(ok), "");
+}
+
+TEST(Vulkan, ValidationLayerMessagesReachTheTests) {
+  REQUIRE_VULKAN();
+  if (!fluxion::vulkan::validation_requested()) {
+    GTEST_SKIP() << "runs under FLUXION_VULKAN_VALIDATION=1 (ctest's vulkan.validation.vulkan)";
+  }
+  // A buffer of size 0 is invalid usage (VUID-VkBufferCreateInfo-size-00912): the layer must
+  // report it, or the validation runs of the suite would pass whatever the backend does.
+  std::vector<std::string> seen;
+  fluxion::vulkan::set_validation_handler([&](const std::string& m) { seen.push_back(m); });
+  fluxion::vulkan::Context& ctx = fluxion::vulkan::context();
+  auto info = fluxion::vulkan::vk_struct<VkBufferCreateInfo>(VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO);
+  info.size = 0;
+  info.usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT;
+  info.sharingMode = VK_SHARING_MODE_EXCLUSIVE;
+  VkBuffer buffer = VK_NULL_HANDLE;
+  if (vkCreateBuffer(ctx.device, &info, nullptr, &buffer) == VK_SUCCESS) vkDestroyBuffer(ctx.device, buffer, nullptr);
+  fluxion::testing::fail_tests_on_validation_messages();
+  ASSERT_FALSE(seen.empty());
+  EXPECT_NE(seen[0].find("VkBufferCreateInfo"), std::string::npos) << seen[0];
 }

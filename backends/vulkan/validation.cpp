@@ -1,0 +1,137 @@
+// The validation layer and its messenger (validation.h).
+#include "backends/vulkan/validation.h"
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <vector>
+
+#include "backends/vulkan/context.h"
+#include "fluxion/error.h"
+
+namespace fluxion::vulkan {
+namespace {
+
+constexpr const char* kLayer = "VK_LAYER_KHRONOS_validation";
+
+// Never destroyed: a message may arrive while other statics are being destroyed at exit.
+struct State {
+  std::mutex mu;
+  std::function<void(const std::string&)> handler;            // guarded by mu
+  std::map<VkInstance, VkDebugUtilsMessengerEXT> messengers;  // guarded by mu
+};
+State& state() {
+  static State* s = new State;
+  return *s;
+}
+
+VKAPI_ATTR VkBool32 VKAPI_CALL on_message(VkDebugUtilsMessageSeverityFlagBitsEXT severity,
+                                          VkDebugUtilsMessageTypeFlagsEXT,
+                                          const VkDebugUtilsMessengerCallbackDataEXT* data, void*) {
+  std::string text = std::string(severity >= VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT ? "error" : "warning") +
+                     " [" + (data->pMessageIdName ? data->pMessageIdName : "") + "] " +
+                     (data->pMessage ? data->pMessage : "");
+  std::fprintf(stderr, "fluxion: Vulkan validation %s\n", text.c_str());
+  std::function<void(const std::string&)> h;
+  {
+    std::lock_guard<std::mutex> lock(state().mu);
+    h = state().handler;
+  }
+  if (h) h(text);
+  return VK_FALSE;  // the call goes on as it would without the layer
+}
+
+bool layer_installed() {
+  uint32_t n = 0;
+  vkEnumerateInstanceLayerProperties(&n, nullptr);
+  std::vector<VkLayerProperties> layers(n);
+  vkEnumerateInstanceLayerProperties(&n, layers.data());
+  for (const VkLayerProperties& l : layers) {
+    if (std::strcmp(l.layerName, kLayer) == 0) return true;
+  }
+  return false;
+}
+
+VkDebugUtilsMessengerCreateInfoEXT messenger_info() {
+  auto mi = vk_struct<VkDebugUtilsMessengerCreateInfoEXT>(VK_STRUCTURE_TYPE_DEBUG_UTILS_MESSENGER_CREATE_INFO_EXT);
+  mi.messageSeverity = VK_DEBUG_UTILS_MESSAGE_SEVERITY_WARNING_BIT_EXT | VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT;
+  mi.messageType = VK_DEBUG_UTILS_MESSAGE_TYPE_GENERAL_BIT_EXT | VK_DEBUG_UTILS_MESSAGE_TYPE_VALIDATION_BIT_EXT |
+                   VK_DEBUG_UTILS_MESSAGE_TYPE_PERFORMANCE_BIT_EXT;
+  mi.pfnUserCallback = on_message;
+  return mi;
+}
+
+}  // namespace
+
+bool validation_requested() {
+  static const bool on = [] {
+    const char* v = std::getenv("FLUXION_VULKAN_VALIDATION");
+    return v && *v && std::string(v) != "0";
+  }();
+  return on;
+}
+
+VkInstance create_validated_instance(VkInstanceCreateInfo ci) {
+  VkInstance instance = VK_NULL_HANDLE;
+  if (!validation_requested())
+    return vkCreateInstance(&ci, nullptr, &instance) == VK_SUCCESS ? instance : VK_NULL_HANDLE;
+  if (!layer_installed()) {
+    detail::fail("vulkan", std::string("FLUXION_VULKAN_VALIDATION is set but the validation layer ") + kLayer +
+                               " is not installed (Debian package vulkan-validationlayers)");
+  }
+  const char* layers[] = {kLayer};
+  const char* extensions[] = {VK_EXT_DEBUG_UTILS_EXTENSION_NAME};
+  ci.enabledLayerCount = 1;
+  ci.ppEnabledLayerNames = layers;
+  ci.enabledExtensionCount = 1;
+  ci.ppEnabledExtensionNames = extensions;
+  VkValidationFeatureEnableEXT enables[] = {VK_VALIDATION_FEATURE_ENABLE_SYNCHRONIZATION_VALIDATION_EXT};
+  auto features = vk_struct<VkValidationFeaturesEXT>(VK_STRUCTURE_TYPE_VALIDATION_FEATURES_EXT);
+  features.enabledValidationFeatureCount = 1;
+  features.pEnabledValidationFeatures = enables;
+  // Chained to the create info too, so that vkCreateInstance and vkDestroyInstance are checked.
+  VkDebugUtilsMessengerCreateInfoEXT mi = messenger_info();
+  features.pNext = &mi;
+  mi.pNext = ci.pNext;
+  ci.pNext = &features;
+  if (vkCreateInstance(&ci, nullptr, &instance) != VK_SUCCESS) return VK_NULL_HANDLE;
+  auto create = reinterpret_cast<PFN_vkCreateDebugUtilsMessengerEXT>(
+      vkGetInstanceProcAddr(instance, "vkCreateDebugUtilsMessengerEXT"));
+  VkDebugUtilsMessengerCreateInfoEXT own = messenger_info();
+  VkDebugUtilsMessengerEXT messenger = VK_NULL_HANDLE;
+  if (!create || create(instance, &own, nullptr, &messenger) != VK_SUCCESS) {
+    vkDestroyInstance(instance, nullptr);
+    detail::fail("vulkan", "FLUXION_VULKAN_VALIDATION is set but the debug messenger could not be created");
+  }
+  std::lock_guard<std::mutex> lock(state().mu);
+  state().messengers[instance] = messenger;
+  return instance;
+}
+
+void destroy_validated_instance(VkInstance instance) {
+  if (!instance) return;
+  VkDebugUtilsMessengerEXT messenger = VK_NULL_HANDLE;
+  {
+    std::lock_guard<std::mutex> lock(state().mu);
+    auto it = state().messengers.find(instance);
+    if (it != state().messengers.end()) {
+      messenger = it->second;
+      state().messengers.erase(it);
+    }
+  }
+  if (messenger) {
+    auto destroy = reinterpret_cast<PFN_vkDestroyDebugUtilsMessengerEXT>(
+        vkGetInstanceProcAddr(instance, "vkDestroyDebugUtilsMessengerEXT"));
+    if (destroy) destroy(instance, messenger, nullptr);
+  }
+  vkDestroyInstance(instance, nullptr);
+}
+
+void set_validation_handler(std::function<void(const std::string&)> h) {
+  std::lock_guard<std::mutex> lock(state().mu);
+  state().handler = std::move(h);
+}
+
+}  // namespace fluxion::vulkan
