@@ -142,10 +142,11 @@ class KernelEmitter {
     std::function<llvm::Value*(const Index& b, llvm::Value* i, llvm::Value* k)> a_row_address;
     std::function<llvm::Value*(const Index& b, llvm::Value* i, llvm::Value* kb, llvm::Value* kk)> a;
     std::function<llvm::Value*(const Index& b, llvm::Value* kb, llvm::Value* kk, llvm::Value* j)> b;
-    // Where a k-block is one image's output pixels (a weight gradient): B[k][j] by pixel row and
-    // column, so that packing runs over the image's rows and columns instead of dividing k.
-    int64_t image_rows = 0, image_cols = 0;
-    std::function<llvm::Value*(const Index& b, llvm::Value* kb, llvm::Value* row, llvm::Value* col, llvm::Value* j)> b_image;
+    // Where a k-block is a grid (im2col: a channel's kernel taps, or an image's output pixels):
+    // B[k][j] by the grid's row and column, so that packing walks them instead of dividing k.
+    int64_t grid_rows = 0, grid_cols = 0;
+    std::function<llvm::Value*(const Index& b, llvm::Value* kb, llvm::Value* row, llvm::Value* col, llvm::Value* j)>
+        b_grid;
     // Element offset of C[b][i][j] in the result buffer (consecutive j are adjacent) and the
     // result's index there (for the epilogue).
     std::function<llvm::Value*(const Index& b, llvm::Value* i, llvm::Value* j)> c_offset;

@@ -176,10 +176,9 @@ class KernelEmitter::GemmEmitter {
   }
 
   // Packs B's k-block kb, columns [j0, j0 + columns), into the panel: row by row when B's
-  // rows are contiguous; through in-register transposes when its columns are; over an image's
-  // rows and columns for a weight gradient; else column by column, so that what depends only
-  // on the column (an im2col output position) is computed once per column. Columns past
-  // `columns` are zeros.
+  // rows are contiguous; through in-register transposes when its columns are; column by column
+  // over the block's grid for im2col; else column by column, so that what depends only on the
+  // column is computed once per column. Columns past `columns` are zeros.
   void pack(Value* kb, Value* length, Value* j0, int columns) {
     int NR = panel_columns_;
     auto one = [&](Value* kk, Value* jj) {
@@ -190,15 +189,15 @@ class KernelEmitter::GemmEmitter {
     } else if (product_.b_column_address && columns == NR) {
       Value* full = pack_transposed(kb, length, j0);
       for_each(full, length, [&](Value* kk) { for_each(i64(0), i64(NR), [&](Value* jj) { one(kk, jj); }); });
-    } else if (product_.b_image) {
-      // Column by column, each over the image's rows and columns: no division of k.
+    } else if (product_.b_grid) {
+      // Column by column, each over the k-block's grid: no division of k.
       for_each(i64(0), i64(NR), [&](Value* jj) {
         Value* col = column(j0, jj, columns);
-        for_each(i64(0), i64(product_.image_rows), [&](Value* row) {
-          for_each(i64(0), i64(product_.image_cols), [&](Value* c) {
-            Value* kk = builder_.CreateAdd(builder_.CreateMul(row, i64(product_.image_cols), "", true, true), c, "",
-                                           true, true);
-            store_packed(kk, jj, product_.b_image(batch_, kb, row, c, col), columns);
+        for_each(i64(0), i64(product_.grid_rows), [&](Value* row) {
+          for_each(i64(0), i64(product_.grid_cols), [&](Value* c) {
+            Value* kk =
+                builder_.CreateAdd(builder_.CreateMul(row, i64(product_.grid_cols), "", true, true), c, "", true, true);
+            store_packed(kk, jj, product_.b_grid(batch_, kb, row, c, col), columns);
           });
         });
       });

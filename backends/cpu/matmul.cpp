@@ -1,7 +1,9 @@
 // The operands of the MatMul kernel (gemm.cpp) as accessors: a matmul's through the strided
 // views it reads (matmul_gemm), a convolution's and its gradients' as im2col (conv_gemm).
 #include "backends/cpu/codegen.h"
+#include "backends/cpu/renderer.h"
 #include "fluxion/error.h"
+#include "jit/kernel/conv_product.h"
 
 namespace fluxion::cpu {
 
@@ -92,99 +94,40 @@ KernelEmitter::Gemm KernelEmitter::matmul_gemm() {
   return g;
 }
 
+// The product's operands from the shared im2col lowering; a k-block is one k_outer (a channel's
+// taps, or an image's output pixels), packed by its rows and columns.
 KernelEmitter::Gemm KernelEmitter::conv_gemm() {
   const ir::Node& n = region_.nodes[kernel_.root];
-  const ir::Attrs& at_ = n.attrs;
-  ir::ValueId op0 = n.operands[0], op1 = n.operands[1];
-  const Shape& out = region_.type(n.results[0]).shape;
-  DType t = region_.type(n.results[0]).dtype;
-  // The input coordinate that output coordinate o reads through kernel offset k (clamped into
-  // range) and whether it is inside the input; and the output coordinate that reads input
-  // coordinate x through k, if any.
-  auto fwd = [=, this](Value* o, int d, Value* k, int64_t dim) {
-    Value* pos = builder_.CreateAdd(builder_.CreateSub(builder_.CreateMul(o, i64(at_.strides[static_cast<size_t>(d)])),
-                                                       i64(at_.padding[static_cast<size_t>(2 * d)])),
-                                    builder_.CreateMul(k, i64(at_.dilation[static_cast<size_t>(d)])));
-    // Unpadded, every tap of every output lies inside the input.
-    if (at_.padding[static_cast<size_t>(2 * d)] == 0 && at_.padding[static_cast<size_t>(2 * d + 1)] == 0)
-      return std::make_pair(pos, static_cast<Value*>(builder_.getTrue()));
-    Value* valid = builder_.CreateAnd(builder_.CreateICmpSGE(pos, i64(0)), builder_.CreateICmpSLT(pos, i64(dim)));
-    return std::make_pair(builder_.CreateSelect(valid, pos, i64(0)), valid);
-  };
-  auto back = [=, this](Value* x, int d, Value* k, int64_t out_dim) {
-    int64_t s = at_.strides[static_cast<size_t>(d)];
-    Value* t0 = builder_.CreateSub(builder_.CreateAdd(x, i64(at_.padding[static_cast<size_t>(2 * d)])),
-                                   builder_.CreateMul(k, i64(at_.dilation[static_cast<size_t>(d)])));
-    Value* q = s == 1 ? t0 : builder_.CreateSDiv(t0, i64(s));
-    Value* valid = builder_.CreateAnd(builder_.CreateICmpSGE(t0, i64(0)), builder_.CreateICmpSLT(q, i64(out_dim)));
-    if (s != 1) valid = builder_.CreateAnd(valid, builder_.CreateICmpEQ(builder_.CreateSRem(t0, i64(s)), i64(0)));
-    return std::make_pair(builder_.CreateSelect(valid, q, i64(0)), valid);
-  };
-  auto guarded = [=, this](Value* valid, Value* x) { return builder_.CreateSelect(valid, x, constant(t, 0)); };
-  auto div = [this](Value* x, int64_t d) { return builder_.CreateUDiv(x, i64(d)); };
-  auto rem = [this](Value* x, int64_t d) { return builder_.CreateURem(x, i64(d)); };
-  // The weight w[o, c, taps...] at tap kk.
-  auto weight = [=, this](Value* o, Value* c, int64_t C, int64_t taps, Value* kk) {
-    return at_flat(op1, builder_.CreateAdd(
-                            builder_.CreateMul(builder_.CreateAdd(builder_.CreateMul(o, i64(C)), c), i64(taps)), kk));
-  };
+  kernel::ConvProduct p = kernel::conv_product(region_, n);
+  Renderer render(*this);
   Gemm g;
-  // conv2d and its input gradient are one product per image: rows are the result's channels,
-  // k runs over (the other side's channel, kernel tap), columns over the result's pixels, and
-  // `tap` maps a result coordinate and kernel offset to the operand coordinate it reads (fwd:
-  // the input an output reads; back: the output that reads an input).
-  auto per_image = [&](int64_t rows, int64_t blocks, bool rows_are_out_channels, const Shape& src, const auto& tap) {
-    const Shape& ws = region_.type(op1).shape;
-    int64_t C = ws[1], KH = ws[2], KW = ws[3], H = out[2], W = out[3];
-    g.batch = {out[0]};
-    g.M = rows, g.N = H * W, g.kc = KH * KW, g.blocks = blocks, g.K = blocks * KH * KW;
-    g.a = [=](const Index&, Value* i, Value* kb, Value* kk) {
-      return rows_are_out_channels ? weight(i, kb, C, KH * KW, kk) : weight(kb, i, C, KH * KW, kk);
-    };
-    g.b = [=, this](const Index& b, Value* kb, Value* kk, Value* j) {
-      auto [y, yv] = tap(div(j, W), 0, div(kk, KW), src[2]);
-      auto [x, xv] = tap(rem(j, W), 1, rem(kk, KW), src[3]);
-      return guarded(builder_.CreateAnd(yv, xv), at(op0, {b[0], kb, y, x}));
-    };
-    g.c_offset = [=, this](const Index& b, Value* i, Value* j) {
-      return builder_.CreateAdd(
-          builder_.CreateMul(builder_.CreateAdd(builder_.CreateMul(b[0], i64(rows)), i), i64(H * W)), j);
-    };
-    g.c_index = [=](const Index& b, Value* i, Value* j) { return Index{b[0], i, div(j, W), rem(j, W)}; };
+  if (p.batch > 0) g.batch = {p.batch};
+  g.M = p.M, g.N = p.N, g.kc = p.k_inner(), g.blocks = p.k_outer, g.K = p.K();
+  int64_t cols = p.k_cols;
+  auto image = [this](const Index& b) { return b.empty() ? i64(0) : b[0]; };
+  // A is read inside the micro-kernel's loop over k, so along k_inner without dividing it: its
+  // operand is stored whole, with the k grid contiguous.
+  int64_t second_dim = region_.type(n.operands[1]).shape[1], k_inner = p.k_inner();
+  g.a = [=, this, &n](const Index&, Value* i, Value* kb, Value* kk) {
+    auto [first, second] = kernel::conv_product_a_leading(n, i, kb);
+    Value* grid = builder_.CreateAdd(builder_.CreateMul(first, i64(second_dim)), second);
+    return at_flat(n.operands[1], builder_.CreateAdd(builder_.CreateMul(grid, i64(k_inner)), kk));
   };
-  if (n.op == ir::Op::Conv2d) {  // y[n, o, oh, ow] = sum over c, kh, kw of w[o, c, kh, kw] x[n, c, ...]
-    const Shape& ws = region_.type(op1).shape;
-    per_image(ws[0], ws[1], true, region_.type(op0).shape, fwd);
-  } else if (n.op == ir::Op::Conv2dInputGrad) {  // dx[n, c, h, w] = sum over o, kh, kw of w[o, c, kh, kw] g[n, o, ...]
-    const Shape& ws = region_.type(op1).shape;
-    per_image(ws[1], ws[0], false, region_.type(op0).shape, back);
-  } else {  // Conv2dWeightGrad: dw[o, c, kh, kw] = sum over n, oh, ow of g[n, o, oh, ow] x[n, c, ...]
-    const Shape &xs = region_.type(op0).shape, &gs = region_.type(op1).shape;
-    int64_t C = out[1], KH = out[2], KW = out[3], OH = gs[2], OW = gs[3];
-    g.M = out[0], g.N = C * KH * KW, g.kc = OH * OW, g.blocks = gs[0], g.K = gs[0] * OH * OW;
-    int64_t O = out[0];
-    g.a = [=, this](const Index&, Value* o, Value* bn, Value* p) {
-      return at_flat(op1,
-                     builder_.CreateAdd(
-                         builder_.CreateMul(builder_.CreateAdd(builder_.CreateMul(bn, i64(O)), o), i64(OH * OW)), p));
-    };
-    g.b_image = [=, this](const Index&, Value* bn, Value* oh, Value* ow, Value* j) {
-      Value* kk = rem(j, KH * KW);
-      auto [h, hv] = fwd(oh, 0, div(kk, KW), xs[2]);
-      auto [w, wv] = fwd(ow, 1, rem(kk, KW), xs[3]);
-      return guarded(builder_.CreateAnd(hv, wv), at(op0, {bn, div(j, KH * KW), h, w}));
-    };
-    g.b = [=](const Index& b, Value* bn, Value* p, Value* j) { return g.b_image(b, bn, div(p, OW), rem(p, OW), j); };
-    g.image_rows = OH, g.image_cols = OW;
-    int64_t N = g.N;
-    g.c_offset = [=, this](const Index&, Value* o, Value* j) {
-      return builder_.CreateAdd(builder_.CreateMul(o, i64(N)), j);
-    };
-    g.c_index = [=, this](const Index&, Value* o, Value* j) {
-      Value* kk = rem(j, KH * KW);
-      return Index{o, div(j, KH * KW), div(kk, KW), rem(kk, KW)};
-    };
-  }
+  g.b_grid = [=, this, &n](const Index& b, Value* kb, Value* row, Value* col, Value* j) mutable {
+    return kernel::conv_product_b(render, region_, n, image(b), kb, row, col, j);
+  };
+  g.b = [=, this, b_grid = g.b_grid](const Index& b, Value* kb, Value* kk, Value* j) {
+    return b_grid(b, kb, builder_.CreateUDiv(kk, i64(cols)), builder_.CreateURem(kk, i64(cols)), j);
+  };
+  g.grid_rows = p.k_rows, g.grid_cols = p.k_cols;
+  int64_t M = p.M, N = p.N;
+  g.c_offset = [=, this](const Index& b, Value* i, Value* j) {
+    return builder_.CreateAdd(builder_.CreateMul(builder_.CreateAdd(builder_.CreateMul(image(b), i64(M)), i), i64(N)),
+                              j);
+  };
+  g.c_index = [=, this, &n](const Index& b, Value* i, Value* j) mutable {
+    return kernel::conv_product_c_index(render, region_, n, image(b), i, j);
+  };
   return g;
 }
 

@@ -1,12 +1,13 @@
 // matmul (2-D, 1-D promotion on either side, batched with batch broadcasting), dot, conv2d over
 // a grid of stride / padding / dilation / groups against a naive 7-loop reference, and both
-// pooling ops with padding.
+// pooling ops with padding; convolutions and their gradients as tiled products.
 #include <algorithm>
 #include <cmath>
 #include <limits>
 #include <string>
 #include <vector>
 
+#include "common/kernel_listing.h"
 #include "common/test_names.h"
 
 namespace {
@@ -237,6 +238,39 @@ TEST_P(Linalg, Conv2dMoreCases) {
   // Cross-correlation, not convolution: kernel [[1,2]] on [[1,10,100]] gives [21, 210].
   EXPECT_ARRAY(f(make(fx::f32, {1, 10, 100}, {1, 1, 1, 3}), make(fx::f32, {1, 2}, {1, 1, 1, 2})), fx::f32,
                {1, 1, 1, 2}, {21, 210});
+}
+
+// Convolutions wide enough that every backend runs them, and both their gradients, as tiled
+// matrix products over im2col (the per-element form is Conv2dGrid's), strided, dilated and
+// unevenly padded, against the interpreter's plain loops.
+TEST_P(Linalg, Conv2dAndGradientsAsTiledProducts) {
+  if (backend() == fx::Backend::Interp) GTEST_SKIP() << "the interpreter is the reference";
+  const Shape xs{2, 64, 40, 32}, ws{16, 64, 3, 3};
+  uint32_t seed = 900;
+  for (const fx::Conv2dOptions& opt :
+       {fx::Conv2dOptions{{2, 2}, {1}, {1, 1}, 1}, fx::Conv2dOptions{{2, 1}, {2, 0, 1, 1}, {2, 1}, 1},
+        fx::Conv2dOptions{{2}, {3}, {2}, 1}}) {
+    SCOPED_TRACE("stride " + str(opt.stride) + " padding " + str(opt.padding) + " dilation " + str(opt.dilation));
+    // The sum of the convolution weighted by r: its gradients are the two convolution gradients of r.
+    auto f = [opt](Tensor x, Tensor w, Tensor r) { return fx::sum(fx::conv2d(x, w, opt) * r); };
+    Array x = make(fx::f32, random_values(fx::f32, count(xs), -1, 1, seed++), xs);
+    Array w = make(fx::f32, random_values(fx::f32, count(ws), -1, 1, seed++), ws);
+    Shape ys = run(
+                   fx::Backend::Interp, [opt](Tensor a, Tensor b) { return fx::conv2d(a, b, opt); }, x, w)
+                   .shape();
+    Array r = make(fx::f32, random_values(fx::f32, count(ys), -1, 1, seed++), ys);
+    auto compiled = fx::jit(fx::value_and_grad(f, {0, 1}), backend());
+    std::string listing = compiled.lower(x, w, r).kernels();
+    std::vector<std::string> strategies = fx::testing::kernel_strategies(listing);
+    const char* tiled = backend() == fx::Backend::Vulkan ? "matmul[tiles]" : "matmul[im2col]";
+    EXPECT_EQ(std::count(strategies.begin(), strategies.end(), tiled), 3) << listing;
+    auto [value, grads] = compiled(x, w, r);
+    auto [want_value, want_grads] = run(fx::Backend::Interp, fx::value_and_grad(f, {0, 1}), x, w, r);
+    EXPECT_ARRAY(value, fx::f32, {}, want_value.to_doubles(), Tol::sum(count(ys) * 576));
+    for (size_t i = 0; i < 2; ++i) {
+      EXPECT_ARRAY(grads[i], fx::f32, want_grads[i].shape(), want_grads[i].to_doubles(), Tol::sum(600));
+    }
+  }
 }
 
 TEST_P(Linalg, PoolingWithPadding) {
