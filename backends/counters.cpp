@@ -20,6 +20,7 @@ RuntimeCounters counters() {
   r.disk_cache_hits = c.disk_cache_hits.load();
   r.submissions = c.submissions.load();
   r.fence_waits = c.fence_waits.load();
+  r.device_allocations = c.device_allocations.load();
   return r;
 }
 
@@ -33,6 +34,7 @@ void reset_counters() {
   c.disk_cache_hits = 0;
   c.submissions = 0;
   c.fence_waits = 0;
+  c.device_allocations = 0;
 }
 
 }  // namespace fluxion

@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <map>
 #include <mutex>
+#include <set>
 #include <sstream>
 
 #include "fluxion/error.h"
@@ -25,6 +26,7 @@ struct Store {
   std::mutex mu;
   std::map<std::string, KernelTime> totals;
   std::vector<Event> last_call;
+  std::set<std::string> untimed;  // why calls went untimed (a device without timestamps)
 };
 
 Store& store() {
@@ -97,6 +99,8 @@ std::string kernel_time_table() {
   }
   std::snprintf(line, sizeof line, "%-60s %10s %12.1f\n", "total", "", sum);
   out << line;
+  std::lock_guard<std::mutex> lock(store().mu);
+  for (const std::string& why : store().untimed) out << "not timed: " << why << "\n";
   return out.str();
 }
 
@@ -104,6 +108,7 @@ void reset_kernel_times() {
   std::lock_guard<std::mutex> lock(store().mu);
   store().totals.clear();
   store().last_call.clear();
+  store().untimed.clear();
 }
 
 void write_chrome_trace(const std::string& path) {
@@ -134,6 +139,11 @@ void report_profile(const std::vector<TimedDispatch>& dispatches) {
     t.mean_us = t.total_us / static_cast<double>(t.calls);
     store().last_call.push_back({*d.name, d.start_us, d.duration_us});
   }
+}
+
+void report_untimed(const std::string& why) {
+  std::lock_guard<std::mutex> lock(store().mu);
+  store().untimed.insert(why);
 }
 
 }  // namespace backends

@@ -16,5 +16,7 @@ struct TimedDispatch {
 
 // Adds one call's dispatches to the totals and makes them the trace of the last call.
 void report_profile(const std::vector<TimedDispatch>& dispatches);
+// A profiled call whose kernels could not be timed, and why; kernel_time_table() says so.
+void report_untimed(const std::string& why);
 
 }  // namespace fluxion::backends

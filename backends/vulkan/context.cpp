@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "backends/disk_cache.h"
+#include "backends/vulkan/capabilities.h"
 #include "backends/vulkan/validation.h"
 #include "fluxion/error.h"
 
@@ -98,13 +99,7 @@ std::vector<Candidate> enumerate(VkInstance instance) {
     }
     info.api_version = std::to_string(VK_API_VERSION_MAJOR(p.apiVersion)) + "." + std::to_string(VK_API_VERSION_MINOR(p.apiVersion)) +
                        "." + std::to_string(VK_API_VERSION_PATCH(p.apiVersion));
-    if (p.apiVersion >= VK_API_VERSION_1_2) {
-      auto f12 = vk_struct<VkPhysicalDeviceVulkan12Features>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES);
-      auto f = vk_struct<VkPhysicalDeviceFeatures2>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2);
-      f.pNext = &f12;
-      vkGetPhysicalDeviceFeatures2(devs[i], &f);
-      info.usable = f12.bufferDeviceAddress && f12.storageBuffer8BitAccess && f12.shaderInt8 && f.features.shaderInt64;
-    }
+    read_capabilities(devs[i], info);
     out.push_back({devs[i], info, p.deviceType});
   }
   return out;
@@ -167,9 +162,10 @@ const Candidate& pick(const std::vector<Candidate>& cs, const std::optional<int>
   }
   auto usable_or_fail = [&](const Candidate& c) -> const Candidate& {
     if (!c.info.usable) {
+      std::string missing;
+      for (const std::string& m : c.info.missing) missing += (missing.empty() ? "" : ", ") + m;
       detail::fail("vulkan", source + " chose device " + std::to_string(c.info.index) + " (" + c.info.name +
-                                 "), which lacks Vulkan 1.2 with buffer device address, 8-bit storage and 64-bit integers; devices:" +
-                                 describe(cs));
+                                 "), which lacks " + missing + "; devices:" + describe(cs));
     }
     return c;
   };
@@ -209,13 +205,10 @@ Context* open_context() {
   ctx->info = c.info;
   vkGetPhysicalDeviceProperties(c.physical, &ctx->properties);
   ctx->timestamp_period_ns = ctx->properties.limits.timestampPeriod;
-  auto sub = vk_struct<VkPhysicalDeviceSubgroupProperties>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES);
-  auto p2 = vk_struct<VkPhysicalDeviceProperties2>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2);
-  p2.pNext = &sub;
-  vkGetPhysicalDeviceProperties2(c.physical, &p2);
-  ctx->shaders.subgroup_arithmetic = (sub.supportedStages & VK_SHADER_STAGE_COMPUTE_BIT) &&
-                                     (sub.supportedOperations & VK_SUBGROUP_FEATURE_ARITHMETIC_BIT) &&
-                                     (sub.supportedOperations & VK_SUBGROUP_FEATURE_BASIC_BIT);
+  const VulkanCapabilities& caps = c.info.capabilities;
+  ctx->shaders.subgroup_arithmetic = caps.subgroup_arithmetic;
+  ctx->shaders.float64 = caps.float64;
+  ctx->shaders.max_shared_bytes = caps.max_shared_memory_bytes;
   auto fc = vk_struct<VkPhysicalDeviceFloatControlsProperties>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FLOAT_CONTROLS_PROPERTIES);
   auto p2f = vk_struct<VkPhysicalDeviceProperties2>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2);
   p2f.pNext = &fc;
@@ -231,15 +224,14 @@ Context* open_context() {
   for (uint32_t i = 0; i < nq && !found; ++i) {
     if (qs[i].queueFlags & VK_QUEUE_COMPUTE_BIT) {
       ctx->queue_family = i;
-      ctx->timestamp_bits = qs[i].timestampValidBits;
+      ctx->timestamp_bits = caps.timestamps ? qs[i].timestampValidBits : 0;
       found = true;
     }
   }
   if (!found) detail::fail("vulkan", "device " + c.info.name + " has no compute queue");
 
-  auto have = vk_struct<VkPhysicalDeviceFeatures2>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2);
-  vkGetPhysicalDeviceFeatures2(c.physical, &have);
-  ctx->shaders.float64 = have.features.shaderFloat64;
+  // Only what the capabilities keep: a disabled feature is not enabled either, so that the
+  // validation layer reports a shader that still uses it.
   auto f12 = vk_struct<VkPhysicalDeviceVulkan12Features>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES);
   f12.bufferDeviceAddress = VK_TRUE;
   f12.storageBuffer8BitAccess = VK_TRUE;
@@ -247,7 +239,7 @@ Context* open_context() {
   auto want = vk_struct<VkPhysicalDeviceFeatures2>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2);
   want.pNext = &f12;
   want.features.shaderInt64 = VK_TRUE;
-  want.features.shaderFloat64 = have.features.shaderFloat64;
+  want.features.shaderFloat64 = caps.float64;
   float priority = 1;
   auto qi = vk_struct<VkDeviceQueueCreateInfo>(VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO);
   qi.queueFamilyIndex = ctx->queue_family;

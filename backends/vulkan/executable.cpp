@@ -175,6 +175,10 @@ class VulkanExecutable final : public backends::Executable {
       c.native_calls++;
       c.kernel_launches += recording_.dispatches.size();
       if (queries_) report_times();
+      if (profile_ && ctx_.timestamp_bits == 0) {
+        backends::report_untimed("Vulkan device " + ctx_.info.name +
+                                 " has no timestamps on its compute queue (timestampValidBits = 0, or disabled)");
+      }
       int32_t status;
       std::memcpy(&status, status_->mapped, 4);
       if (status == kStatusOk) break;

@@ -23,6 +23,7 @@ struct ShaderTarget {
   bool preserve_nan32 = false;  // shaderSignedZeroInfNanPreserveFloat32: IEEE NaN/Inf/-0 in f32
   bool preserve_nan64 = false;  // the same for f64
   bool subgroup_arithmetic = false;  // subgroupAdd and friends in compute shaders
+  uint32_t max_shared_bytes = 16384;  // workgroup memory per workgroup (Vulkan guarantees 16 KiB)
 };
 
 struct KernelShader {

@@ -303,7 +303,7 @@ void GlslKernel::emit_reducing() {
       DType t = region_.type(node.results[0]).dtype;
       std::string sh = "red" + std::to_string(n);
       const char* f = node.op == Op::ReduceSum ? "subgroupAdd" : node.op == Op::ReduceMax ? "subgroupMax" : "subgroupMin";
-      shared_ += "shared " + glsl_type(t) + " " + sh + "[64];\n";
+      declare_shared(t, sh, {kWorkgroupSize});
       line(accumulators_[n] + " = " + f + "(" + accumulators_[n] + ");");
       line("if (subgroupElect()) " + sh + "[gl_SubgroupID] = " + accumulators_[n] + ";");
     }
@@ -326,7 +326,7 @@ void GlslKernel::emit_reducing() {
     const ir::Node& node = region_.nodes[n];
     DType t = region_.type(node.results[0]).dtype;
     std::string sh = "red" + std::to_string(n);
-    shared_ += "shared " + glsl_type(t) + " " + sh + "[64];\n";
+    declare_shared(t, sh, {kWorkgroupSize});
     line(sh + "[tid] = " + accumulators_[n] + ";");
   }
   line("barrier();");
@@ -380,7 +380,8 @@ void GlslKernel::emit_matmul() {
   DType t = region_.type(c).dtype;
   std::string T = glsl_type(t);
   std::string M = std::to_string(g.M), N = std::to_string(g.N), K = std::to_string(g.K);
-  shared_ += "shared " + T + " As[16][33];\nshared " + T + " Bs[16][33];\n";
+  declare_shared(t, "As", {16, 33});
+  declare_shared(t, "Bs", {16, 33});
   groups_ = {static_cast<uint32_t>((g.N + 31) / 32), static_cast<uint32_t>((g.M + 31) / 32), static_cast<uint32_t>(numel(g.batch))};
   line("int tid = int(gl_LocalInvocationID.x);");
   line("int tx = tid % 8, ty = tid / 8;");
@@ -424,6 +425,17 @@ void GlslKernel::emit_matmul() {
   line("}");
 }
 
+void GlslKernel::declare_shared(DType t, const std::string& name, const std::vector<int64_t>& dims) {
+  shared_ += "shared " + glsl_type(t) + " " + name;
+  int64_t bytes = dtype_size(t);
+  for (int64_t d : dims) {
+    shared_ += "[" + std::to_string(d) + "]";
+    bytes *= d;
+  }
+  shared_ += ";\n";
+  shared_bytes_ += bytes;
+}
+
 KernelShader GlslKernel::emit(const std::string& name) {
   bool has_reduce =
       std::any_of(kernel_.nodes.begin(), kernel_.nodes.end(), [&](size_t n) { return is_reduce(region_.nodes[n]); });
@@ -449,6 +461,11 @@ KernelShader GlslKernel::emit(const std::string& name) {
   } else {
     strategy_ = kernel_.kind == kernel::KernelKind::MatMul ? "direct" : "per-index";
     emit_elementwise();
+  }
+  if (shared_bytes_ > target_.max_shared_bytes) {
+    detail::fail("vulkan codegen", name + " needs " + std::to_string(shared_bytes_) +
+                                       " bytes of workgroup memory; the device has " +
+                                       std::to_string(target_.max_shared_bytes));
   }
   KernelShader out;
   out.name = name;

@@ -49,6 +49,8 @@ class GlslKernel {
   // `for (int i = lo; i < hi; ++i) { body(i) }`, keeping values computed inside local to it.
   void loop(int64_t lo, int64_t hi, const std::function<void(const std::string&)>& body);
   void block(const std::function<void()>& body);
+  // `shared T name[d0][d1]...;`, counted against the device's workgroup memory.
+  void declare_shared(DType t, const std::string& name, const std::vector<int64_t>& dims);
 
   // Kernel shapes.
   void body_at(const Index& idx);
@@ -89,6 +91,7 @@ class GlslKernel {
   std::map<size_t, std::string> accumulators_;
   std::ostringstream code_;
   std::string shared_;  // workgroup-memory declarations
+  int64_t shared_bytes_ = 0;
   std::string indent_ = "  ";
   int next_ = 0;
   std::array<uint32_t, 3> groups_{1, 1, 1};

@@ -1,10 +1,12 @@
-// Block sub-allocation: first fit over a coalesced free list per block; a new block (64 MiB, or
-// the request's size when larger) when no block has room.
+// Block sub-allocation: a kept range of the exact size first; else first fit over a coalesced
+// free list per block; else, with the kept ranges returned to their blocks, first fit again;
+// else a new block (64 MiB, or the request's size when larger).
 #include "backends/vulkan/memory.h"
 
 #include <cstdlib>
 #include <string>
 
+#include "backends/counters.h"
 #include "backends/vulkan/context.h"
 #include "fluxion/error.h"
 
@@ -106,28 +108,60 @@ Allocation MemoryPool::allocate(VkDeviceSize bytes) {
                                std::to_string(in_use_ + bytes) + " bytes, over the budget FLUXION_VULKAN_MEMORY_LIMIT=" +
                                std::to_string(memory_limit()));
   }
-  auto take = [&](int bi) -> Allocation {
-    Block& b = blocks_[static_cast<size_t>(bi)];
-    for (auto it = b.free.begin(); it != b.free.end(); ++it) {
-      if (it->second < bytes) continue;
-      VkDeviceSize off = it->first, size = it->second;
-      b.free.erase(it);
-      if (size > bytes) b.free[off + bytes] = size - bytes;
-      in_use_ += bytes;
-      return Allocation{b.buffer, off, bytes, b.address + off, b.mapped ? b.mapped + off : nullptr, bi};
+  if (auto it = kept_.find(bytes); it != kept_.end()) {
+    Allocation a = it->second.back();
+    it->second.pop_back();
+    if (it->second.empty()) kept_.erase(it);
+    kept_bytes_ -= bytes;
+    in_use_ += bytes;
+    return a;
+  }
+  auto from_blocks = [&]() -> Allocation {
+    for (size_t i = 0; i < blocks_.size(); ++i) {
+      if (Allocation a = carve(static_cast<int>(i), bytes)) return a;
     }
     return {};
   };
-  for (size_t i = 0; i < blocks_.size(); ++i) {
-    if (Allocation a = take(static_cast<int>(i))) return a;
+  Allocation a = from_blocks();
+  if (!a && kept_bytes_ > 0) {
+    release_kept();
+    a = from_blocks();
   }
-  return take(new_block(bytes));
+  if (!a) a = carve(new_block(bytes), bytes);
+  in_use_ += bytes;
+  backends::counters().device_allocations++;
+  return a;
+}
+
+Allocation MemoryPool::carve(int block, VkDeviceSize bytes) {
+  Block& b = blocks_[static_cast<size_t>(block)];
+  for (auto it = b.free.begin(); it != b.free.end(); ++it) {
+    if (it->second < bytes) continue;
+    VkDeviceSize off = it->first, size = it->second;
+    b.free.erase(it);
+    if (size > bytes) b.free[off + bytes] = size - bytes;
+    return Allocation{b.buffer, off, bytes, b.address + off, b.mapped ? b.mapped + off : nullptr, block};
+  }
+  return {};
 }
 
 void MemoryPool::free(const Allocation& a) {
   std::lock_guard<std::mutex> lock(mu_);
-  Block& b = blocks_[static_cast<size_t>(a.block)];
   in_use_ -= a.size;
+  kept_[a.size].push_back(a);
+  kept_bytes_ += a.size;
+}
+
+void MemoryPool::release_kept() {
+  for (const auto& [size, ranges] : kept_) {
+    for (const Allocation& a : ranges) release(a);
+  }
+  kept_.clear();
+  kept_bytes_ = 0;
+}
+
+void MemoryPool::release(const Allocation& a) {
+  Block& b = blocks_[static_cast<size_t>(a.block)];
   auto it = b.free.emplace(a.offset, a.size).first;
   auto next = std::next(it);
   if (next != b.free.end() && it->first + it->second == next->first) {
@@ -142,6 +176,5 @@ void MemoryPool::free(const Allocation& a) {
     }
   }
 }
-
 
 }  // namespace fluxion::vulkan

@@ -1,6 +1,9 @@
 // Device memory sub-allocated from large blocks: a program's buffers never cost a
 // vkAllocateMemory each. Every block is one VkBuffer with a device address; an allocation is a
-// byte range of a block, addressed by shaders through buffer device addresses.
+// byte range of a block, addressed by shaders through buffer device addresses. Freed ranges are
+// kept by size and handed out again (as PyTorch's caching allocator does), so a training step
+// whose results replace the previous step's reuses their buffers; the kept ranges go back to
+// the blocks before the pool grows.
 #pragma once
 
 #include <vulkan/vulkan.h>
@@ -33,7 +36,8 @@ class MemoryPool {
   MemoryPool& operator=(const MemoryPool&) = delete;
 
   // `bytes` rounded up to the pool's alignment; raises Error when the device is out of memory
-  // or the FLUXION_VULKAN_MEMORY_LIMIT budget would be exceeded.
+  // or the FLUXION_VULKAN_MEMORY_LIMIT budget would be exceeded. A range carved from a block
+  // (not a kept one reused) counts in counters().device_allocations.
   Allocation allocate(VkDeviceSize bytes);
   void free(const Allocation& a);
   // Whether allocations are mapped (host-visible and coherent memory).
@@ -49,6 +53,11 @@ class MemoryPool {
     std::map<VkDeviceSize, VkDeviceSize> free;  // offset -> size, coalesced
   };
   int new_block(VkDeviceSize bytes);
+  // A range from a block's free list, or an empty Allocation.
+  Allocation carve(int block, VkDeviceSize bytes);
+  // `a` back into its block's free list, coalesced with its neighbours.
+  void release(const Allocation& a);
+  void release_kept();
   // The best memory type among `allowed` (a bit mask) with the pool's flags; sets host_visible_.
   uint32_t memory_type(uint32_t allowed);
 
@@ -60,6 +69,8 @@ class MemoryPool {
   const char* name_;
   std::vector<Block> blocks_;
   VkDeviceSize in_use_ = 0;
+  std::map<VkDeviceSize, std::vector<Allocation>> kept_;  // freed ranges by size
+  VkDeviceSize kept_bytes_ = 0;
   mutable std::mutex mu_;
 };
 

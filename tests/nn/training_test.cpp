@@ -103,6 +103,40 @@ TEST(TrainingVulkan, ParametersStayOnTheDevice) {
   EXPECT_EQ(fx::counters().native_calls, 3u);  // one submission per step
 }
 
+// Each step's new parameters and optimizer state replace the previous step's, whose buffers
+// the next step's results reuse: once warm, a step takes no device memory and submits once.
+TEST(TrainingVulkan, SteadyStateStepsMakeNoDeviceAllocations) {
+  bool have = false;
+  for (Backend b : fx::available_backends()) have = have || b == Backend::Vulkan;
+  if (!have) GTEST_SKIP() << "no Vulkan device";
+  for (const auto& [name, model] :
+       {std::pair{"mlp", samples::mlp_model(16)}, std::pair{"lstm", samples::rnn_model("lstm", 16, 1)}}) {
+    SCOPED_TRACE(name);
+    nn::Trainer trainer(
+        model, [](const Tensor& o, const Tensor& y) { return nn::softmax_cross_entropy(o, y); }, nn::adam(),
+        Backend::Vulkan);
+    nn::TrainState s = trainer.init(0);
+    std::vector<double> pixels = fx::testing::random_doubles(8 * 28 * 28, 0, 1, 5);
+    Array x(std::vector<float>(pixels.begin(), pixels.end()), {8, 1, 28, 28});
+    Array y(std::vector<int32_t>{0, 1, 2, 3, 4, 5, 6, 7}, {8});
+    Array loss;
+    auto steps = [&](int n) {
+      for (int i = 0; i < n; ++i) loss = trainer.step(s, x, y);
+    };
+    steps(1);
+    double first = loss.item();
+    steps(3);
+    fx::reset_counters();
+    steps(5);
+    fx::RuntimeCounters c = fx::counters();
+    EXPECT_EQ(c.device_allocations, 0u);
+    EXPECT_EQ(c.submissions, 5u);
+    EXPECT_EQ(c.program_calls, 5u);
+    // The reused buffers hold each step's own results: the loss on one batch keeps falling.
+    EXPECT_LT(loss.item(), first);
+  }
+}
+
 TEST(TrainingFusion, LstmStepIsOneMatmulAndOneKernelAfterIt) {
   // Seed 001: the step's gates come from one matmul (h W_hh^T) whose epilogue adds the
   // hoisted input gates; everything after it is one kernel.

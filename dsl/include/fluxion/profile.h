@@ -24,7 +24,9 @@ struct KernelTime {
 
 // Totals since the last reset, slowest first.
 std::vector<KernelTime> kernel_times();
-// The same as a readable table: name, calls, total and mean time, share of the total.
+// The same as a readable table: name, calls, total and mean time, share of the total; then a
+// line "not timed: <why>" for each reason calls went untimed (a Vulkan device without
+// timestamps).
 std::string kernel_time_table();
 void reset_kernel_times();
 // Writes the dispatches of the last profiled call as a Chrome trace (chrome://tracing,

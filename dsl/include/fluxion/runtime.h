@@ -23,6 +23,8 @@ struct RuntimeCounters {
   uint64_t compiles = 0;        // programs compiled (a compile-cache hit does not count)
   uint64_t cache_hits = 0;      // in-memory compile-cache hits
   uint64_t disk_cache_hits = 0; // programs loaded from the on-disk cache instead of compiled
+  uint64_t device_allocations = 0;  // Vulkan buffers carved from device or staging memory; a
+                                    // buffer reused from those freed earlier does not count
 };
 RuntimeCounters counters();
 void reset_counters();

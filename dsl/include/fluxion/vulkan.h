@@ -8,6 +8,21 @@
 
 namespace fluxion {
 
+// What a device offers the Vulkan backend, as its driver reports it, narrowed by
+// FLUXION_VULKAN_DISABLE and FLUXION_VULKAN_LIMITS (docs/vulkan.md, "Capabilities").
+struct VulkanCapabilities {
+  bool vulkan_1_2 = false;             // API version 1.2 or later
+  bool buffer_device_address = false;  // bufferDeviceAddress
+  bool int64 = false;                  // shaderInt64
+  bool int8_storage = false;           // storageBuffer8BitAccess and shaderInt8
+  bool float64 = false;                // shaderFloat64 (f64 programs are refused without it)
+  bool subgroup_arithmetic = false;    // subgroup arithmetic in compute shaders
+  bool timestamps = false;             // timestamps on the compute queue (for profiling)
+  uint32_t subgroup_size = 0;
+  uint32_t max_workgroup_invocations = 0;
+  uint32_t max_shared_memory_bytes = 0;  // workgroup memory per workgroup
+};
+
 struct VulkanDeviceInfo {
   int index = 0;             // position in vulkan_devices()
   std::string name;          // e.g. "NVIDIA H100", "llvmpipe (LLVM 15.0.6, 256 bits)"
@@ -15,11 +30,18 @@ struct VulkanDeviceInfo {
   std::string type;          // "discrete", "integrated", "virtual", "cpu", "other"
   uint64_t memory_bytes = 0; // the largest device-local heap
   std::string api_version;   // "1.3.230"
-  bool usable = false;       // has what Fluxion needs (Vulkan 1.2, buffer device address, 8-bit storage)
+  bool usable = false;       // has every capability the backend requires
+  VulkanCapabilities capabilities;
+  // "full": every capability the backend uses; "reduced": usable, with the fallbacks listed;
+  // "unusable": `missing` names what it lacks.
+  std::string tier;
+  std::vector<std::string> fallbacks;  // e.g. "no subgroup arithmetic: reductions combine in workgroup memory"
+  std::vector<std::string> missing;    // required capabilities it lacks, e.g. "shaderInt64"
 };
 
-// Every Vulkan device present, usable or not; empty (never an error) when there is no Vulkan
-// loader or driver.
+// Every Vulkan device present, usable or not; empty when there is no Vulkan loader or driver.
+// Raises Error only for a malformed FLUXION_VULKAN_DISABLE or FLUXION_VULKAN_LIMITS, or under
+// FLUXION_VULKAN_VALIDATION=1 without the validation layer.
 std::vector<VulkanDeviceInfo> vulkan_devices();
 
 // Chooses the device the Vulkan backend will use, by index in vulkan_devices() or by a

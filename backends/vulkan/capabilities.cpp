@@ -1,0 +1,153 @@
+// Reading a device's capabilities and narrowing them by the emulation variables (docs/vulkan.md,
+// "Capabilities").
+#include "backends/vulkan/capabilities.h"
+
+#include <cstdlib>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "backends/vulkan/context.h"
+#include "backends/vulkan/glsl.h"
+#include "fluxion/error.h"
+
+namespace fluxion::vulkan {
+namespace {
+
+// The workgroup size every shader uses (kWorkgroupSize).
+constexpr uint32_t kInvocationsUsed = kWorkgroupSize;
+
+std::vector<std::string> split(const std::string& s, char sep) {
+  std::vector<std::string> out;
+  std::istringstream in(s);
+  for (std::string item; std::getline(in, item, sep);) {
+    if (!item.empty()) out.push_back(item);
+  }
+  return out;
+}
+
+std::string env(const char* name) {
+  const char* v = std::getenv(name);
+  return v ? v : "";
+}
+
+// The named profiles: what FLUXION_VULKAN_PROFILE expands to before the other two variables.
+struct Profile {
+  const char* name;
+  const char* disable;
+  const char* limits;
+};
+constexpr Profile kProfiles[] = {
+    {"reduced", "subgroup_arithmetic,timestamps", "invocations=128,shared=16384"},
+    {"mobile", "int64,float64,buffer_device_address,int8_storage,subgroup_arithmetic,timestamps",
+     "invocations=128,shared=16384"},
+};
+
+void disable(VulkanCapabilities& c, const std::string& what, const std::string& source) {
+  struct Flag {
+    const char* name;
+    bool VulkanCapabilities::*field;
+  };
+  static constexpr Flag kFlags[] = {{"buffer_device_address", &VulkanCapabilities::buffer_device_address},
+                                    {"int64", &VulkanCapabilities::int64},
+                                    {"int8_storage", &VulkanCapabilities::int8_storage},
+                                    {"float64", &VulkanCapabilities::float64},
+                                    {"subgroup_arithmetic", &VulkanCapabilities::subgroup_arithmetic},
+                                    {"timestamps", &VulkanCapabilities::timestamps}};
+  std::string known;
+  for (const Flag& f : kFlags) {
+    if (what == f.name) {
+      c.*f.field = false;
+      return;
+    }
+    known += std::string(known.empty() ? "" : ", ") + f.name;
+  }
+  detail::fail("vulkan", source + ": unknown capability '" + what + "'; expected a comma-separated list of " + known);
+}
+
+void limit(VulkanCapabilities& c, const std::string& item, const std::string& source) {
+  size_t eq = item.find('=');
+  std::string key = item.substr(0, eq);
+  char* end = nullptr;
+  unsigned long long v = eq == std::string::npos ? 0 : std::strtoull(item.c_str() + eq + 1, &end, 10);
+  bool number = eq != std::string::npos && end && *end == '\0' && eq + 1 < item.size();
+  uint32_t* field = key == "invocations" ? &c.max_workgroup_invocations
+                    : key == "shared"    ? &c.max_shared_memory_bytes
+                                         : nullptr;
+  if (!field || !number) {
+    detail::fail("vulkan", source + ": '" + item +
+                               "' is not a limit; expected invocations=<n> or shared=<bytes>, comma-separated");
+  }
+  *field = std::min<uint32_t>(*field, static_cast<uint32_t>(std::min<unsigned long long>(v, UINT32_MAX)));
+}
+
+void emulate(VulkanCapabilities& c) {
+  std::string profile = env("FLUXION_VULKAN_PROFILE");
+  if (!profile.empty()) {
+    const Profile* p = nullptr;
+    for (const Profile& k : kProfiles) {
+      if (profile == k.name) p = &k;
+    }
+    if (!p) detail::fail("vulkan", "FLUXION_VULKAN_PROFILE=" + profile + ": expected reduced or mobile");
+    for (const std::string& d : split(p->disable, ',')) disable(c, d, "FLUXION_VULKAN_PROFILE");
+    for (const std::string& l : split(p->limits, ',')) limit(c, l, "FLUXION_VULKAN_PROFILE");
+  }
+  for (const std::string& d : split(env("FLUXION_VULKAN_DISABLE"), ',')) disable(c, d, "FLUXION_VULKAN_DISABLE");
+  for (const std::string& l : split(env("FLUXION_VULKAN_LIMITS"), ',')) limit(c, l, "FLUXION_VULKAN_LIMITS");
+}
+
+}  // namespace
+
+void read_capabilities(VkPhysicalDevice physical, VulkanDeviceInfo& info) {
+  VkPhysicalDeviceProperties p;
+  vkGetPhysicalDeviceProperties(physical, &p);
+  VulkanCapabilities& c = info.capabilities;
+  c.vulkan_1_2 = p.apiVersion >= VK_API_VERSION_1_2;
+  c.max_workgroup_invocations = p.limits.maxComputeWorkGroupInvocations;
+  c.max_shared_memory_bytes = p.limits.maxComputeSharedMemorySize;
+  if (c.vulkan_1_2) {
+    auto f12 = vk_struct<VkPhysicalDeviceVulkan12Features>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES);
+    auto f = vk_struct<VkPhysicalDeviceFeatures2>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2);
+    f.pNext = &f12;
+    vkGetPhysicalDeviceFeatures2(physical, &f);
+    c.buffer_device_address = f12.bufferDeviceAddress;
+    c.int8_storage = f12.storageBuffer8BitAccess && f12.shaderInt8;
+    c.int64 = f.features.shaderInt64;
+    c.float64 = f.features.shaderFloat64;
+    auto sub = vk_struct<VkPhysicalDeviceSubgroupProperties>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES);
+    auto p2 = vk_struct<VkPhysicalDeviceProperties2>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2);
+    p2.pNext = &sub;
+    vkGetPhysicalDeviceProperties2(physical, &p2);
+    c.subgroup_size = sub.subgroupSize;
+    c.subgroup_arithmetic = (sub.supportedStages & VK_SHADER_STAGE_COMPUTE_BIT) &&
+                            (sub.supportedOperations & VK_SUBGROUP_FEATURE_ARITHMETIC_BIT) &&
+                            (sub.supportedOperations & VK_SUBGROUP_FEATURE_BASIC_BIT);
+  }
+  uint32_t nq = 0;
+  vkGetPhysicalDeviceQueueFamilyProperties(physical, &nq, nullptr);
+  std::vector<VkQueueFamilyProperties> qs(nq);
+  vkGetPhysicalDeviceQueueFamilyProperties(physical, &nq, qs.data());
+  for (const VkQueueFamilyProperties& q : qs) {
+    if (q.queueFlags & VK_QUEUE_COMPUTE_BIT) {
+      c.timestamps = q.timestampValidBits > 0 && p.limits.timestampPeriod > 0;
+      break;
+    }
+  }
+  emulate(c);
+
+  info.missing.clear();
+  info.fallbacks.clear();
+  if (!c.vulkan_1_2) info.missing.push_back("Vulkan 1.2");
+  if (!c.buffer_device_address) info.missing.push_back("bufferDeviceAddress");
+  if (!c.int64) info.missing.push_back("shaderInt64");
+  if (!c.int8_storage) info.missing.push_back("storageBuffer8BitAccess with shaderInt8");
+  if (c.max_workgroup_invocations < kInvocationsUsed) info.missing.push_back("64 invocations per workgroup");
+  if (!c.float64) info.fallbacks.push_back("no shaderFloat64: f64 programs are refused");
+  if (!c.subgroup_arithmetic)
+    info.fallbacks.push_back("no subgroup arithmetic: reductions combine in workgroup memory");
+  if (!c.timestamps) info.fallbacks.push_back("no timestamps: kernels are not timed when profiling");
+  info.usable = info.missing.empty();
+  info.tier = !info.usable ? "unusable" : info.fallbacks.empty() ? "full" : "reduced";
+}
+
+}  // namespace fluxion::vulkan

@@ -1,0 +1,174 @@
+// Capabilities, tiers and the emulation variables (docs/vulkan.md, "Capabilities"): what each
+// device reports, and that the backend follows the capabilities of the device it runs on. The
+// suite runs these tests on the full device and again under emulated profiles (vulkan.reduced.*,
+// vulkan.no_float64, vulkan.small_shared), where the other branch of each test runs.
+#include <gtest/gtest.h>
+
+#include <fluxion/fluxion.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <optional>
+#include <string>
+
+#include "common/kernel_listing.h"
+#include "common/test_util.h"
+#include "vulkan/require_vulkan.h"
+
+namespace fx = fluxion;
+using fx::Array;
+using fx::Tensor;
+
+namespace {
+
+bool has(const std::vector<std::string>& v, const std::string& prefix) {
+  return std::any_of(v.begin(), v.end(), [&](const std::string& s) { return s.rfind(prefix, 0) == 0; });
+}
+
+std::string env(const char* name) {
+  const char* v = std::getenv(name);
+  return v ? v : "";
+}
+
+// Sets an environment variable for the scope, restoring it after.
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const char* value) : name_(name) {
+    if (const char* old = std::getenv(name)) old_ = old;
+    setenv(name, value, 1);
+  }
+  ~ScopedEnv() {
+    if (old_) setenv(name_, old_->c_str(), 1);
+    else unsetenv(name_);
+  }
+  ScopedEnv(const ScopedEnv&) = delete;
+  ScopedEnv& operator=(const ScopedEnv&) = delete;
+
+ private:
+  const char* name_;
+  std::optional<std::string> old_;
+};
+
+}  // namespace
+
+TEST(VulkanCapabilities, EveryDeviceReportsATierConsistentWithItsCapabilities) {
+  for (const fx::VulkanDeviceInfo& d : fx::vulkan_devices()) {
+    SCOPED_TRACE(d.name);
+    const fx::VulkanCapabilities& c = d.capabilities;
+    EXPECT_EQ(d.usable, d.missing.empty());
+    EXPECT_EQ(d.tier, !d.usable ? "unusable" : d.fallbacks.empty() ? "full" : "reduced");
+    EXPECT_EQ(has(d.missing, "shaderInt64"), !c.int64);
+    EXPECT_EQ(has(d.missing, "bufferDeviceAddress"), !c.buffer_device_address);
+    EXPECT_EQ(has(d.fallbacks, "no shaderFloat64"), !c.float64);
+    EXPECT_EQ(has(d.fallbacks, "no subgroup arithmetic"), !c.subgroup_arithmetic);
+    EXPECT_EQ(has(d.fallbacks, "no timestamps"), !c.timestamps);
+    if (d.usable) {
+      EXPECT_GE(c.max_workgroup_invocations, 64u);
+      EXPECT_GT(c.subgroup_size, 0u);
+    }
+    // lavapipe has every capability; only emulation takes one away.
+    bool emulated = !env("FLUXION_VULKAN_PROFILE").empty() || !env("FLUXION_VULKAN_DISABLE").empty();
+    if (d.name.find("llvmpipe") != std::string::npos && !emulated) {
+      EXPECT_EQ(d.tier, "full");
+    }
+  }
+}
+
+TEST(VulkanCapabilities, TheReducedProfileNarrowsWhatTheDeviceReports) {
+  REQUIRE_VULKAN();
+  fx::VulkanDeviceInfo d = fx::vulkan_device();
+  if (env("FLUXION_VULKAN_PROFILE") != "reduced")
+    GTEST_SKIP() << "runs under FLUXION_VULKAN_PROFILE=reduced (vulkan.reduced.*)";
+  EXPECT_FALSE(d.capabilities.subgroup_arithmetic);
+  EXPECT_FALSE(d.capabilities.timestamps);
+  EXPECT_LE(d.capabilities.max_workgroup_invocations, 128u);
+  EXPECT_LE(d.capabilities.max_shared_memory_bytes, 16384u);
+  EXPECT_EQ(d.tier, "reduced");
+}
+
+TEST(VulkanCapabilities, EmulationVariablesAreCheckedAndTheMobileProfileNamesWhatIsMissing) {
+  {
+    ScopedEnv bad("FLUXION_VULKAN_DISABLE", "float64,warp_shuffles");
+    try {
+      if (!fx::vulkan_devices().empty()) ADD_FAILURE() << "an unknown capability was accepted";
+    } catch (const fx::Error& e) {
+      EXPECT_NE(std::string(e.what()).find("unknown capability 'warp_shuffles'"), std::string::npos) << e.what();
+    }
+  }
+  {
+    ScopedEnv bad("FLUXION_VULKAN_LIMITS", "shared=lots");
+    try {
+      if (!fx::vulkan_devices().empty()) ADD_FAILURE() << "a malformed limit was accepted";
+    } catch (const fx::Error& e) {
+      EXPECT_NE(std::string(e.what()).find("'shared=lots' is not a limit"), std::string::npos) << e.what();
+    }
+  }
+  ScopedEnv mobile("FLUXION_VULKAN_PROFILE", "mobile");
+  for (const fx::VulkanDeviceInfo& d : fx::vulkan_devices()) {
+    SCOPED_TRACE(d.name);
+    EXPECT_EQ(d.tier, "unusable");
+    EXPECT_TRUE(has(d.missing, "shaderInt64"));
+    EXPECT_TRUE(has(d.missing, "bufferDeviceAddress"));
+    EXPECT_TRUE(has(d.missing, "storageBuffer8BitAccess"));
+    EXPECT_LE(d.capabilities.max_shared_memory_bytes, 16384u);
+  }
+}
+
+TEST(VulkanCapabilities, ReductionsUseSubgroupsOnlyWhereTheDeviceHasSubgroupArithmetic) {
+  REQUIRE_VULKAN();
+  auto f = fx::jit([](Tensor x) { return fx::sum(fx::tanh(x), {1}); }, fx::Backend::Vulkan);
+  Array x(std::vector<float>(8 * 4096, 0.25f), {8, 4096});
+  std::vector<std::string> strategies = fx::testing::kernel_strategies(f.lower(x).kernels());
+  bool subgroups = std::count(strategies.begin(), strategies.end(), "loop[subgroup-rows]") > 0;
+  EXPECT_EQ(subgroups, fx::vulkan_device().capabilities.subgroup_arithmetic) << f.lower(x).kernels();
+  std::vector<double> got = f(x).to_doubles();
+  ASSERT_EQ(got.size(), 8u);
+  for (double v : got) EXPECT_NEAR(v, 4096 * std::tanh(0.25), 1e-3);
+}
+
+TEST(VulkanCapabilities, Float64ProgramsRunOnlyWithShaderFloat64) {
+  REQUIRE_VULKAN();
+  fx::VulkanDeviceInfo d = fx::vulkan_device();
+  if (env("FLUXION_VULKAN_DISABLE").find("float64") != std::string::npos) {
+    EXPECT_FALSE(d.capabilities.float64);
+  }
+  auto f = fx::jit([](Tensor x) { return fx::exp(x) * 2.0; }, fx::Backend::Vulkan);
+  Array x(std::vector<double>{0, 1, -1}, {3});
+  if (d.capabilities.float64) {
+    std::vector<double> got = f(x).to_doubles();
+    EXPECT_NEAR(got[1], 2 * std::exp(1.0), 1e-12);
+    return;
+  }
+  try {
+    f(x);
+    ADD_FAILURE() << "an f64 program ran on a device without shaderFloat64";
+  } catch (const fx::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("shaderFloat64"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find(d.name), std::string::npos) << e.what();
+  }
+  // f32 programs still run (under validation, without shaderFloat64 enabled on the device).
+  auto g = fx::jit([](Tensor x) { return fx::exp(x) * 2.0; }, fx::Backend::Vulkan);
+  std::vector<double> got = g(Array(std::vector<float>{0, 1, -1}, {3})).to_doubles();
+  EXPECT_NEAR(got[1], 2 * std::exp(1.0), 1e-5);
+}
+
+TEST(VulkanCapabilities, AKernelNeedingMoreWorkgroupMemoryThanTheDeviceHasIsRefused) {
+  REQUIRE_VULKAN();
+  // A tiled f64 product stages two 16 x 33 tiles of doubles: 8448 bytes of workgroup memory.
+  auto f = fx::jit([](Tensor a, Tensor b) { return fx::matmul(a, b); }, fx::Backend::Vulkan);
+  std::vector<double> ones(128 * 128, 1.0);
+  Array a(ones, {128, 128}), b(ones, {128, 128});
+  const fx::VulkanCapabilities& c = fx::vulkan_device().capabilities;
+  if (!c.float64) GTEST_SKIP() << "needs shaderFloat64";
+  if (c.max_shared_memory_bytes >= 8448) {
+    EXPECT_EQ(f(a, b).to_doubles()[0], 128.0);
+    return;
+  }
+  try {
+    f(a, b);
+    ADD_FAILURE() << "a kernel beyond the workgroup memory limit ran";
+  } catch (const fx::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("8448 bytes of workgroup memory"), std::string::npos) << e.what();
+  }
+}
