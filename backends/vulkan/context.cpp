@@ -71,6 +71,28 @@ VkInstance create_instance() {
   return create_validated_instance(ci);
 }
 
+// The driver's name and version. Vendors pack driverVersion their own way: NVIDIA in 10.8.8.6
+// bits; Mesa, AMD and ARM as Vulkan versions (as are Intel's Linux drivers, which are Mesa's).
+void describe_driver(VkPhysicalDevice physical, const VkPhysicalDeviceProperties& p, VulkanDeviceInfo& info) {
+  uint32_t v = p.driverVersion;
+  auto dotted = [](std::initializer_list<uint32_t> parts) {
+    std::string s;
+    for (uint32_t x : parts) s += (s.empty() ? "" : ".") + std::to_string(x);
+    return s;
+  };
+  if (p.vendorID == 0x10DE) {
+    info.driver_version = dotted({v >> 22, (v >> 14) & 0xff, (v >> 6) & 0xff, v & 0x3f});
+  } else {
+    info.driver_version = dotted({VK_API_VERSION_MAJOR(v), VK_API_VERSION_MINOR(v), VK_API_VERSION_PATCH(v)});
+  }
+  if (p.apiVersion < VK_API_VERSION_1_2) return;
+  auto dp = vk_struct<VkPhysicalDeviceDriverProperties>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_DRIVER_PROPERTIES);
+  auto p2 = vk_struct<VkPhysicalDeviceProperties2>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2);
+  p2.pNext = &dp;
+  vkGetPhysicalDeviceProperties2(physical, &p2);
+  info.driver = std::string(dp.driverName) + (dp.driverInfo[0] ? std::string(" ") + dp.driverInfo : "");
+}
+
 struct Candidate {
   VkPhysicalDevice physical;
   VulkanDeviceInfo info;
@@ -99,6 +121,7 @@ std::vector<Candidate> enumerate(VkInstance instance) {
     }
     info.api_version = std::to_string(VK_API_VERSION_MAJOR(p.apiVersion)) + "." + std::to_string(VK_API_VERSION_MINOR(p.apiVersion)) +
                        "." + std::to_string(VK_API_VERSION_PATCH(p.apiVersion));
+    describe_driver(devs[i], p, info);
     read_capabilities(devs[i], info);
     out.push_back({devs[i], info, p.deviceType});
   }

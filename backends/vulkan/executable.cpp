@@ -15,6 +15,7 @@
 
 #include "backends/counters.h"
 #include "backends/profiler.h"
+#include "backends/vulkan/barrier_audit.h"
 #include "backends/vulkan/context.h"
 #include "backends/vulkan/device_array.h"
 #include "backends/vulkan/pipelines.h"
@@ -82,6 +83,9 @@ class VulkanExecutable final : public backends::Executable {
     // llvmpipe (lavapipe's shader compiler) ends any invocation after 65535 loop iterations, loop
     // entries included, counted over all its loops together.
     if (ctx_.info.name.find("llvmpipe") != std::string::npos) options_.loop_iteration_limit = 60000;
+    options_.keep_accesses = barrier_audit_enabled();
+    if (const char* drop = std::getenv("FLUXION_VULKAN_DROP_BARRIER"); drop && *drop)
+      options_.drop_barrier = std::atoll(drop);
     schedule_ = kernel::schedule(program_.body, true, options);
     for (ir::ValueId v : program_.body.results) outputs_.push_back(program_.body.type(v));
     MemoryPool& dev = *ctx_.device_pool;
@@ -272,6 +276,7 @@ class VulkanExecutable final : public backends::Executable {
         [this](const ir::Region& r, const kernel::RegionSchedule& s, size_t k) -> const CompiledKernel& { return kernel_pipeline(r, s, k); },
         [this](const ir::Node& n, const std::vector<kernel::RegionSchedule>& subs) -> const CompiledLoop& { return loop_pipeline(n, subs); },
         options_, &loops);
+    if (options_.keep_accesses) audit_barriers(recording_);
     if (recording_.dispatches.size() > kMaxDispatches) {
       detail::fail("vulkan", "the program unrolls to " + std::to_string(recording_.dispatches.size()) +
                                  " dispatches (loops are recorded iteration by iteration), over the limit of " + std::to_string(kMaxDispatches));

@@ -108,13 +108,14 @@ class Recorder {
       return false;
     };
     if (conflict()) {
-      d.barrier_before = true;
+      d.barrier_before = barriers_++ != options_.drop_barrier;
       written_.clear();
       read_.clear();
     }
     read_.insert(read_.end(), reads.begin(), reads.end());
     written_.insert(written_.end(), writes.begin(), writes.end());
     out_.dispatches.push_back(d);
+    if (options_.keep_accesses) out_.accesses.push_back({reads, writes});
   }
 
   static Range range(const Loc& l, int64_t n) { return {l.io, l.off, l.off + std::max<int64_t>(n, 1)}; }
@@ -408,6 +409,7 @@ class Recorder {
   std::map<std::pair<const ir::Region*, const ir::Node*>, Loc> globals_;
   std::map<std::pair<const void*, size_t>, Loc> scratch_;
   std::vector<Range> read_, written_;  // since the last barrier
+  int64_t barriers_ = 0;
 };
 
 }  // namespace

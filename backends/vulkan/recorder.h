@@ -42,9 +42,15 @@ struct Dispatch {
   int name = -1;  // index into Recording::names
 };
 
+// The bytes a dispatch reads and writes (for the barrier audit, barrier_audit.h).
+struct Access {
+  std::vector<Range> reads, writes;
+};
+
 struct Recording {
   std::vector<int64_t> args;      // every dispatch's argument table, concatenated
   std::vector<Dispatch> dispatches;
+  std::vector<Access> accesses;   // per dispatch, when RecordOptions::keep_accesses
   std::vector<std::byte> consts;  // initial bytes of the kConsts buffer
   std::vector<std::string> names; // kernel names with the graph ops they contain
 };
@@ -80,6 +86,11 @@ struct RecordOptions {
   bool loop_kernels = true;
   // The device's cap on loop iterations per invocation (lavapipe: 65535), with a margin; 0: none.
   int64_t loop_iteration_limit = 0;
+  // Keep each dispatch's accesses in Recording::accesses (for the barrier audit).
+  bool keep_accesses = false;
+  // Leave out the barrier that would come before barrier number `drop_barrier` (0-based): a
+  // hazard planted on purpose, which the barrier audit must report. -1: none.
+  int64_t drop_barrier = -1;
 };
 
 Recording record(const ir::Program& p, const kernel::RegionSchedule& s, const KernelCompiler& compile,

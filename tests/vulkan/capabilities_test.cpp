@@ -9,16 +9,17 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
-#include <optional>
 #include <string>
 
 #include "common/kernel_listing.h"
+#include "common/scoped_env.h"
 #include "common/test_util.h"
 #include "vulkan/require_vulkan.h"
 
 namespace fx = fluxion;
 using fx::Array;
 using fx::Tensor;
+using fluxion::testing::ScopedEnv;
 
 namespace {
 
@@ -30,25 +31,6 @@ std::string env(const char* name) {
   const char* v = std::getenv(name);
   return v ? v : "";
 }
-
-// Sets an environment variable for the scope, restoring it after.
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const char* value) : name_(name) {
-    if (const char* old = std::getenv(name)) old_ = old;
-    setenv(name, value, 1);
-  }
-  ~ScopedEnv() {
-    if (old_) setenv(name_, old_->c_str(), 1);
-    else unsetenv(name_);
-  }
-  ScopedEnv(const ScopedEnv&) = delete;
-  ScopedEnv& operator=(const ScopedEnv&) = delete;
-
- private:
-  const char* name_;
-  std::optional<std::string> old_;
-};
 
 }  // namespace
 

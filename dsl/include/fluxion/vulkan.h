@@ -30,6 +30,8 @@ struct VulkanDeviceInfo {
   std::string type;          // "discrete", "integrated", "virtual", "cpu", "other"
   uint64_t memory_bytes = 0; // the largest device-local heap
   std::string api_version;   // "1.3.230"
+  std::string driver;        // the driver's name and details, e.g. "llvmpipe Mesa 22.3.6 (LLVM 15.0.6)"
+  std::string driver_version;  // dotted, decoded the vendor's way (NVIDIA: "535.104.5.0")
   bool usable = false;       // has every capability the backend requires
   VulkanCapabilities capabilities;
   // "full": every capability the backend uses; "reduced": usable, with the fallbacks listed;
