@@ -230,6 +230,7 @@ Context* open_context() {
   ctx->timestamp_period_ns = ctx->properties.limits.timestampPeriod;
   const VulkanCapabilities& caps = c.info.capabilities;
   ctx->shaders.subgroup_arithmetic = caps.subgroup_arithmetic;
+  ctx->shaders.int64 = caps.int64;
   ctx->shaders.float64 = caps.float64;
   ctx->shaders.max_shared_bytes = caps.max_shared_memory_bytes;
   auto fc = vk_struct<VkPhysicalDeviceFloatControlsProperties>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FLOAT_CONTROLS_PROPERTIES);
@@ -261,7 +262,7 @@ Context* open_context() {
   f12.shaderInt8 = VK_TRUE;
   auto want = vk_struct<VkPhysicalDeviceFeatures2>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2);
   want.pNext = &f12;
-  want.features.shaderInt64 = VK_TRUE;
+  want.features.shaderInt64 = caps.int64;
   want.features.shaderFloat64 = caps.float64;
   float priority = 1;
   auto qi = vk_struct<VkDeviceQueueCreateInfo>(VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO);

@@ -108,7 +108,13 @@ class LoopEmitter {
     return "fx_addr(" + std::to_string(i + 1) + ")";
   }
 
-  static std::string plus(const std::string& base, const std::string& offset) { return "(" + base + " + uint64_t(" + offset + "))"; }
+  // Address `base` plus `count` times `scale` bytes (fx_offset: 64-bit, or uvec2 with carry).
+  std::string plus(const std::string& base, const std::string& count, int64_t scale = 1) const {
+    std::string type = target_.int64 ? "uint64_t" : "uint";
+    std::string bytes = type + "(" + count + ")";
+    if (scale != 1) bytes += " * " + type + "(" + std::to_string(scale) + ")";
+    return "fx_offset(" + base + ", " + bytes + ")";
+  }
 
   void copy(const std::string& src, const std::string& dst, int64_t n) {
     if (n <= 0) return;
@@ -180,19 +186,19 @@ class LoopEmitter {
     code_ += "  for (int step = step0; step < step1; ++step) {\n";
     code_ += a.reverse ? "  int t = " + std::to_string(a.length - 1) + " - step;\n" : "  int t = step;\n";
     auto param = [&](size_t i) -> std::string {
-      if (i == 0) return plus(arg({LoopArg::Kind::Iota, 0}), "uint64_t(t) * 4ul");
+      if (i == 0) return plus(arg({LoopArg::Kind::Iota, 0}), "t", 4);
       size_t j = i - 1;
       if (j < nc_) return arg({LoopArg::Kind::Result, static_cast<int64_t>(j)});
       if (j < nc_ + nx) {
         int64_t slice = bytes(body.type(body.params[i]));
-        return plus(arg({LoopArg::Kind::Operand, static_cast<int64_t>(j)}), "uint64_t(t) * " + std::to_string(slice) + "ul");
+        return plus(arg({LoopArg::Kind::Operand, static_cast<int64_t>(j)}), "t", slice);
       }
       return arg({LoopArg::Kind::Operand, static_cast<int64_t>(j)});
     };
     std::vector<std::string> res = region(0, param);
     for (size_t j = nc_; j < loop_.results.size(); ++j) {
       int64_t slice = bytes(body.type(body.results[j]));
-      copy(res[j], plus(arg({LoopArg::Kind::Result, static_cast<int64_t>(j)}), "uint64_t(t) * " + std::to_string(slice) + "ul"), slice);
+      copy(res[j], plus(arg({LoopArg::Kind::Result, static_cast<int64_t>(j)}), "t", slice), slice);
     }
     update_carries(body, 1, res);
     code_ += "  }\n";

@@ -13,14 +13,14 @@ namespace {
 
 const char* kPrelude = R"(#version 460
 #extension GL_EXT_buffer_reference : require
-#extension GL_EXT_shader_explicit_arithmetic_types_int64 : require
 #extension GL_EXT_shader_explicit_arithmetic_types_int8 : require
 #extension GL_EXT_shader_8bit_storage : require
+)";
+
+// Addresses as 64-bit integers: the io table, the argument tables and the push constants hold
+// 64-bit words.
+const char* kAddresses64 = R"(#extension GL_EXT_shader_explicit_arithmetic_types_int64 : require
 layout(local_size_x = 64) in;  // kWorkgroupSize
-layout(buffer_reference, std430, buffer_reference_align = 4) COHERENT buffer BufF32 { float v[]; };
-layout(buffer_reference, std430, buffer_reference_align = 4) COHERENT buffer BufI32 { int v[]; };
-layout(buffer_reference, std430, buffer_reference_align = 4) COHERENT buffer BufU32 { uint v[]; };
-layout(buffer_reference, std430, buffer_reference_align = 1) COHERENT buffer BufU8 { uint8_t v[]; };
 layout(buffer_reference, std430, buffer_reference_align = 8) buffer BufI64 { int64_t v[]; };
 layout(push_constant) uniform Push { uint64_t io; uint64_t args; } pc;
 // Argument k: (io entry, byte offset) or (-1, absolute address).
@@ -30,6 +30,37 @@ uint64_t fx_addr(int k) {
   return which < 0 ? off : uint64_t(BufI64(pc.io).v[int(which)]) + off;
 }
 int64_t fx_word(int k) { return BufI64(pc.args).v[k]; }
+uint64_t fx_offset(uint64_t a, uint64_t bytes) { return a + bytes; }
+)";
+
+// The same tables on a device without 64-bit integers in shaders: each 64-bit word read as two
+// 32-bit words (low first), addresses as uvec2 (GL_EXT_buffer_reference_uvec2), added with carry.
+const char* kAddresses32 = R"(#extension GL_EXT_buffer_reference_uvec2 : require
+layout(local_size_x = 64) in;  // kWorkgroupSize
+layout(buffer_reference, std430, buffer_reference_align = 4) buffer BufWords { uint v[]; };
+layout(push_constant) uniform Push { uvec2 io; uvec2 args; } pc;
+uvec2 fx_offset(uvec2 a, uint bytes) {
+  uint carry;
+  uint lo = uaddCarry(a.x, bytes, carry);
+  return uvec2(lo, a.y + carry);
+}
+uvec2 fx_addr(int k) {
+  BufWords args = BufWords(pc.args);
+  int which = int(args.v[4 * k]);
+  uvec2 off = uvec2(args.v[4 * k + 2], args.v[4 * k + 3]);
+  if (which < 0) return off;
+  BufWords io = BufWords(pc.io);
+  uvec2 base = fx_offset(uvec2(io.v[2 * which], io.v[2 * which + 1]), off.x);
+  return uvec2(base.x, base.y + off.y);
+}
+int fx_word(int k) { return int(BufWords(pc.args).v[2 * k]); }
+)";
+
+const char* kBuffers =
+    R"(layout(buffer_reference, std430, buffer_reference_align = 4) COHERENT buffer BufF32 { float v[]; };
+layout(buffer_reference, std430, buffer_reference_align = 4) COHERENT buffer BufI32 { int v[]; };
+layout(buffer_reference, std430, buffer_reference_align = 4) COHERENT buffer BufU32 { uint v[]; };
+layout(buffer_reference, std430, buffer_reference_align = 1) COHERENT buffer BufU8 { uint8_t v[]; };
 bool fx_guard() { return BufU8(fx_addr(0)).v[0] != uint8_t(0); }
 // Philox-4x32-10 (jit/eval/philox.h).
 uvec4 fx_philox4(uvec4 c, uvec2 k) {
@@ -266,7 +297,7 @@ std::string instantiate(const std::string& text, bool dbl) {
 }  // namespace
 
 std::string shader_prelude(const ShaderTarget& target, bool coherent) {
-  std::string s = kPrelude;
+  std::string s = std::string(kPrelude) + (target.int64 ? kAddresses64 : kAddresses32) + kBuffers;
   if (target.subgroup_arithmetic) {
     s += "#extension GL_KHR_shader_subgroup_basic : require\n#extension GL_KHR_shader_subgroup_arithmetic : require\n";
   }
