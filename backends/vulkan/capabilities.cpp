@@ -38,7 +38,7 @@ struct Profile {
   const char* limits;
 };
 constexpr Profile kProfiles[] = {
-    {"reduced", "int64,subgroup_arithmetic,timestamps", "invocations=128,shared=16384"},
+    {"reduced", "int64,int8_storage,subgroup_arithmetic,timestamps", "invocations=128,shared=16384"},
     {"mobile", "int64,float64,buffer_device_address,int8_storage,subgroup_arithmetic,timestamps",
      "invocations=128,shared=16384"},
 };
@@ -139,9 +139,9 @@ void read_capabilities(VkPhysicalDevice physical, VulkanDeviceInfo& info) {
   info.fallbacks.clear();
   if (!c.vulkan_1_2) info.missing.push_back("Vulkan 1.2");
   if (!c.buffer_device_address) info.missing.push_back("bufferDeviceAddress");
-  if (!c.int8_storage) info.missing.push_back("storageBuffer8BitAccess with shaderInt8");
   if (c.max_workgroup_invocations < kInvocationsUsed) info.missing.push_back("64 invocations per workgroup");
   if (!c.int64) info.fallbacks.push_back("no shaderInt64: buffer addresses as uvec2 (GL_EXT_buffer_reference_uvec2)");
+  if (!c.int8_storage) info.fallbacks.push_back("no 8-bit storage: booleans read and written in 32-bit words");
   if (!c.float64) info.fallbacks.push_back("no shaderFloat64: f64 programs are refused");
   if (!c.subgroup_arithmetic)
     info.fallbacks.push_back("no subgroup arithmetic: reductions combine in workgroup memory");

@@ -231,6 +231,7 @@ Context* open_context() {
   const VulkanCapabilities& caps = c.info.capabilities;
   ctx->shaders.subgroup_arithmetic = caps.subgroup_arithmetic;
   ctx->shaders.int64 = caps.int64;
+  ctx->shaders.int8_storage = caps.int8_storage;
   ctx->shaders.float64 = caps.float64;
   ctx->shaders.max_shared_bytes = caps.max_shared_memory_bytes;
   auto fc = vk_struct<VkPhysicalDeviceFloatControlsProperties>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FLOAT_CONTROLS_PROPERTIES);
@@ -258,8 +259,8 @@ Context* open_context() {
   // validation layer reports a shader that still uses it.
   auto f12 = vk_struct<VkPhysicalDeviceVulkan12Features>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES);
   f12.bufferDeviceAddress = VK_TRUE;
-  f12.storageBuffer8BitAccess = VK_TRUE;
-  f12.shaderInt8 = VK_TRUE;
+  f12.storageBuffer8BitAccess = caps.int8_storage;
+  f12.shaderInt8 = caps.int8_storage;
   auto want = vk_struct<VkPhysicalDeviceFeatures2>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2);
   want.pNext = &f12;
   want.features.shaderInt64 = caps.int64;

@@ -20,6 +20,7 @@ inline constexpr uint32_t kWorkgroupSize = 64;
 // What the device's shaders may use.
 struct ShaderTarget {
   bool int64 = true;          // shaderInt64: addresses as uint64_t (else as uvec2)
+  bool int8_storage = true;   // 8-bit storage and integers: bytes as uint8_t (else in 32-bit words)
   bool float64 = false;       // shaderFloat64: f64 arithmetic (else f64 programs are refused)
   bool preserve_nan32 = false;  // shaderSignedZeroInfNanPreserveFloat32: IEEE NaN/Inf/-0 in f32
   bool preserve_nan64 = false;  // the same for f64

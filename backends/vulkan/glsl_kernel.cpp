@@ -35,9 +35,15 @@ std::string buffer_type(DType t) {
     case DType::f32: return "BufF32";
     case DType::f64: return "BufF64";
     case DType::i32: return "BufI32";
-    case DType::boolean: return "BufU8";
+    case DType::boolean: return "FX_ADDR";  // bytes, through fx_ld8 and fx_st8
   }
   return "?";
+}
+
+// `type name = type(address);`: a typed buffer reference, or for booleans the address itself.
+std::string buffer_declaration(DType t, const std::string& name, const std::string& address) {
+  std::string type = buffer_type(t);
+  return type + " " + name + " = " + (t == DType::boolean ? address : type + "(" + address + ")") + ";\n";
 }
 
 bool is_reduce(const ir::Node& n) { return ir::op_info(n.op).cls == ir::OpClass::Reduce; }
@@ -167,14 +173,17 @@ std::string GlslKernel::buffer(ir::ValueId v, bool write) {
 
 std::string GlslKernel::load(ir::ValueId v, const Index& idx) {
   const TensorType& t = region_.type(v);
-  std::string x = buffer(v, false) + ".v[" + flat(idx, t.shape) + "]";
-  return t.dtype == DType::boolean ? "(" + x + " != uint8_t(0))" : x;
+  if (t.dtype == DType::boolean) return "(fx_ld8(" + buffer(v, false) + ", " + flat(idx, t.shape) + ") != 0u)";
+  return buffer(v, false) + ".v[" + flat(idx, t.shape) + "]";
 }
 
 void GlslKernel::store(ir::ValueId v, const Index& idx, const std::string& x) {
   const TensorType& t = region_.type(v);
-  std::string val = t.dtype == DType::boolean ? "uint8_t(" + x + " ? 1 : 0)" : x;
-  line(buffer(v, true) + ".v[" + flat(idx, t.shape) + "] = " + val + ";");
+  if (t.dtype == DType::boolean) {
+    line("fx_st8(" + buffer(v, true) + ", " + flat(idx, t.shape) + ", " + x + " ? 1u : 0u);");
+    return;
+  }
+  line(buffer(v, true) + ".v[" + flat(idx, t.shape) + "] = " + x + ";");
 }
 
 std::string GlslKernel::at(ir::ValueId v, const Index& idx) {
@@ -476,8 +485,8 @@ KernelShader GlslKernel::emit(const std::string& name) {
   std::string decls;
   for (size_t i = 0; i < buffers_.size(); ++i) {
     ir::ValueId v = buffers_[i];
-    std::string bt = buffer_type(region_.type(v).dtype);
-    decls += "  " + bt + " b" + std::to_string(i) + " = " + bt + "(fx_addr(" + std::to_string(i + 1) + "));\n";
+    decls += "  " + buffer_declaration(region_.type(v).dtype, "b" + std::to_string(i),
+                                       "fx_addr(" + std::to_string(i + 1) + ")");
   }
   out.glsl = shader_prelude(target_) + shared_ + "void main() {\n  if (!fx_guard()) return;\n" + decls + code_.str() + "}\n";
   return out;
@@ -556,8 +565,8 @@ std::string GlslKernel::emit_cooperative(const std::function<std::string(ir::Val
   }
   std::string decls;
   for (size_t i = 0; i < buffers_.size(); ++i) {
-    std::string bt = buffer_type(region_.type(buffers_[i]).dtype);
-    decls += "    " + bt + " b" + std::to_string(i) + " = " + bt + "(" + address(buffers_[i]) + ");\n";
+    decls +=
+        "    " + buffer_declaration(region_.type(buffers_[i]).dtype, "b" + std::to_string(i), address(buffers_[i]));
   }
   return "  {\n" + decls + code_.str() + "  }\n";
 }

@@ -122,7 +122,8 @@ class LoopEmitter {
     if (n % 4 == 0) {
       code_ += "  for (int i = lid; i < " + std::to_string(n / 4) + "; i += 64) BufU32(" + dst + ").v[i] = BufU32(" + src + ").v[i];\n";
     } else {
-      code_ += "  for (int i = lid; i < " + std::to_string(n) + "; i += 64) BufU8(" + dst + ").v[i] = BufU8(" + src + ").v[i];\n";
+      code_ += "  for (int i = lid; i < " + std::to_string(n) + "; i += 64) fx_st8(" + dst + ", i, fx_ld8(" + src +
+               ", i));\n";
     }
   }
 
@@ -210,7 +211,7 @@ class LoopEmitter {
     };
     code_ += "  for (int it = 0;; ++it) {\n";
     std::string c = region(0, param)[0];
-    code_ += "  bool go = BufU8(" + c + ").v[0] != uint8_t(0);\n";
+    code_ += "  bool go = fx_ld8(" + c + ", 0) != 0u;\n";
     code_ += kSync;  // every invocation has read the condition before the body overwrites it
     code_ += "  if (!go) break;\n";
     if (loop_.attrs.max_iters >= 0) {

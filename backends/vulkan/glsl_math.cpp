@@ -11,16 +11,19 @@
 namespace fluxion::vulkan {
 namespace {
 
-const char* kPrelude = R"(#version 460
-#extension GL_EXT_buffer_reference : require
-#extension GL_EXT_shader_explicit_arithmetic_types_int8 : require
-#extension GL_EXT_shader_8bit_storage : require
-)";
+// A shader's opening is assembled from these parts (shader_prelude): the version, the
+// extensions the device's capabilities allow, the addressing of the io and argument tables,
+// byte access, and the buffer types.
+const char* kVersion = "#version 460\n#extension GL_EXT_buffer_reference : require\n";
+const char* kExtensions64 = "#extension GL_EXT_shader_explicit_arithmetic_types_int64 : require\n";
+const char* kExtensions32 = "#extension GL_EXT_buffer_reference_uvec2 : require\n";
+const char* kExtensions8 =
+    "#extension GL_EXT_shader_explicit_arithmetic_types_int8 : require\n#extension GL_EXT_shader_8bit_storage : "
+    "require\n";
 
 // Addresses as 64-bit integers: the io table, the argument tables and the push constants hold
 // 64-bit words.
-const char* kAddresses64 = R"(#extension GL_EXT_shader_explicit_arithmetic_types_int64 : require
-layout(local_size_x = 64) in;  // kWorkgroupSize
+const char* kAddresses64 = R"(#define FX_ADDR uint64_t
 layout(buffer_reference, std430, buffer_reference_align = 8) buffer BufI64 { int64_t v[]; };
 layout(push_constant) uniform Push { uint64_t io; uint64_t args; } pc;
 // Argument k: (io entry, byte offset) or (-1, absolute address).
@@ -31,12 +34,14 @@ uint64_t fx_addr(int k) {
 }
 int64_t fx_word(int k) { return BufI64(pc.args).v[k]; }
 uint64_t fx_offset(uint64_t a, uint64_t bytes) { return a + bytes; }
+uint64_t fx_offset(uint64_t a, uint bytes) { return a + uint64_t(bytes); }
+uint fx_low(uint64_t a) { return uint(a); }
+uint64_t fx_align4(uint64_t a) { return a & ~uint64_t(3); }
 )";
 
 // The same tables on a device without 64-bit integers in shaders: each 64-bit word read as two
 // 32-bit words (low first), addresses as uvec2 (GL_EXT_buffer_reference_uvec2), added with carry.
-const char* kAddresses32 = R"(#extension GL_EXT_buffer_reference_uvec2 : require
-layout(local_size_x = 64) in;  // kWorkgroupSize
+const char* kAddresses32 = R"(#define FX_ADDR uvec2
 layout(buffer_reference, std430, buffer_reference_align = 4) buffer BufWords { uint v[]; };
 layout(push_constant) uniform Push { uvec2 io; uvec2 args; } pc;
 uvec2 fx_offset(uvec2 a, uint bytes) {
@@ -54,14 +59,38 @@ uvec2 fx_addr(int k) {
   return uvec2(base.x, base.y + off.y);
 }
 int fx_word(int k) { return int(BufWords(pc.args).v[2 * k]); }
+uint fx_low(uvec2 a) { return a.x; }
+uvec2 fx_align4(uvec2 a) { return uvec2(a.x & ~3u, a.y); }
 )";
 
-const char* kBuffers =
-    R"(layout(buffer_reference, std430, buffer_reference_align = 4) COHERENT buffer BufF32 { float v[]; };
+const char* kBuffers = R"(layout(local_size_x = 64) in;  // kWorkgroupSize
+layout(buffer_reference, std430, buffer_reference_align = 4) COHERENT buffer BufF32 { float v[]; };
 layout(buffer_reference, std430, buffer_reference_align = 4) COHERENT buffer BufI32 { int v[]; };
 layout(buffer_reference, std430, buffer_reference_align = 4) COHERENT buffer BufU32 { uint v[]; };
-layout(buffer_reference, std430, buffer_reference_align = 1) COHERENT buffer BufU8 { uint8_t v[]; };
-bool fx_guard() { return BufU8(fx_addr(0)).v[0] != uint8_t(0); }
+)";
+
+// Byte i past address a (booleans and flags are bytes): through 8-bit storage, or on a device
+// without it through the 32-bit word holding the byte, stored with atomics that change only
+// that byte (neighbouring bytes may belong to other invocations).
+const char* kBytes8 =
+    R"(layout(buffer_reference, std430, buffer_reference_align = 1) COHERENT buffer BufU8 { uint8_t v[]; };
+uint fx_ld8(FX_ADDR a, int i) { return uint(BufU8(a).v[i]); }
+void fx_st8(FX_ADDR a, int i, uint x) { BufU8(a).v[i] = uint8_t(x); }
+)";
+const char* kBytes32 = R"(uint fx_ld8(FX_ADDR a, int i) {
+  FX_ADDR p = fx_offset(a, uint(i));
+  return (BufU32(fx_align4(p)).v[0] >> ((fx_low(p) & 3u) * 8u)) & 0xffu;
+}
+void fx_st8(FX_ADDR a, int i, uint x) {
+  FX_ADDR p = fx_offset(a, uint(i));
+  uint shift = (fx_low(p) & 3u) * 8u;
+  BufU32 w = BufU32(fx_align4(p));
+  atomicAnd(w.v[0], ~(0xffu << shift));
+  atomicOr(w.v[0], (x & 0xffu) << shift);
+}
+)";
+
+const char* kCommon = R"(bool fx_guard() { return fx_ld8(fx_addr(0), 0) != 0u; }
 // Philox-4x32-10 (jit/eval/philox.h).
 uvec4 fx_philox4(uvec4 c, uvec2 k) {
   for (int round = 0; round < 10; ++round) {
@@ -297,7 +326,9 @@ std::string instantiate(const std::string& text, bool dbl) {
 }  // namespace
 
 std::string shader_prelude(const ShaderTarget& target, bool coherent) {
-  std::string s = std::string(kPrelude) + (target.int64 ? kAddresses64 : kAddresses32) + kBuffers;
+  std::string s = std::string(kVersion) + (target.int64 ? kExtensions64 : kExtensions32) +
+                  (target.int8_storage ? kExtensions8 : "") + kBuffers + (target.int64 ? kAddresses64 : kAddresses32) +
+                  (target.int8_storage ? kBytes8 : kBytes32) + kCommon;
   if (target.subgroup_arithmetic) {
     s += "#extension GL_KHR_shader_subgroup_basic : require\n#extension GL_KHR_shader_subgroup_arithmetic : require\n";
   }
@@ -341,7 +372,7 @@ void main() {
   if (!fx_guard()) return;
   int i = int(gl_WorkGroupID.y * gl_NumWorkGroups.x + gl_WorkGroupID.x) * 64 + int(gl_LocalInvocationID.x);
   if (i >= int(fx_word(6))) return;
-  BufU8(fx_addr(2)).v[i] = BufU8(fx_addr(1)).v[i];
+  fx_st8(fx_addr(2), i, fx_ld8(fx_addr(1), i));
 }
 )";
   return s;
@@ -352,9 +383,9 @@ std::string cond_guard_shader(const ShaderTarget& target) {
 void main() {
   if (gl_GlobalInvocationID.x != 0u) return;
   bool g = fx_guard();
-  bool p = BufU8(fx_addr(1)).v[0] != uint8_t(0);
-  BufU8(fx_addr(2)).v[0] = uint8_t(g && p ? 1 : 0);
-  BufU8(fx_addr(3)).v[0] = uint8_t(g && !p ? 1 : 0);
+  bool p = fx_ld8(fx_addr(1), 0) != 0u;
+  fx_st8(fx_addr(2), 0, g && p ? 1u : 0u);
+  fx_st8(fx_addr(3), 0, g && !p ? 1u : 0u);
 }
 )";
 }
@@ -363,12 +394,12 @@ std::string while_step_shader(const ShaderTarget& target) {
   return shader_prelude(target) + R"(
 void main() {
   if (gl_GlobalInvocationID.x != 0u || !fx_guard()) return;
-  bool go = BufU8(fx_addr(1)).v[0] != uint8_t(0);
-  BufU8(fx_addr(2)).v[0] = uint8_t(go ? 1 : 0);
+  bool go = fx_ld8(fx_addr(1), 0) != 0u;
+  fx_st8(fx_addr(2), 0, go ? 1u : 0u);
   int code = int(fx_word(8));
   if (go && code != 0) {
     atomicMin(BufI32(fx_addr(3)).v[0], code);
-    BufU8(fx_addr(2)).v[0] = uint8_t(0);
+    fx_st8(fx_addr(2), 0, 0u);
   }
 }
 )";
