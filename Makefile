@@ -10,6 +10,8 @@
 #   make test-unit      the suite alone (the quick one while developing)
 #   make bench  the benchmarks against libtorch and hand-written C++ (bench/README.md);
 #               BENCH_ARGS=--quick for a fast smoke run
+#   make test-gpu-validation  the Vulkan self-test under GPU-assisted validation (buffer device
+#               address bounds checks in every shader; slow, minutes on lavapipe; not in make test)
 #   make docs   the API reference of the public headers (Doxygen) in build/docs/html
 #   make lint   clang-format and clang-tidy on the C++ lines changed since LINT_BASE (default
 #               HEAD~20; scripts/lint.sh, which CI runs after make test; needs build/test)
@@ -26,7 +28,7 @@ ifeq ($(LP_NUM_THREADS),)
 LP_NUM_THREADS := 0
 endif
 
-.PHONY: deps demo test test-unit test-sanitize test-tsan test-fuzz build-release build-test bench docs lint clean
+.PHONY: deps demo test test-unit test-sanitize test-tsan test-fuzz test-gpu-validation build-release build-test bench docs lint clean
 
 deps:
 	scripts/install-deps.sh
@@ -63,6 +65,13 @@ test-tsan: deps
 	cmake --preset tsan $(CMAKE_FLAGS)
 	cmake --build --preset tsan -j $(JOBS)
 	LP_NUM_THREADS=$(LP_NUM_THREADS) ctest --preset tsan
+
+# The Vulkan self-test with the validation layer's GPU-assisted validation: every access through
+# a buffer device address is checked against the buffers that exist (synchronization
+# validation cannot see them). Each message is printed; the run fails when a check fails.
+test-gpu-validation: build-test
+	FLUXION_VULKAN_VALIDATION=gpu LP_NUM_THREADS=$(LP_NUM_THREADS) build/test/tools/vulkan_selftest/fluxion_vulkan_selftest \
+	  --json build/fluxion_vulkan_selftest_gpu_validation.json
 
 # libFuzzer targets of the IR text parser, the IDX reader and the safetensors loader (clang-19,
 # ASan + UBSan), each for the preset's FLUXION_FUZZ_SECONDS (60) from the seed corpus in

@@ -73,6 +73,14 @@ bool validation_requested() {
   return on;
 }
 
+bool gpu_assisted_validation_requested() {
+  static const bool on = [] {
+    const char* v = std::getenv("FLUXION_VULKAN_VALIDATION");
+    return v && std::string(v) == "gpu";
+  }();
+  return on;
+}
+
 VkInstance create_validated_instance(VkInstanceCreateInfo ci) {
   VkInstance instance = VK_NULL_HANDLE;
   if (!validation_requested())
@@ -87,10 +95,16 @@ VkInstance create_validated_instance(VkInstanceCreateInfo ci) {
   ci.ppEnabledLayerNames = layers;
   ci.enabledExtensionCount = 1;
   ci.ppEnabledExtensionNames = extensions;
-  VkValidationFeatureEnableEXT enables[] = {VK_VALIDATION_FEATURE_ENABLE_SYNCHRONIZATION_VALIDATION_EXT};
+  // GPU-assisted validation instruments shaders to check every access through a buffer device
+  // address against the buffers that exist (what synchronization validation cannot see); it
+  // is slow, so it is asked for apart (FLUXION_VULKAN_VALIDATION=gpu).
+  VkValidationFeatureEnableEXT sync[] = {VK_VALIDATION_FEATURE_ENABLE_SYNCHRONIZATION_VALIDATION_EXT};
+  VkValidationFeatureEnableEXT gpu[] = {VK_VALIDATION_FEATURE_ENABLE_GPU_ASSISTED_EXT,
+                                        VK_VALIDATION_FEATURE_ENABLE_GPU_ASSISTED_RESERVE_BINDING_SLOT_EXT};
   auto features = vk_struct<VkValidationFeaturesEXT>(VK_STRUCTURE_TYPE_VALIDATION_FEATURES_EXT);
-  features.enabledValidationFeatureCount = 1;
-  features.pEnabledValidationFeatures = enables;
+  bool gpu_assisted = gpu_assisted_validation_requested();
+  features.enabledValidationFeatureCount = gpu_assisted ? 2 : 1;
+  features.pEnabledValidationFeatures = gpu_assisted ? gpu : sync;
   // Chained to the create info too, so that vkCreateInstance and vkDestroyInstance are checked.
   VkDebugUtilsMessengerCreateInfoEXT mi = messenger_info();
   features.pNext = &mi;

@@ -13,6 +13,9 @@ namespace fluxion::vulkan {
 
 // Whether FLUXION_VULKAN_VALIDATION is set to something other than 0.
 bool validation_requested();
+// Whether it is `gpu`: GPU-assisted validation (buffer device address bounds checks in the
+// shaders) instead of synchronization validation.
+bool gpu_assisted_validation_requested();
 
 // vkCreateInstance with `ci`, plus the validation layer and its messenger when requested
 // (Error when the layer is not installed). VK_NULL_HANDLE when the driver refuses the instance.
