@@ -49,14 +49,22 @@ void audit_barriers(const Recording& r) {
     const Access& later = r.accesses[j];
     for (size_t i = epoch; i < j; ++i) {
       const Access& earlier = r.accesses[i];
+      struct Hazard {
+        const std::vector<Range>& later;
+        const std::vector<Range>& earlier;
+        const char* what;
+      };
+      const Hazard hazards[] = {{later.reads, earlier.writes, "reads bytes the earlier wrote (read after write)"},
+                                {later.writes, earlier.writes, "writes bytes the earlier wrote (write after write)"},
+                                {later.writes, earlier.reads, "writes bytes the earlier read (write after read)"}};
       const char* hazard = nullptr;
       const Range* at = nullptr;
-      if ((at = first_overlap(later.reads, earlier.writes))) {
-        hazard = "reads bytes the earlier wrote (read after write)";
-      } else if ((at = first_overlap(later.writes, earlier.writes))) {
-        hazard = "writes bytes the earlier wrote (write after write)";
-      } else if ((at = first_overlap(later.writes, earlier.reads))) {
-        hazard = "writes bytes the earlier read (write after read)";
+      for (const Hazard& h : hazards) {
+        at = first_overlap(h.later, h.earlier);
+        if (at) {
+          hazard = h.what;
+          break;
+        }
       }
       if (!hazard) continue;
       detail::fail("vulkan barrier audit", "no barrier between " + describe(r, i) + " and " + describe(r, j) +

@@ -18,9 +18,11 @@ std::vector<Expectation> parse_expectations(const std::string& text, const std::
     Expectation e;
     if (!(words >> e.vendor)) continue;
     if (!(words >> e.min_version >> e.max_version >> e.check)) {
-      detail::fail("selftest expectations",
-                   source + ":" + std::to_string(number) +
-                       ": expected `vendor min-version max-version check reason...`, got: " + line);
+      std::string message = source;
+      message += ":" + std::to_string(number);
+      message += ": expected `vendor min-version max-version check reason...`, got: ";
+      message += line;
+      detail::fail("selftest expectations", message);
     }
     if (e.min_version == "*") e.min_version.clear();
     if (e.max_version == "*") e.max_version.clear();

@@ -32,13 +32,13 @@ struct VulkanDeviceInfo {
   std::string api_version;   // "1.3.230"
   std::string driver;        // the driver's name and details, e.g. "llvmpipe Mesa 22.3.6 (LLVM 15.0.6)"
   std::string driver_version;  // dotted, decoded the vendor's way (NVIDIA: "535.104.5.0")
-  bool usable = false;       // has every capability the backend requires
+  bool usable = false;         // has every capability the backend requires
   VulkanCapabilities capabilities;
   // "full": every capability the backend uses; "reduced": usable, with the fallbacks listed;
   // "unusable": `missing` names what it lacks.
   std::string tier;
   std::vector<std::string> fallbacks;  // e.g. "no subgroup arithmetic: reductions combine in workgroup memory"
-  std::vector<std::string> missing;    // required capabilities it lacks, e.g. "shaderInt64"
+  std::vector<std::string> missing;    // required capabilities it lacks, e.g. "bufferDeviceAddress"
 };
 
 // Every Vulkan device present, usable or not; empty when there is no Vulkan loader or driver.
