@@ -13,6 +13,7 @@
 #include <cstdio>
 
 #include "fluxion/error.h"
+#include "jit/kernel/conv_product.h"
 
 namespace fluxion::vulkan {
 
@@ -455,9 +456,9 @@ KernelShader GlslKernel::emit(const std::string& name) {
     // A convolution as a tiled product pays when it fills tiles and workgroups: with few output
     // channels (LeNet's 1-16) most of each 32-row tile would idle, and a weight gradient is a
     // handful of tiles over a very long k. Those run one output element per invocation.
-    Gemm g = conv_gemm();
-    int64_t tiles = numel(g.batch) * ((g.M + 31) / 32) * ((g.N + 31) / 32);
-    if (g.M < 16 || tiles < 16) {
+    kernel::ConvProduct p = kernel::conv_product(region_, root);
+    int64_t tiles = std::max<int64_t>(p.batch, 1) * ((p.M + 31) / 32) * ((p.N + 31) / 32);
+    if (p.M < 16 || tiles < 16) {
       gemm = false;
       for (ir::ValueId v : root.results) computed_[static_cast<size_t>(v)] = true;
     }

@@ -5,6 +5,7 @@
 #include "backends/vulkan/glsl_loop.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <map>
 
 #include "backends/vulkan/glsl_kernel.h"
@@ -108,8 +109,15 @@ class LoopEmitter {
     return "fx_addr(" + std::to_string(i + 1) + ")";
   }
 
-  // Address `base` plus `count` times `scale` bytes (fx_offset: 64-bit, or uvec2 with carry).
-  std::string plus(const std::string& base, const std::string& count, int64_t scale = 1) const {
+  // Address `base` plus `count` times `scale` bytes, count at most `max_count` (fx_offset:
+  // 64-bit, or uvec2 with carry, whose offset is 32-bit: refused past 4 GiB, never wrapped).
+  std::string plus(const std::string& base, const std::string& count, int64_t max_count, int64_t scale = 1) const {
+    if (!target_.int64 && max_count * scale > int64_t{UINT32_MAX}) {
+      detail::fail("vulkan codegen",
+                   "a loop addresses " + std::to_string(max_count * scale) +
+                       " bytes past a buffer's start; without 64-bit integers in shaders (shaderInt64) "
+                       "offsets stop at 4 GiB");
+    }
     std::string type = target_.int64 ? "uint64_t" : "uint";
     std::string bytes = type + "(" + count + ")";
     if (scale != 1) bytes += " * " + type + "(" + std::to_string(scale) + ")";
@@ -135,7 +143,7 @@ class LoopEmitter {
     auto p = std::find(r.params.begin(), r.params.end(), v);
     if (p != r.params.end()) return param_address(static_cast<size_t>(p - r.params.begin()));
     switch (s.storage[vi]) {
-      case Storage::Slot: return plus(arg({LoopArg::Kind::Arena, 0}), std::to_string(s.offset[vi]));
+      case Storage::Slot: return plus(arg({LoopArg::Kind::Arena, 0}), std::to_string(s.offset[vi]), s.offset[vi]);
       case Storage::Global: return arg({LoopArg::Kind::Global, v, ri});
       default: detail::fail("vulkan codegen", "internal error: a loop shader reads a value without storage");
     }
@@ -165,7 +173,7 @@ class LoopEmitter {
     for (size_t j = 0; j < nc_; ++j) {
       if (plan[j] != kernel::CarryUpdate::Staged) continue;
       int64_t n = bytes(body.type(body.results[j]));
-      std::string tmp = plus(arg({LoopArg::Kind::Scratch, 0}), std::to_string(scratch_bytes_));
+      std::string tmp = plus(arg({LoopArg::Kind::Scratch, 0}), std::to_string(scratch_bytes_), scratch_bytes_);
       scratch_bytes_ += (n + 7) / 8 * 8;
       copy(src[j], tmp, n);
       src[j] = tmp;
@@ -187,19 +195,19 @@ class LoopEmitter {
     code_ += "  for (int step = step0; step < step1; ++step) {\n";
     code_ += a.reverse ? "  int t = " + std::to_string(a.length - 1) + " - step;\n" : "  int t = step;\n";
     auto param = [&](size_t i) -> std::string {
-      if (i == 0) return plus(arg({LoopArg::Kind::Iota, 0}), "t", 4);
+      if (i == 0) return plus(arg({LoopArg::Kind::Iota, 0}), "t", a.length, 4);
       size_t j = i - 1;
       if (j < nc_) return arg({LoopArg::Kind::Result, static_cast<int64_t>(j)});
       if (j < nc_ + nx) {
         int64_t slice = bytes(body.type(body.params[i]));
-        return plus(arg({LoopArg::Kind::Operand, static_cast<int64_t>(j)}), "t", slice);
+        return plus(arg({LoopArg::Kind::Operand, static_cast<int64_t>(j)}), "t", a.length, slice);
       }
       return arg({LoopArg::Kind::Operand, static_cast<int64_t>(j)});
     };
     std::vector<std::string> res = region(0, param);
     for (size_t j = nc_; j < loop_.results.size(); ++j) {
       int64_t slice = bytes(body.type(body.results[j]));
-      copy(res[j], plus(arg({LoopArg::Kind::Result, static_cast<int64_t>(j)}), "t", slice), slice);
+      copy(res[j], plus(arg({LoopArg::Kind::Result, static_cast<int64_t>(j)}), "t", a.length, slice), slice);
     }
     update_carries(body, 1, res);
     code_ += "  }\n";

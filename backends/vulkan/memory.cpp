@@ -108,10 +108,11 @@ Allocation MemoryPool::allocate(VkDeviceSize bytes) {
                                std::to_string(in_use_ + bytes) + " bytes, over the budget FLUXION_VULKAN_MEMORY_LIMIT=" +
                                std::to_string(memory_limit()));
   }
-  if (auto it = kept_.find(bytes); it != kept_.end()) {
+  // An emptied size stays in kept_ with its vector's capacity: a steady state that frees and
+  // takes the same sizes call after call then makes no host allocation here either.
+  if (auto it = kept_.find(bytes); it != kept_.end() && !it->second.empty()) {
     Allocation a = it->second.back();
     it->second.pop_back();
-    if (it->second.empty()) kept_.erase(it);
     kept_bytes_ -= bytes;
     in_use_ += bytes;
     return a;
@@ -153,10 +154,10 @@ void MemoryPool::free(const Allocation& a) {
 }
 
 void MemoryPool::release_kept() {
-  for (const auto& [size, ranges] : kept_) {
+  for (auto& [size, ranges] : kept_) {
     for (const Allocation& a : ranges) release(a);
+    ranges.clear();
   }
-  kept_.clear();
   kept_bytes_ = 0;
 }
 

@@ -17,6 +17,7 @@
 #include "backends/vulkan/shader.h"
 #include "backends/vulkan/validation.h"
 #include "common/kernel_listing.h"
+#include "common/scoped_env.h"
 #include "common/test_util.h"
 #include "common/vulkan_validation.h"
 #include "cpu/lstm_cell.h"
@@ -316,14 +317,15 @@ TEST(Vulkan, OutOfMemoryBudgetRaisesAndLeavesInputsIntact) {
   REQUIRE_VULKAN();
   Array x = uniform({256, 256}, -1, 1, 11);
   std::vector<double> before = x.to_doubles();
-  ::setenv("FLUXION_VULKAN_MEMORY_LIMIT", "4096", 1);
   bool raised = false;
-  try {
-    fx::jit([](Tensor a) { return fx::matmul(a, a) + 1.0; }, fx::Backend::Vulkan)(x);
-  } catch (const fx::Error& e) {
-    raised = std::string(e.what()).find("out of device memory") != std::string::npos;
+  {
+    fluxion::testing::ScopedEnv limit("FLUXION_VULKAN_MEMORY_LIMIT", "4096");
+    try {
+      fx::jit([](Tensor a) { return fx::matmul(a, a) + 1.0; }, fx::Backend::Vulkan)(x);
+    } catch (const fx::Error& e) {
+      raised = std::string(e.what()).find("out of device memory") != std::string::npos;
+    }
   }
-  ::unsetenv("FLUXION_VULKAN_MEMORY_LIMIT");
   EXPECT_TRUE(raised);
   EXPECT_EQ(x.to_doubles(), before);
 }
@@ -331,7 +333,7 @@ TEST(Vulkan, OutOfMemoryBudgetRaisesAndLeavesInputsIntact) {
 TEST(Vulkan, SpirvComesFromTheDiskCacheOnASecondCompile) {
   std::string dir = ::testing::TempDir() + "fluxion_spirv_cache_test";
   std::filesystem::remove_all(dir);
-  ::setenv("FLUXION_CACHE_DIR", dir.c_str(), 1);
+  fluxion::testing::ScopedEnv cache_dir("FLUXION_CACHE_DIR", dir.c_str());
   std::string glsl = "#version 460\nlayout(local_size_x = 1) in;\nvoid main() { int unused = 42; }\n";
   fx::reset_counters();
   std::vector<uint32_t> first = fx::vulkan::compile_glsl_cached(glsl, "cached");
@@ -339,7 +341,6 @@ TEST(Vulkan, SpirvComesFromTheDiskCacheOnASecondCompile) {
   std::vector<uint32_t> second = fx::vulkan::compile_glsl_cached(glsl, "cached");
   EXPECT_EQ(fx::counters().disk_cache_hits, 1u);
   EXPECT_EQ(first, second);
-  ::unsetenv("FLUXION_CACHE_DIR");
   std::filesystem::remove_all(dir);
 }
 
