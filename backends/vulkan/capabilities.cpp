@@ -2,6 +2,7 @@
 // "Capabilities").
 #include "backends/vulkan/capabilities.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <sstream>
 #include <string>
@@ -16,6 +17,10 @@ namespace {
 
 // The workgroup size every shader uses (kWorkgroupSize).
 constexpr uint32_t kInvocationsUsed = kWorkgroupSize;
+// Without buffer device addresses: the fewest descriptors worth running with (two pools' first
+// blocks and room to grow), and the most used (a 64 MiB block each: 4 GiB).
+constexpr uint32_t kMinDescriptorSlots = 4;
+constexpr uint32_t kMaxDescriptorSlots = 64;
 
 std::vector<std::string> split(const std::string& s, char sep) {
   std::vector<std::string> out;
@@ -71,12 +76,14 @@ void limit(VulkanCapabilities& c, const std::string& item, const std::string& so
   char* end = nullptr;
   unsigned long long v = eq == std::string::npos ? 0 : std::strtoull(item.c_str() + eq + 1, &end, 10);
   bool number = eq != std::string::npos && end && *end == '\0' && eq + 1 < item.size();
-  uint32_t* field = key == "invocations" ? &c.max_workgroup_invocations
-                    : key == "shared"    ? &c.max_shared_memory_bytes
-                                         : nullptr;
+  uint32_t* field = key == "invocations"       ? &c.max_workgroup_invocations
+                    : key == "shared"          ? &c.max_shared_memory_bytes
+                    : key == "storage_buffers" ? &c.max_storage_buffers
+                                               : nullptr;
   if (!field || !number) {
     detail::fail("vulkan", source + ": '" + item +
-                               "' is not a limit; expected invocations=<n> or shared=<bytes>, comma-separated");
+                               "' is not a limit; expected invocations=<n>, shared=<bytes> or storage_buffers=<n>, "
+                               "comma-separated");
   }
   *field = std::min<uint32_t>(*field, static_cast<uint32_t>(std::min<unsigned long long>(v, UINT32_MAX)));
 }
@@ -98,6 +105,8 @@ void emulate(VulkanCapabilities& c) {
 
 }  // namespace
 
+uint32_t descriptor_slots(const VulkanCapabilities& c) { return std::min(c.max_storage_buffers, kMaxDescriptorSlots); }
+
 void read_capabilities(VkPhysicalDevice physical, VulkanDeviceInfo& info) {
   VkPhysicalDeviceProperties p;
   vkGetPhysicalDeviceProperties(physical, &p);
@@ -105,6 +114,9 @@ void read_capabilities(VkPhysicalDevice physical, VulkanDeviceInfo& info) {
   c.vulkan_1_2 = p.apiVersion >= VK_API_VERSION_1_2;
   c.max_workgroup_invocations = p.limits.maxComputeWorkGroupInvocations;
   c.max_shared_memory_bytes = p.limits.maxComputeSharedMemorySize;
+  c.max_storage_buffers =
+      std::min(p.limits.maxPerStageDescriptorStorageBuffers, p.limits.maxDescriptorSetStorageBuffers);
+  c.max_storage_buffer_range = p.limits.maxStorageBufferRange;
   if (c.vulkan_1_2) {
     auto f12 = vk_struct<VkPhysicalDeviceVulkan12Features>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES);
     auto f = vk_struct<VkPhysicalDeviceFeatures2>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2);
@@ -114,6 +126,7 @@ void read_capabilities(VkPhysicalDevice physical, VulkanDeviceInfo& info) {
     c.int8_storage = f12.storageBuffer8BitAccess && f12.shaderInt8;
     c.int64 = f.features.shaderInt64;
     c.float64 = f.features.shaderFloat64;
+    c.descriptor_indexing = f.features.shaderStorageBufferArrayDynamicIndexing;
     auto sub = vk_struct<VkPhysicalDeviceSubgroupProperties>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES);
     auto p2 = vk_struct<VkPhysicalDeviceProperties2>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2);
     p2.pNext = &sub;
@@ -138,8 +151,20 @@ void read_capabilities(VkPhysicalDevice physical, VulkanDeviceInfo& info) {
   info.missing.clear();
   info.fallbacks.clear();
   if (!c.vulkan_1_2) info.missing.push_back("Vulkan 1.2");
-  if (!c.buffer_device_address) info.missing.push_back("bufferDeviceAddress");
+  if (!c.buffer_device_address && !c.descriptor_indexing) {
+    info.missing.push_back(
+        "bufferDeviceAddress, or shaderStorageBufferArrayDynamicIndexing to address buffers through descriptors");
+  } else if (!c.buffer_device_address && c.max_storage_buffers < kMinDescriptorSlots) {
+    info.missing.push_back("bufferDeviceAddress, or " + std::to_string(kMinDescriptorSlots) +
+                           " storage-buffer descriptors per stage to address buffers through them");
+  }
   if (c.max_workgroup_invocations < kInvocationsUsed) info.missing.push_back("64 invocations per workgroup");
+  if (!c.buffer_device_address) {
+    info.fallbacks.push_back(
+        "no bufferDeviceAddress: buffers addressed as (descriptor, offset), one storage-buffer descriptor per memory "
+        "block (" +
+        std::to_string(descriptor_slots(c)) + " slots)");
+  }
   if (!c.int64) info.fallbacks.push_back("no shaderInt64: buffer addresses as uvec2 (GL_EXT_buffer_reference_uvec2)");
   if (!c.int8_storage) info.fallbacks.push_back("no 8-bit storage: booleans read and written in 32-bit words");
   if (!c.float64) info.fallbacks.push_back("no shaderFloat64: f64 programs are refused");

@@ -231,6 +231,7 @@ Context* open_context() {
   const VulkanCapabilities& caps = c.info.capabilities;
   ctx->shaders.subgroup_arithmetic = caps.subgroup_arithmetic;
   ctx->shaders.int64 = caps.int64;
+  ctx->shaders.descriptor_slots = caps.buffer_device_address ? 0 : descriptor_slots(caps);
   ctx->shaders.int8_storage = caps.int8_storage;
   ctx->shaders.float64 = caps.float64;
   ctx->shaders.max_shared_bytes = caps.max_shared_memory_bytes;
@@ -258,13 +259,14 @@ Context* open_context() {
   // Only what the capabilities keep: a disabled feature is not enabled either, so that the
   // validation layer reports a shader that still uses it.
   auto f12 = vk_struct<VkPhysicalDeviceVulkan12Features>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES);
-  f12.bufferDeviceAddress = VK_TRUE;
+  f12.bufferDeviceAddress = caps.buffer_device_address;
   f12.storageBuffer8BitAccess = caps.int8_storage;
   f12.shaderInt8 = caps.int8_storage;
   auto want = vk_struct<VkPhysicalDeviceFeatures2>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2);
   want.pNext = &f12;
   want.features.shaderInt64 = caps.int64;
   want.features.shaderFloat64 = caps.float64;
+  want.features.shaderStorageBufferArrayDynamicIndexing = !caps.buffer_device_address;
   float priority = 1;
   auto qi = vk_struct<VkDeviceQueueCreateInfo>(VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO);
   qi.queueFamilyIndex = ctx->queue_family;
@@ -289,10 +291,15 @@ Context* open_context() {
     check(vkCreatePipelineCache(ctx->device, &pci, nullptr, &ctx->pipeline_cache), "vkCreatePipelineCache");
   }
   std::atexit(store_pipeline_cache);
-  ctx->device_pool = std::make_unique<MemoryPool>(ctx->device, ctx->physical, VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT, 0, "device");
+  if (!caps.buffer_device_address) {
+    ctx->descriptors =
+        std::make_unique<BlockDescriptors>(ctx->device, ctx->shaders.descriptor_slots, caps.max_storage_buffer_range);
+  }
+  ctx->device_pool = std::make_unique<MemoryPool>(ctx->device, ctx->physical, VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT, 0,
+                                                  "device", ctx->descriptors.get());
   ctx->staging_pool = std::make_unique<MemoryPool>(
       ctx->device, ctx->physical, VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT,
-      VK_MEMORY_PROPERTY_HOST_CACHED_BIT, "staging");
+      VK_MEMORY_PROPERTY_HOST_CACHED_BIT, "staging", ctx->descriptors.get());
   return ctx.release();
 }
 
@@ -306,6 +313,7 @@ Context::~Context() {
   if (device) vkDeviceWaitIdle(device);
   device_pool.reset();
   staging_pool.reset();
+  descriptors.reset();
   if (transfer_fence) vkDestroyFence(device, transfer_fence, nullptr);
   if (transfer_pool) vkDestroyCommandPool(device, transfer_pool, nullptr);
   if (pipeline_cache) vkDestroyPipelineCache(device, pipeline_cache, nullptr);

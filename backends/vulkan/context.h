@@ -9,6 +9,7 @@
 #include <mutex>
 #include <string>
 
+#include "backends/vulkan/block_descriptors.h"
 #include "backends/vulkan/glsl.h"
 #include "backends/vulkan/memory.h"
 #include "fluxion/vulkan.h"
@@ -45,6 +46,8 @@ struct Context {
   VkCommandPool transfer_pool = VK_NULL_HANDLE;
   VkCommandBuffer transfer_cmd = VK_NULL_HANDLE;
   VkFence transfer_fence = VK_NULL_HANDLE;
+  // The memory blocks' descriptors, on a device without buffer device addresses (else null).
+  std::unique_ptr<BlockDescriptors> descriptors;
   std::unique_ptr<MemoryPool> device_pool;   // device-local: arenas, inputs, outputs, constants
   std::unique_ptr<MemoryPool> staging_pool;  // host-visible: uploads, readbacks, argument tables
 

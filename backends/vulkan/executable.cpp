@@ -20,6 +20,7 @@
 #include "backends/vulkan/device_array.h"
 #include "backends/vulkan/pipelines.h"
 #include "backends/vulkan/recorder.h"
+#include "backends/vulkan/validation.h"
 #include "fluxion/error.h"
 #include "fluxion/profile.h"
 #include "fluxion/vulkan.h"
@@ -83,7 +84,9 @@ class VulkanExecutable final : public backends::Executable {
     // llvmpipe (lavapipe's shader compiler) ends any invocation after 65535 loop iterations, loop
     // entries included, counted over all its loops together.
     if (ctx_.info.name.find("llvmpipe") != std::string::npos) options_.loop_iteration_limit = 60000;
-    options_.keep_accesses = barrier_audit_enabled();
+    // Under validation without buffer device addresses the audit stands in for synchronization
+    // validation between dispatches (validation.cpp).
+    options_.keep_accesses = barrier_audit_enabled() || (ctx_.descriptors && validation_requested());
     if (const char* drop = std::getenv("FLUXION_VULKAN_DROP_BARRIER"); drop && *drop)
       options_.drop_barrier = std::atoll(drop);
     schedule_ = kernel::schedule(program_.body, true, options);
@@ -133,9 +136,13 @@ class VulkanExecutable final : public backends::Executable {
     return out;
   }
 
+  // The outputs are updated in place as the caller sees them: each output's storage (shared by
+  // its copies) becomes its result's device buffer, which stays on the device as run's results
+  // do, and the buffer it held before (an input's, for an update in place) returns to the pool
+  // for the next call's results. Nothing is changed when the call fails.
   void run_into(const std::vector<Array>& inputs, std::vector<Array>& outputs) const override {
     std::vector<std::shared_ptr<VulkanBuffer>> results = call(inputs);
-    for (size_t k = 0; k < outputs.size(); ++k) results[k]->read(outputs[k].mutable_data(), static_cast<size_t>(bytes(outputs_[k])));
+    for (size_t k = 0; k < outputs.size(); ++k) outputs[k].assign_device(std::move(results[k]));
   }
 
   std::string describe() const override { return kernel::print(program_.body, schedule_); }
@@ -165,6 +172,9 @@ class VulkanExecutable final : public backends::Executable {
       profile_ = profiling();
       build();
     }
+    // Every buffer of this call exists by now; a memory block added since the command buffer
+    // was recorded is only described by a newer descriptor set.
+    if (ctx_.descriptors && ctx_.descriptors->generation() != descriptors_bound_) record_commands();
     io.push_back(consts_->address);
     io.push_back(status_->address);
     for (size_t i = 0; i < inputs.size(); ++i) {
@@ -326,6 +336,10 @@ class VulkanExecutable final : public backends::Executable {
               VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT);
     }
     VkPipelineLayout layout = pipeline_layout(ctx_);
+    if (ctx_.descriptors) {
+      VkDescriptorSet set = ctx_.descriptors->current(&descriptors_bound_);
+      vkCmdBindDescriptorSets(cmd_, VK_PIPELINE_BIND_POINT_COMPUTE, layout, 0, 1, &set, 0, nullptr);
+    }
     VkPipeline bound = VK_NULL_HANDLE;
     if (queries_) vkCmdResetQueryPool(cmd_, queries_, 0, 2 * profiled_);
     for (size_t i = 0; i < recording_.dispatches.size(); ++i) {
@@ -368,6 +382,7 @@ class VulkanExecutable final : public backends::Executable {
   VkFence fence_ = VK_NULL_HANDLE;
   mutable bool ready_ = false;  // the command buffer matches the recording
   mutable bool profile_ = profiling();  // the setting the command buffer was recorded with
+  mutable uint64_t descriptors_bound_ = 0;  // the generation of block descriptors it binds
   mutable VkQueryPool queries_ = VK_NULL_HANDLE;
   mutable uint32_t profiled_ = 0;  // dispatches with timestamps
   mutable std::mutex mu_;

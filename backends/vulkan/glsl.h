@@ -1,8 +1,9 @@
 // Kernel IR to GLSL compute shaders (docs/vulkan.md, "Shader generation"). A kernel reads and
-// writes its buffers through buffer device addresses: its push constants hold the address of
-// the program's io table and of the dispatch's argument table, whose entry 0 is the guard flag
-// (the kernel does nothing when it is 0: a branch not taken, a while loop that has ended) and
-// whose entries 1.. locate the kernel's buffers.
+// writes its buffers through addresses (buffer device addresses, or descriptor slots and
+// offsets: glsl_storage.cpp): its push constants hold the address of the program's io table and
+// of the dispatch's argument table, whose entry 0 is the guard flag (the kernel does nothing
+// when it is 0: a branch not taken, a while loop that has ended) and whose entries 1.. locate
+// the kernel's buffers.
 #pragma once
 
 #include <array>
@@ -20,12 +21,17 @@ inline constexpr uint32_t kWorkgroupSize = 64;
 // What the device's shaders may use.
 struct ShaderTarget {
   bool int64 = true;          // shaderInt64: addresses as uint64_t (else as uvec2)
+  // 0: buffers through buffer device addresses; else (no bufferDeviceAddress) through an array
+  // of this many storage-buffer descriptors, one per memory block.
+  uint32_t descriptor_slots = 0;
   bool int8_storage = true;   // 8-bit storage and integers: bytes as uint8_t (else in 32-bit words)
   bool float64 = false;       // shaderFloat64: f64 arithmetic (else f64 programs are refused)
   bool preserve_nan32 = false;  // shaderSignedZeroInfNanPreserveFloat32: IEEE NaN/Inf/-0 in f32
   bool preserve_nan64 = false;  // the same for f64
   bool subgroup_arithmetic = false;  // subgroupAdd and friends in compute shaders
   uint32_t max_shared_bytes = 16384;  // workgroup memory per workgroup (Vulkan guarantees 16 KiB)
+  // Addresses are 64-bit integers in shaders (else uvec2 pairs of words).
+  bool addresses64() const { return int64 && descriptor_slots == 0; }
 };
 
 struct KernelShader {
@@ -44,12 +50,17 @@ struct KernelShader {
 KernelShader emit_kernel(const ir::Region& r, const kernel::RegionSchedule& s, const kernel::Kernel& k,
                          const std::string& name, const ShaderTarget& target);
 
-// Every shader's opening: version, extensions, the buffer reference types, push constants, the
-// address helper and the math library (glsl_math.cpp).
+// The opening's memory access: version, extensions, FX_ADDR, the typed accessors fx_ld_<t>,
+// fx_st_<t> (t = f32, i32, u32, u8 with 8-bit storage, f64 with shaderFloat64) and
+// fx_atomic_*, the push constants, fx_addr(k) (argument k's address), fx_word(k), fx_offset,
+// and fx_ld8 / fx_st8 for bytes.
+std::string shader_storage(const ShaderTarget& target);
+
+// Every shader's opening: shader_storage, then the math library (glsl_math.cpp).
 // Without the float-controls execution modes, Vulkan lets a driver drop NaN and infinity
 // semantics (lavapipe computes 0.0 / 0.0 = 0): they are requested wherever the device has them.
-// `coherent`: buffer references are declared coherent (for loop shaders, whose invocations
-// read what the others stored).
+// `coherent`: memory is declared coherent (for loop shaders, whose invocations read what the
+// others stored).
 std::string shader_prelude(const ShaderTarget& target, bool coherent = false);
 
 // Helper shaders of the program runner: copy `count` bytes (arguments: guard, src, dst, count);

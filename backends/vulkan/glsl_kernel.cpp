@@ -31,20 +31,16 @@ std::string glsl_type(DType t) {
 
 namespace {
 
-std::string buffer_type(DType t) {
+// The accessor suffix of t's memory (glsl_storage.cpp); booleans are bytes, through fx_ld8
+// and fx_st8.
+std::string memory_suffix(DType t) {
   switch (t) {
-    case DType::f32: return "BufF32";
-    case DType::f64: return "BufF64";
-    case DType::i32: return "BufI32";
-    case DType::boolean: return "FX_ADDR";  // bytes, through fx_ld8 and fx_st8
+    case DType::f32: return "f32";
+    case DType::f64: return "f64";
+    case DType::i32: return "i32";
+    case DType::boolean: return "u8";
   }
   return "?";
-}
-
-// `type name = type(address);`: a typed buffer reference, or for booleans the address itself.
-std::string buffer_declaration(DType t, const std::string& name, const std::string& address) {
-  std::string type = buffer_type(t);
-  return type + " " + name + " = " + (t == DType::boolean ? address : type + "(" + address + ")") + ";\n";
 }
 
 bool is_reduce(const ir::Node& n) { return ir::op_info(n.op).cls == ir::OpClass::Reduce; }
@@ -175,7 +171,7 @@ std::string GlslKernel::buffer(ir::ValueId v, bool write) {
 std::string GlslKernel::load(ir::ValueId v, const Index& idx) {
   const TensorType& t = region_.type(v);
   if (t.dtype == DType::boolean) return "(fx_ld8(" + buffer(v, false) + ", " + flat(idx, t.shape) + ") != 0u)";
-  return buffer(v, false) + ".v[" + flat(idx, t.shape) + "]";
+  return "fx_ld_" + memory_suffix(t.dtype) + "(" + buffer(v, false) + ", " + flat(idx, t.shape) + ")";
 }
 
 void GlslKernel::store(ir::ValueId v, const Index& idx, const std::string& x) {
@@ -184,7 +180,7 @@ void GlslKernel::store(ir::ValueId v, const Index& idx, const std::string& x) {
     line("fx_st8(" + buffer(v, true) + ", " + flat(idx, t.shape) + ", " + x + " ? 1u : 0u);");
     return;
   }
-  line(buffer(v, true) + ".v[" + flat(idx, t.shape) + "] = " + x + ";");
+  line("fx_st_" + memory_suffix(t.dtype) + "(" + buffer(v, true) + ", " + flat(idx, t.shape) + ", " + x + ");");
 }
 
 std::string GlslKernel::at(ir::ValueId v, const Index& idx) {
@@ -485,9 +481,7 @@ KernelShader GlslKernel::emit(const std::string& name) {
   out.written = written_;
   std::string decls;
   for (size_t i = 0; i < buffers_.size(); ++i) {
-    ir::ValueId v = buffers_[i];
-    decls += "  " + buffer_declaration(region_.type(v).dtype, "b" + std::to_string(i),
-                                       "fx_addr(" + std::to_string(i + 1) + ")");
+    decls += "  FX_ADDR b" + std::to_string(i) + " = fx_addr(" + std::to_string(i + 1) + ");\n";
   }
   out.glsl = shader_prelude(target_) + shared_ + "void main() {\n  if (!fx_guard()) return;\n" + decls + code_.str() + "}\n";
   return out;
@@ -566,8 +560,7 @@ std::string GlslKernel::emit_cooperative(const std::function<std::string(ir::Val
   }
   std::string decls;
   for (size_t i = 0; i < buffers_.size(); ++i) {
-    decls +=
-        "    " + buffer_declaration(region_.type(buffers_[i]).dtype, "b" + std::to_string(i), address(buffers_[i]));
+    decls += "    FX_ADDR b" + std::to_string(i) + " = " + address(buffers_[i]) + ";\n";
   }
   return "  {\n" + decls + code_.str() + "  }\n";
 }

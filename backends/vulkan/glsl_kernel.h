@@ -23,7 +23,7 @@ class GlslKernel {
   KernelShader emit(const std::string& name);
   // The kernel as a block of code inside a single-workgroup shader (glsl_loop.cpp): the
   // workgroup's invocations (`lid`) stride over its work, and `address(v)` is the GLSL
-  // expression (uint64_t) of the buffer holding value v.
+  // expression (FX_ADDR) of the buffer holding value v.
   std::string emit_cooperative(const std::function<std::string(ir::ValueId)>& address);
 
  private:

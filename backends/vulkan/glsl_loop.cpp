@@ -112,13 +112,14 @@ class LoopEmitter {
   // Address `base` plus `count` times `scale` bytes, count at most `max_count` (fx_offset:
   // 64-bit, or uvec2 with carry, whose offset is 32-bit: refused past 4 GiB, never wrapped).
   std::string plus(const std::string& base, const std::string& count, int64_t max_count, int64_t scale = 1) const {
-    if (!target_.int64 && max_count * scale > int64_t{UINT32_MAX}) {
+    if (!target_.addresses64() && max_count * scale > int64_t{UINT32_MAX}) {
       detail::fail("vulkan codegen",
                    "a loop addresses " + std::to_string(max_count * scale) +
-                       " bytes past a buffer's start; without 64-bit integers in shaders (shaderInt64) "
+                       " bytes past a buffer's start; without 64-bit addresses in shaders (shaderInt64 and "
+                       "bufferDeviceAddress) "
                        "offsets stop at 4 GiB");
     }
-    std::string type = target_.int64 ? "uint64_t" : "uint";
+    std::string type = target_.addresses64() ? "uint64_t" : "uint";
     std::string bytes = type + "(" + count + ")";
     if (scale != 1) bytes += " * " + type + "(" + std::to_string(scale) + ")";
     return "fx_offset(" + base + ", " + bytes + ")";
@@ -128,7 +129,8 @@ class LoopEmitter {
     if (n <= 0) return;
     per_step_ += (n + 255) / 256 + 1;
     if (n % 4 == 0) {
-      code_ += "  for (int i = lid; i < " + std::to_string(n / 4) + "; i += 64) BufU32(" + dst + ").v[i] = BufU32(" + src + ").v[i];\n";
+      code_ += "  for (int i = lid; i < " + std::to_string(n / 4) + "; i += 64) fx_st_u32(" + dst + ", i, fx_ld_u32(" +
+               src + ", i));\n";
     } else {
       code_ += "  for (int i = lid; i < " + std::to_string(n) + "; i += 64) fx_st8(" + dst + ", i, fx_ld8(" + src +
                ", i));\n";
@@ -223,8 +225,8 @@ class LoopEmitter {
     code_ += kSync;  // every invocation has read the condition before the body overwrites it
     code_ += "  if (!go) break;\n";
     if (loop_.attrs.max_iters >= 0) {
-      code_ += "  if (it == " + std::to_string(loop_.attrs.max_iters) + ") {\n    if (lid == 0) atomicMin(BufI32(" +
-               arg({LoopArg::Kind::Status, 0}) + ").v[0], " + std::to_string(kWhileMaxIters + loop_.attrs.max_iters) +
+      code_ += "  if (it == " + std::to_string(loop_.attrs.max_iters) + ") {\n    if (lid == 0) fx_atomic_min_i32(" +
+               arg({LoopArg::Kind::Status, 0}) + ", 0, " + std::to_string(kWhileMaxIters + loop_.attrs.max_iters) +
                ");\n    break;\n  }\n";
     }
     std::vector<std::string> res = region(1, param);

@@ -11,85 +11,7 @@
 namespace fluxion::vulkan {
 namespace {
 
-// A shader's opening is assembled from these parts (shader_prelude): the version, the
-// extensions the device's capabilities allow, the addressing of the io and argument tables,
-// byte access, and the buffer types.
-const char* kVersion = "#version 460\n#extension GL_EXT_buffer_reference : require\n";
-const char* kExtensions64 = "#extension GL_EXT_shader_explicit_arithmetic_types_int64 : require\n";
-const char* kExtensions32 = "#extension GL_EXT_buffer_reference_uvec2 : require\n";
-const char* kExtensions8 =
-    "#extension GL_EXT_shader_explicit_arithmetic_types_int8 : require\n#extension GL_EXT_shader_8bit_storage : "
-    "require\n";
-
-// Addresses as 64-bit integers: the io table, the argument tables and the push constants hold
-// 64-bit words.
-const char* kAddresses64 = R"(#define FX_ADDR uint64_t
-layout(buffer_reference, std430, buffer_reference_align = 8) buffer BufI64 { int64_t v[]; };
-layout(push_constant) uniform Push { uint64_t io; uint64_t args; } pc;
-// Argument k: (io entry, byte offset) or (-1, absolute address).
-uint64_t fx_addr(int k) {
-  int64_t which = BufI64(pc.args).v[2 * k];
-  uint64_t off = uint64_t(BufI64(pc.args).v[2 * k + 1]);
-  return which < 0 ? off : uint64_t(BufI64(pc.io).v[int(which)]) + off;
-}
-int64_t fx_word(int k) { return BufI64(pc.args).v[k]; }
-uint64_t fx_offset(uint64_t a, uint64_t bytes) { return a + bytes; }
-uint64_t fx_offset(uint64_t a, uint bytes) { return a + uint64_t(bytes); }
-uint fx_low(uint64_t a) { return uint(a); }
-uint64_t fx_align4(uint64_t a) { return a & ~uint64_t(3); }
-)";
-
-// The same tables on a device without 64-bit integers in shaders: each 64-bit word read as two
-// 32-bit words (low first), addresses as uvec2 (GL_EXT_buffer_reference_uvec2), added with carry.
-const char* kAddresses32 = R"(#define FX_ADDR uvec2
-layout(buffer_reference, std430, buffer_reference_align = 4) buffer BufWords { uint v[]; };
-layout(push_constant) uniform Push { uvec2 io; uvec2 args; } pc;
-uvec2 fx_offset(uvec2 a, uint bytes) {
-  uint carry;
-  uint lo = uaddCarry(a.x, bytes, carry);
-  return uvec2(lo, a.y + carry);
-}
-uvec2 fx_addr(int k) {
-  BufWords args = BufWords(pc.args);
-  int which = int(args.v[4 * k]);
-  uvec2 off = uvec2(args.v[4 * k + 2], args.v[4 * k + 3]);
-  if (which < 0) return off;
-  BufWords io = BufWords(pc.io);
-  uvec2 base = fx_offset(uvec2(io.v[2 * which], io.v[2 * which + 1]), off.x);
-  return uvec2(base.x, base.y + off.y);
-}
-int fx_word(int k) { return int(BufWords(pc.args).v[2 * k]); }
-uint fx_low(uvec2 a) { return a.x; }
-uvec2 fx_align4(uvec2 a) { return uvec2(a.x & ~3u, a.y); }
-)";
-
-const char* kBuffers = R"(layout(local_size_x = 64) in;  // kWorkgroupSize
-layout(buffer_reference, std430, buffer_reference_align = 4) COHERENT buffer BufF32 { float v[]; };
-layout(buffer_reference, std430, buffer_reference_align = 4) COHERENT buffer BufI32 { int v[]; };
-layout(buffer_reference, std430, buffer_reference_align = 4) COHERENT buffer BufU32 { uint v[]; };
-)";
-
-// Byte i past address a (booleans and flags are bytes): through 8-bit storage, or on a device
-// without it through the 32-bit word holding the byte, stored with atomics that change only
-// that byte (neighbouring bytes may belong to other invocations).
-const char* kBytes8 =
-    R"(layout(buffer_reference, std430, buffer_reference_align = 1) COHERENT buffer BufU8 { uint8_t v[]; };
-uint fx_ld8(FX_ADDR a, int i) { return uint(BufU8(a).v[i]); }
-void fx_st8(FX_ADDR a, int i, uint x) { BufU8(a).v[i] = uint8_t(x); }
-)";
-const char* kBytes32 = R"(uint fx_ld8(FX_ADDR a, int i) {
-  FX_ADDR p = fx_offset(a, uint(i));
-  return (BufU32(fx_align4(p)).v[0] >> ((fx_low(p) & 3u) * 8u)) & 0xffu;
-}
-void fx_st8(FX_ADDR a, int i, uint x) {
-  FX_ADDR p = fx_offset(a, uint(i));
-  uint shift = (fx_low(p) & 3u) * 8u;
-  BufU32 w = BufU32(fx_align4(p));
-  atomicAnd(w.v[0], ~(0xffu << shift));
-  atomicOr(w.v[0], (x & 0xffu) << shift);
-}
-)";
-
+// After the storage part (glsl_storage.cpp): guards, random numbers and the f32 basics.
 const char* kCommon = R"(bool fx_guard() { return fx_ld8(fx_addr(0), 0) != 0u; }
 // Philox-4x32-10 (jit/eval/philox.h).
 uvec4 fx_philox4(uvec4 c, uvec2 k) {
@@ -112,8 +34,7 @@ float fx_sqrtf(float x) { return x < 0.0 ? fx_nanf() : sqrt(x); }
 const float FX_P1f = 1.5703125, FX_P2f = 4.837512969970703125e-4, FX_P3f = 7.54978995489188216e-8;
 )";
 
-const char* kDoubleBasics = R"(layout(buffer_reference, std430, buffer_reference_align = 8) COHERENT buffer BufF64 { double v[]; };
-double fx_nand() { return packDouble2x32(uvec2(0u, 0x7ff80000u)); }
+const char* kDoubleBasics = R"(double fx_nand() { return packDouble2x32(uvec2(0u, 0x7ff80000u)); }
 double fx_infd() { return packDouble2x32(uvec2(0u, 0x7ff00000u)); }
 bool fx_signbitd(double x) { return (unpackDouble2x32(x).y >> 31) != 0u; }
 double fx_sqrtd(double x) { return x < 0.0lf ? fx_nand() : sqrt(x); }
@@ -326,9 +247,7 @@ std::string instantiate(const std::string& text, bool dbl) {
 }  // namespace
 
 std::string shader_prelude(const ShaderTarget& target, bool coherent) {
-  std::string s = std::string(kVersion) + (target.int64 ? kExtensions64 : kExtensions32) +
-                  (target.int8_storage ? kExtensions8 : "") + kBuffers + (target.int64 ? kAddresses64 : kAddresses32) +
-                  (target.int8_storage ? kBytes8 : kBytes32) + kCommon;
+  std::string s = shader_storage(target) + kCommon;
   if (target.subgroup_arithmetic) {
     s += "#extension GL_KHR_shader_subgroup_basic : require\n#extension GL_KHR_shader_subgroup_arithmetic : require\n";
   }
@@ -364,7 +283,7 @@ void main() {
   if (!fx_guard()) return;
   int i = int(gl_WorkGroupID.y * gl_NumWorkGroups.x + gl_WorkGroupID.x) * 64 + int(gl_LocalInvocationID.x);
   if (i >= int(fx_word(6) / 4)) return;
-  BufU32(fx_addr(2)).v[i] = BufU32(fx_addr(1)).v[i];
+  fx_st_u32(fx_addr(2), i, fx_ld_u32(fx_addr(1), i));
 }
 )"
              : R"(
@@ -398,7 +317,7 @@ void main() {
   fx_st8(fx_addr(2), 0, go ? 1u : 0u);
   int code = int(fx_word(8));
   if (go && code != 0) {
-    atomicMin(BufI32(fx_addr(3)).v[0], code);
+    fx_atomic_min_i32(fx_addr(3), 0, code);
     fx_st8(fx_addr(2), 0, 0u);
   }
 }

@@ -3,10 +3,12 @@
 // else a new block (64 MiB, or the request's size when larger).
 #include "backends/vulkan/memory.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <string>
 
 #include "backends/counters.h"
+#include "backends/vulkan/block_descriptors.h"
 #include "backends/vulkan/context.h"
 #include "fluxion/error.h"
 
@@ -29,8 +31,8 @@ VkDeviceSize memory_limit() {
 }  // namespace
 
 MemoryPool::MemoryPool(VkDevice device, VkPhysicalDevice physical, VkMemoryPropertyFlags required,
-                       VkMemoryPropertyFlags preferred, const char* name)
-    : device_(device), required_(required), preferred_(preferred), name_(name) {
+                       VkMemoryPropertyFlags preferred, const char* name, BlockDescriptors* descriptors)
+    : device_(device), descriptors_(descriptors), required_(required), preferred_(preferred), name_(name) {
   vkGetPhysicalDeviceMemoryProperties(physical, &props_);
   type_index_ = memory_type(~0u);
 }
@@ -62,10 +64,21 @@ MemoryPool::~MemoryPool() {
 int MemoryPool::new_block(VkDeviceSize bytes) {
   Block b;
   b.size = std::max(kBlockBytes, bytes);
+  if (descriptors_) {
+    // One descriptor covers a block; the offset half of an address is 32 bits.
+    VkDeviceSize most = descriptors_->max_block_bytes();
+    if (bytes > most) {
+      detail::fail("vulkan", "a buffer of " + std::to_string(bytes) +
+                                 " bytes is larger than one storage-buffer descriptor covers on this device "
+                                 "(maxStorageBufferRange = " +
+                                 std::to_string(most) + "; it has no bufferDeviceAddress)");
+    }
+    b.size = std::min(b.size, most);
+  }
   auto bi = vk_struct<VkBufferCreateInfo>(VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO);
   bi.size = b.size;
   bi.usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_SRC_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT |
-             VK_BUFFER_USAGE_SHADER_DEVICE_ADDRESS_BIT;
+             (descriptors_ ? 0 : VK_BUFFER_USAGE_SHADER_DEVICE_ADDRESS_BIT);
   bi.sharingMode = VK_SHARING_MODE_EXCLUSIVE;
   check(vkCreateBuffer(device_, &bi, nullptr, &b.buffer), "vkCreateBuffer");
   VkMemoryRequirements req;
@@ -78,7 +91,7 @@ int MemoryPool::new_block(VkDeviceSize bytes) {
   auto flags = vk_struct<VkMemoryAllocateFlagsInfo>(VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_FLAGS_INFO);
   flags.flags = VK_MEMORY_ALLOCATE_DEVICE_ADDRESS_BIT;
   auto ai = vk_struct<VkMemoryAllocateInfo>(VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO);
-  ai.pNext = &flags;
+  ai.pNext = descriptors_ ? nullptr : &flags;
   ai.allocationSize = req.size;
   ai.memoryTypeIndex = type_index_;
   VkResult r = vkAllocateMemory(device_, &ai, nullptr, &b.memory);
@@ -92,9 +105,19 @@ int MemoryPool::new_block(VkDeviceSize bytes) {
     check(vkMapMemory(device_, b.memory, 0, VK_WHOLE_SIZE, 0, &p), "vkMapMemory");
     b.mapped = static_cast<std::byte*>(p);
   }
-  auto di = vk_struct<VkBufferDeviceAddressInfo>(VK_STRUCTURE_TYPE_BUFFER_DEVICE_ADDRESS_INFO);
-  di.buffer = b.buffer;
-  b.address = vkGetBufferDeviceAddress(device_, &di);
+  if (descriptors_) {
+    try {
+      b.address = VkDeviceAddress{descriptors_->add(b.buffer, name_)} << 32;
+    } catch (...) {
+      vkDestroyBuffer(device_, b.buffer, nullptr);
+      vkFreeMemory(device_, b.memory, nullptr);
+      throw;
+    }
+  } else {
+    auto di = vk_struct<VkBufferDeviceAddressInfo>(VK_STRUCTURE_TYPE_BUFFER_DEVICE_ADDRESS_INFO);
+    di.buffer = b.buffer;
+    b.address = vkGetBufferDeviceAddress(device_, &di);
+  }
   b.free[0] = b.size;
   blocks_.push_back(std::move(b));
   return static_cast<int>(blocks_.size() - 1);

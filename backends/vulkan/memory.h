@@ -1,6 +1,7 @@
 // Device memory sub-allocated from large blocks: a program's buffers never cost a
-// vkAllocateMemory each. Every block is one VkBuffer with a device address; an allocation is a
-// byte range of a block, addressed by shaders through buffer device addresses. Freed ranges are
+// vkAllocateMemory each. Every block is one VkBuffer; an allocation is a byte range of a block,
+// addressed by shaders through its buffer device address, or on a device without them through
+// the block's descriptor slot and the offset (block_descriptors.h). Freed ranges are
 // kept by size and handed out again (as PyTorch's caching allocator does), so a training step
 // whose results replace the previous step's reuses their buffers; the kept ranges go back to
 // the blocks before the pool grows.
@@ -19,18 +20,21 @@ struct Allocation {
   VkBuffer buffer = VK_NULL_HANDLE;
   VkDeviceSize offset = 0;
   VkDeviceSize size = 0;
-  VkDeviceAddress address = 0;  // device address of the first byte
+  VkDeviceAddress address = 0;  // address of the first byte, as shaders take it
   std::byte* mapped = nullptr;  // host pointer of the first byte, for host-visible pools
   int block = -1;
   explicit operator bool() const { return buffer != VK_NULL_HANDLE; }
 };
 
+class BlockDescriptors;
+
 class MemoryPool {
  public:
   // `required`: memory property flags the pool's memory must have; `preferred`: flags chosen
-  // when a memory type has them too.
-  MemoryPool(VkDevice device, VkPhysicalDevice physical, VkMemoryPropertyFlags required, VkMemoryPropertyFlags preferred,
-             const char* name);
+  // when a memory type has them too; `descriptors`: where blocks get their slots on a device
+  // without buffer device addresses (null: blocks have device addresses).
+  MemoryPool(VkDevice device, VkPhysicalDevice physical, VkMemoryPropertyFlags required,
+             VkMemoryPropertyFlags preferred, const char* name, BlockDescriptors* descriptors);
   ~MemoryPool();
   MemoryPool(const MemoryPool&) = delete;
   MemoryPool& operator=(const MemoryPool&) = delete;
@@ -62,6 +66,7 @@ class MemoryPool {
   uint32_t memory_type(uint32_t allowed);
 
   VkDevice device_;
+  BlockDescriptors* descriptors_;
   VkMemoryPropertyFlags required_, preferred_;
   VkPhysicalDeviceMemoryProperties props_{};
   uint32_t type_index_ = 0;

@@ -24,6 +24,11 @@ VkPipelineLayout layout_locked(Context& ctx) {
   auto li = vk_struct<VkPipelineLayoutCreateInfo>(VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO);
   li.pushConstantRangeCount = 1;
   li.pPushConstantRanges = &range;
+  VkDescriptorSetLayout blocks = ctx.descriptors ? ctx.descriptors->layout() : VK_NULL_HANDLE;
+  if (blocks) {
+    li.setLayoutCount = 1;
+    li.pSetLayouts = &blocks;
+  }
   check(vkCreatePipelineLayout(ctx.device, &li, nullptr, &layout), "vkCreatePipelineLayout");
   return layout;
 }

@@ -1,6 +1,7 @@
 // Compute pipelines, one per distinct shader text, shared by every program in the process and
-// built through the device's VkPipelineCache. All pipelines share one layout: no descriptor
-// sets, 16 bytes of push constants (the io table's and the argument table's addresses).
+// built through the device's VkPipelineCache. All pipelines share one layout: 16 bytes of push
+// constants (the io table's and the argument table's addresses) and, on a device without
+// buffer device addresses, the memory blocks' descriptor set (block_descriptors.h).
 #pragma once
 
 #include <vulkan/vulkan.h>

@@ -51,6 +51,12 @@ Array Array::from_device(TensorType type, std::shared_ptr<const detail::DeviceBu
   return a;
 }
 
+void Array::assign_device(std::shared_ptr<const detail::DeviceBuffer> buffer) {
+  std::lock_guard<std::mutex> lock(storage_->mu);
+  storage_->device = std::move(buffer);
+  storage_->host.reset();
+}
+
 std::byte* Array::host() const {
   std::lock_guard<std::mutex> lock(storage_->mu);
   if (!storage_->host) {

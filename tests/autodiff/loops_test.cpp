@@ -7,6 +7,7 @@ class ReverseLoops : public BackendTest {};
 FLUXION_INSTANTIATE_BACKENDS(ReverseLoops);
 
 TEST_P(ReverseLoops, ForiLoopThroughCarryAndCaptures) {
+  FLUXION_REQUIRE_F64(backend());
   // s <- s * w + x, 6 times: the gradient reaches s0 through the carry and w, x through captures.
   expect_gradients_match(backend(), [](Tensor s0, Tensor w, Tensor x) {
     Tensor s = fx::fori_loop(0, 6, [&](Tensor, Tensor s) { return fx::tanh(s * w + x); }, s0);
@@ -15,6 +16,7 @@ TEST_P(ReverseLoops, ForiLoopThroughCarryAndCaptures) {
 }
 
 TEST_P(ReverseLoops, ScanRnnWithPerStepInputsAndOutputs) {
+  FLUXION_REQUIRE_F64(backend());
   auto loss = [](Tensor W, Tensor U, Tensor h0, Tensor xs) {
     auto [h, ys] = fx::scan([&](Tensor h, Tensor x) {
       Tensor next = fx::tanh(fx::matmul(W, h) + fx::matmul(U, x));
@@ -27,6 +29,7 @@ TEST_P(ReverseLoops, ScanRnnWithPerStepInputsAndOutputs) {
 }
 
 TEST_P(ReverseLoops, ReverseScanAndIntegerCarry) {
+  FLUXION_REQUIRE_F64(backend());
   // A reverse scan with an i32 counter carried beside the float state.
   auto loss = [](Tensor s0, Tensor xs) {
     using C = std::pair<Tensor, Tensor>;
@@ -40,6 +43,7 @@ TEST_P(ReverseLoops, ReverseScanAndIntegerCarry) {
 }
 
 TEST_P(ReverseLoops, NestedLoops) {
+  FLUXION_REQUIRE_F64(backend());
   expect_gradients_match(backend(), [](Tensor w, Tensor s0) {
     Tensor s = fx::fori_loop(0, 3, [&](Tensor, Tensor s) {
       return fx::fori_loop(0, 2, [&](Tensor, Tensor t) { return fx::sin(t * w) + s * 0.5; }, s);
@@ -49,6 +53,7 @@ TEST_P(ReverseLoops, NestedLoops) {
 }
 
 TEST_P(ReverseLoops, SmallLoopOfW7) {
+  FLUXION_REQUIRE_F64(backend());
   // W7's loop at 50 steps: s <- sigmoid(softplus(w2) . sigmoid(s * softplus(w1))) + noise[i].
   Array noise = uniform64({50}, -0.01, 0.01, 12);
   expect_gradients_match(backend(), [&](Tensor w1, Tensor w2) {
@@ -61,6 +66,7 @@ TEST_P(ReverseLoops, SmallLoopOfW7) {
 }
 
 TEST_P(ReverseLoops, GradOfGradThroughALoop) {
+  FLUXION_REQUIRE_F64(backend());
   // f(x) = sum of the loop's final state; the gradient program contains a reverse scan, and
   // differentiating it again goes through both scans.
   auto f = [](Tensor x) { return fx::sum(fx::fori_loop(0, 4, [&](Tensor, Tensor s) { return fx::sin(s) * x; }, x)); };
@@ -81,6 +87,7 @@ TEST_P(ReverseLoops, OneForwardAndOneReverseScanInTheProgram) {
 }
 
 TEST_P(ReverseLoops, CondDifferentiatesTheTakenBranch) {
+  FLUXION_REQUIRE_F64(backend());
   auto loss = [](Tensor x, Tensor w) {
     auto r = fx::cond(fx::sum(x) > 0.0, [&] { return std::make_tuple(fx::sin(x) * w, fx::sum(x)); },
                       [&] { return std::make_tuple(x * x, fx::sum(w)); });
@@ -97,6 +104,7 @@ TEST_P(ReverseLoops, CondDifferentiatesTheTakenBranch) {
 }
 
 TEST_P(ReverseLoops, WhileLoopWithDataDependentExit) {
+  FLUXION_REQUIRE_F64(backend());
   // Doubles s and adds w until the sum passes 10: the trip count depends on the input, and the
   // gradient follows the iterations that ran (finite differences do not cross an exit change
   // for these inputs).
@@ -110,6 +118,7 @@ TEST_P(ReverseLoops, WhileLoopWithDataDependentExit) {
 }
 
 TEST_P(ReverseLoops, CheckpointedLoopsGiveTheSameValuesAndGradients) {
+  FLUXION_REQUIRE_F64(backend());
   // Blocks of 4 steps with a remainder of 3 (19 = 4*4 + 3), forward and reverse, with xs, ys
   // and the step index: values and gradients equal those of the plain scan, and pass finite
   // differences.
@@ -138,6 +147,7 @@ TEST_P(ReverseLoops, CheckpointedLoopsGiveTheSameValuesAndGradients) {
 }
 
 TEST_P(ReverseLoops, W7FullLengthAgreesAcrossCheckpointPolicies) {
+  FLUXION_REQUIRE_F64(backend());
   // The whole 8000-step loop of W7: the gradient with checkpoints every 100 steps (and every
   // 333, leaving a remainder) equals the one that saves every carry.
   Array noise = uniform64({8000}, -0.01, 0.01, 24);

@@ -23,6 +23,7 @@ std::pair<Tensor, Tensor> lstm_step(Tensor Wx, Tensor Wh, Tensor b, Tensor x, Te
 }  // namespace
 
 TEST_P(Models, LeNet) {
+  FLUXION_REQUIRE_F64(backend());
   // W4's layers at a small size: conv 5x5 1->2 relu, maxpool 2, conv 3x3 2->3 relu, maxpool 2,
   // dense 12->5 relu, 5->3.
   auto loss = [](Tensor c1, Tensor b1, Tensor c2, Tensor b2, Tensor d1, Tensor e1, Tensor d2, Tensor x) {
@@ -44,6 +45,7 @@ TEST_P(Models, LeNet) {
 }
 
 TEST_P(Models, LstmCell) {
+  FLUXION_REQUIRE_F64(backend());
   Array x = uniform64({3, 2}, -1, 1, 9);
   expect_gradients_match(backend(), [&](Tensor Wx, Tensor Wh, Tensor b, Tensor h, Tensor c) {
     auto [h2, c2] = lstm_step(Wx, Wh, b, fx::constant(x), h, c);
@@ -53,6 +55,7 @@ TEST_P(Models, LstmCell) {
 }
 
 TEST_P(Models, TwoLayerLstmOverTenSteps) {
+  FLUXION_REQUIRE_F64(backend());
   Array xs = uniform64({10, 3, 2}, -1, 1, 15);
   auto loss = [&](Tensor Wx1, Tensor Wh1, Tensor b1, Tensor Wx2, Tensor Wh2, Tensor b2) {
     using State = std::vector<Tensor>;
@@ -70,6 +73,7 @@ TEST_P(Models, TwoLayerLstmOverTenSteps) {
 }
 
 TEST_P(Models, GruCell) {
+  FLUXION_REQUIRE_F64(backend());
   Array x = uniform64({3, 2}, -1, 1, 22);
   expect_gradients_match(backend(), [&](Tensor Wx, Tensor Wh, Tensor b, Tensor h) {
     int64_t H = h.dim(0);

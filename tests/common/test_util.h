@@ -10,6 +10,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <initializer_list>
 #include <limits>
 #include <random>
 #include <sstream>
@@ -40,6 +41,21 @@ class BackendTest : public ::testing::TestWithParam<Backend> {
 template <class F, class... Args>
 auto run(Backend backend, F f, const Args&... args) {
   return fluxion::jit(std::move(f), backend)(args...);
+}
+
+// Whether `backend` runs f64 programs: a Vulkan device without shaderFloat64 refuses them with
+// an Error (docs/vulkan.md, "Capabilities"). There, tests of f64 results skip
+// (FLUXION_REQUIRE_F64) and dtype loops leave f64 out (dtypes_on), so the rest of the suite
+// still runs on such a device.
+inline bool runs_f64(Backend backend) { return backend != Backend::Vulkan || vulkan_device().capabilities.float64; }
+
+// `dtypes` without f64 where `backend` cannot run it.
+inline std::vector<DType> dtypes_on(Backend backend, std::initializer_list<DType> dtypes) {
+  std::vector<DType> out;
+  for (DType t : dtypes) {
+    if (t != DType::f64 || runs_f64(backend)) out.push_back(t);
+  }
+  return out;
 }
 
 inline std::string backend_param_name(const ::testing::TestParamInfo<Backend>& info) {
@@ -275,6 +291,11 @@ inline ::testing::AssertionResult matches(const Array& got, const Shape& shape, 
 
 // EXPECT_ARRAY(got, dtype, shape, want[, tol]): see fluxion::testing::matches (dtype may be left out).
 #define EXPECT_ARRAY(got, ...) EXPECT_TRUE(::fluxion::testing::matches((got), __VA_ARGS__))
+
+// Skips a test that checks f64 results on a backend that cannot run f64 programs.
+#define FLUXION_REQUIRE_F64(backend)          \
+  if (!::fluxion::testing::runs_f64(backend)) \
+  GTEST_SKIP() << "the Vulkan device has no shaderFloat64, and this test checks f64 results"
 
 #define FLUXION_INSTANTIATE_BACKENDS(suite)                                                               \
   INSTANTIATE_TEST_SUITE_P(Backends, suite, ::testing::ValuesIn(::fluxion::available_backends()), \

@@ -43,6 +43,7 @@ TEST_P(Losses, SoftmaxCrossEntropyIsStableForLargeLogits) {
 }
 
 TEST_P(Losses, CrossEntropyGradientIsSoftmaxMinusOneHot) {
+  FLUXION_REQUIRE_F64(backend());
   expect_gradients_match(
       backend(), [](Tensor l) { return nn::softmax_cross_entropy(l, fx::constant(make(DType::i32, {1, 0}, {2}))); },
       uniform64({2, 3}, -2, 2, 3));
@@ -59,6 +60,7 @@ TEST_P(Losses, SequenceLogitsTakeLabelsOfOneRankLess) {
 }
 
 TEST_P(Losses, BinaryCrossEntropyFromLogitsAndProbabilities) {
+  FLUXION_REQUIRE_F64(backend());
   std::vector<double> x{-50, -1, 0, 2, 60}, t{0, 1, 0.5, 1, 0};
   double want = 0;
   for (size_t i = 0; i < x.size(); ++i) want += std::max(x[i], 0.0) - x[i] * t[i] + std::log1p(std::exp(-std::abs(x[i])));

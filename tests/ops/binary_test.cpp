@@ -90,7 +90,7 @@ TEST_P(Binary, FloatOpsWithBroadcasting) {
   };
   uint32_t seed = 1000;
   for (const BinaryCase& c : cases) {
-    for (DType dt : {fx::f32, fx::f64}) {
+    for (DType dt : fx::testing::dtypes_on(backend(), {fx::f32, fx::f64})) {
       for (const auto& [sa, sb] : shape_pairs()) {
         SCOPED_TRACE(std::string(c.name) + " " + fx::dtype_name(dt) + str(sa) + " with " + str(sb));
         std::vector<double> a = random_values(dt, count(sa), c.alo, c.ahi, seed++);
@@ -110,7 +110,7 @@ TEST_P(Binary, FloatSpecialValues) {
   // Division by zero follows IEEE for floats; max/min propagate NaN from either side.
   std::vector<double> a{1, -1, 0, kNaN, 1, kNaN, 2, -kInf};
   std::vector<double> b{0, 0, 0, 1, kNaN, kNaN, kInf, 3};
-  for (DType dt : {fx::f32, fx::f64}) {
+  for (DType dt : fx::testing::dtypes_on(backend(), {fx::f32, fx::f64})) {
     SCOPED_TRACE(fx::dtype_name(dt));
     auto f = jit([](Tensor x, Tensor y) {
       return std::make_tuple(x / y, fx::maximum(x, y), fx::minimum(x, y), x + y, x * y);
@@ -163,7 +163,7 @@ TEST_P(Binary, CppScalarsOnEitherSide) {
   };
   uint32_t seed = 2000;
   for (const ScalarCase& c : cases) {
-    for (DType dt : {fx::f32, fx::f64}) {
+    for (DType dt : fx::testing::dtypes_on(backend(), {fx::f32, fx::f64})) {
       for (const Shape& s : {Shape{2, 3}, Shape{}, Shape{0, 3}}) {
         // 0.3 is not a float: the scalar takes the Tensor's dtype, so the reference rounds it too.
         for (double k : {2.0, 0.3, -1.5}) {
@@ -235,7 +235,7 @@ TEST_P(Binary, IntegerDivisionTruncatesAndDivisionByZeroIsZero) {
 // compilers fold x / 0.0 to 0 unless it is written otherwise).
 TEST_P(Binary, FloatDivisionByConstantZerosOfEitherSign) {
   auto f = jit([](Tensor x) { return std::make_tuple(x / 0.0, x / -0.0); });
-  for (DType dt : {fx::f32, fx::f64}) {
+  for (DType dt : fx::testing::dtypes_on(backend(), {fx::f32, fx::f64})) {
     auto [pos, neg] = f(make(dt, {1, -2, 0, kNaN, kInf}, {5}));
     EXPECT_ARRAY(pos, dt, {5}, {kInf, -kInf, kNaN, kNaN, kInf});
     EXPECT_ARRAY(neg, dt, {5}, {-kInf, kInf, kNaN, kNaN, -kInf});
@@ -294,7 +294,7 @@ TEST_P(Binary, ComparisonsWithBroadcasting) {
   };
   uint32_t seed = 5000;
   for (const CmpCase& c : cases) {
-    for (DType dt : {fx::f32, fx::f64, fx::i32}) {
+    for (DType dt : fx::testing::dtypes_on(backend(), {fx::f32, fx::f64, fx::i32})) {
       for (const auto& [sa, sb] : shape_pairs()) {
         SCOPED_TRACE(std::string(c.name) + " " + fx::dtype_name(dt) + str(sa) + " with " + str(sb));
         // Small integers (also for floats) so that ties occur.
@@ -318,7 +318,7 @@ TEST_P(Binary, ComparisonsWithBroadcasting) {
 }
 
 TEST_P(Binary, ComparisonsWithScalarsAndNaN) {
-  for (DType dt : {fx::f32, fx::f64}) {
+  for (DType dt : fx::testing::dtypes_on(backend(), {fx::f32, fx::f64})) {
     SCOPED_TRACE(fx::dtype_name(dt));
     auto f = jit([](Tensor x) {
       return std::vector<Tensor>{x == 0.5, x != 0.5, x < 0.5, x <= 0.5, x > 0.5, x >= 0.5};
@@ -348,7 +348,7 @@ TEST_P(Binary, WhereBroadcastsAllThree) {
   std::vector<double> c{1, 0, 1};         // [3,1]
   std::vector<double> a{1, 2, 3, 4};      // [1,4]
   std::vector<double> b{-7.5};            // []
-  for (DType dt : {fx::f32, fx::f64, fx::i32}) {
+  for (DType dt : fx::testing::dtypes_on(backend(), {fx::f32, fx::f64, fx::i32})) {
     SCOPED_TRACE(fx::dtype_name(dt));
     std::vector<double> bv = dt == fx::i32 ? std::vector<double>{-7} : b;
     auto f = jit([](Tensor cond, Tensor x, Tensor y) { return fx::where(cond, x, y); });
@@ -380,7 +380,7 @@ TEST_P(Binary, WhereBroadcastsAllThree) {
 
 TEST_P(Binary, WhereWithCppScalarBranches) {
   std::vector<double> x{-2, -0.5, 0, 0.5, 2, 3};
-  for (DType dt : {fx::f32, fx::f64}) {
+  for (DType dt : fx::testing::dtypes_on(backend(), {fx::f32, fx::f64})) {
     SCOPED_TRACE(fx::dtype_name(dt));
     auto f = jit([](Tensor t) {
       return std::make_pair(fx::where(t > 0.0, t, 0.25), fx::where(t < 1.0, -1.5, t));
@@ -394,6 +394,7 @@ TEST_P(Binary, WhereWithCppScalarBranches) {
 }
 
 TEST_P(Binary, CastsBetweenAllDtypes) {
+  FLUXION_REQUIRE_F64(backend());
   // Source values per dtype, as stored.
   auto source = [](DType t) -> std::vector<double> {
     switch (t) {

@@ -140,7 +140,7 @@ TEST_P(Linalg, MatmulShapesAndPromotion) {
       {{1, 1}, {1, 1}},       {{2, 1, 2, 3}, {1, 3, 3, 1}},
   };
   uint32_t seed = 40;
-  for (DType dt : {fx::f32, fx::f64, fx::i32}) {
+  for (DType dt : fx::testing::dtypes_on(backend(), {fx::f32, fx::f64, fx::i32})) {
     for (const auto& [sa, sb] : cases) {
       SCOPED_TRACE(std::string("matmul ") + fx::dtype_name(dt) + str(sa) + " x " + str(sb));
       std::vector<double> a = random_values(dt, count(sa), -5, 5, seed++);
@@ -163,7 +163,7 @@ TEST_P(Linalg, MatmulByHand) {
 }
 
 TEST_P(Linalg, Dot) {
-  for (DType dt : {fx::f32, fx::f64, fx::i32}) {
+  for (DType dt : fx::testing::dtypes_on(backend(), {fx::f32, fx::f64, fx::i32})) {
     SCOPED_TRACE(fx::dtype_name(dt));
     std::vector<double> a = random_values(dt, 7, -3, 3, 1), b = random_values(dt, 7, -3, 3, 2);
     double acc = 0;
@@ -204,6 +204,7 @@ TEST_P(Linalg, Conv2dGrid) {
 }
 
 TEST_P(Linalg, Conv2dMoreCases) {
+  FLUXION_REQUIRE_F64(backend());
   struct Case {
     Shape xs, ws;
     ConvCase c;
@@ -281,7 +282,7 @@ TEST_P(Linalg, PoolingWithPadding) {
   };
   uint32_t seed = 600;
   for (const PoolCase& c : cases) {
-    for (DType dt : {fx::f32, fx::f64}) {
+    for (DType dt : fx::testing::dtypes_on(backend(), {fx::f32, fx::f64})) {
       for (bool is_max : {true, false}) {
         SCOPED_TRACE(std::string(is_max ? "max_pool2d " : "avg_pool2d ") + fx::dtype_name(dt) + " window " +
                      str(c.window) + " stride " + str(c.stride) + " padding " + str(c.padding));
@@ -307,12 +308,13 @@ TEST_P(Linalg, MaxPoolingKeepsTheFirstOfEqualValues) {
 }
 
 TEST_P(Linalg, MaxPoolingGradientGoesToTheFirstMaximumOfEachTilingWindow) {
+  FLUXION_REQUIRE_F64(backend());
   // Windows that tile the input exactly (the CPU then runs the gradient window by window):
   // ties, -0 against +0 and NaNs decide as in the forward pass; the gradient is a select, so it
   // is exact. Widths of 1, 2 and more vectors of windows, window 2x2 and 3x2, f32 and f64, and
   // the relu and bias-gradient epilogue of a LeNet layer after it.
   uint32_t seed = 900;
-  for (DType dt : {fx::f32, fx::f64}) {
+  for (DType dt : fx::testing::dtypes_on(backend(), {fx::f32, fx::f64})) {
     for (std::vector<int64_t> window : {std::vector<int64_t>{2, 2}, {3, 2}}) {
       for (int64_t cols : {1, 12, 40}) {
         Shape xs{2, 3, 2 * window[0], cols * window[1]};
@@ -358,6 +360,7 @@ TEST_P(Linalg, ConvolutionOverNoChannelsIsZeroPlusItsEpilogue) {
 }
 
 TEST_P(Linalg, PoolingPaddingByHand) {
+  FLUXION_REQUIRE_F64(backend());
   // All-negative input: max pooling must not see the zero padding; average pooling counts it.
   // x = [[-1,-2],[-3,-4]], window 2, stride 1, padding 1 -> 3x3 output.
   Array x = make(fx::f32, {-1, -2, -3, -4}, {1, 1, 2, 2});

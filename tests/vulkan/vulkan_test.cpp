@@ -313,6 +313,30 @@ TEST(Vulkan, WideConvolutionsMatchCpu) {
   expect_grad_matches_cpu(v, g, net, {0, 1, 2}, w1, w2, x1, x2);
 }
 
+TEST(Vulkan, RunIntoUpdatesOutputsInPlaceOnTheDeviceWithoutAllocating) {
+  REQUIRE_VULKAN();
+  fx::Compiled c = fx::jit([](Tensor x) { return x * 2.0 + 1.0; }, fx::Backend::Vulkan).lower(Array(fx::f32, {4}));
+  Array x(std::vector<float>{1, 2, 3, 4}, {4});
+  Array alias = x;  // shares x's storage, as a parameter kept elsewhere does
+  std::vector<Array> in{x}, out{x};
+  c.run_into(in, out);
+  EXPECT_TRUE(alias.on_device());
+  EXPECT_EQ(alias.to_vector<float>(), (std::vector<float>{3, 5, 7, 9}));
+  // Steady state: each call's result takes the buffer the previous call's input gave back.
+  c.run_into(in, out);
+  fx::reset_counters();
+  for (int i = 0; i < 3; ++i) c.run_into(in, out);
+  EXPECT_EQ(fx::counters().device_allocations, 0u);
+  EXPECT_EQ(fx::counters().submissions, 3u);
+  EXPECT_EQ(alias.to_vector<float>(), (std::vector<float>{63, 95, 127, 159}));
+  // A call that fails changes nothing.
+  {
+    fluxion::testing::ScopedEnv limit("FLUXION_VULKAN_MEMORY_LIMIT", "1");
+    EXPECT_THROW(c.run_into(in, out), fx::Error);
+  }
+  EXPECT_EQ(alias.to_vector<float>(), (std::vector<float>{63, 95, 127, 159}));
+}
+
 TEST(Vulkan, OutOfMemoryBudgetRaisesAndLeavesInputsIntact) {
   REQUIRE_VULKAN();
   Array x = uniform({256, 256}, -1, 1, 11);

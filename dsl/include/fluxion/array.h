@@ -93,6 +93,10 @@ class Array {
   std::shared_ptr<const detail::DeviceBuffer> device_buffer() const;
   // An array whose bytes are `buffer` (for backends).
   static Array from_device(TensorType type, std::shared_ptr<const detail::DeviceBuffer> buffer);
+  // Makes `buffer` (of this array's type) the bytes of this array and of every copy sharing
+  // them, dropping the host copy (for backends: a device program's run_into updates its
+  // outputs this way, and the buffer they held goes back to the device's pool).
+  void assign_device(std::shared_ptr<const detail::DeviceBuffer> buffer);
 
   // An independent copy of the data.
   Array clone() const;

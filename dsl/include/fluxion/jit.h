@@ -35,7 +35,9 @@ class Compiled {
   // Runs the program writing its results into `outputs`, which must match output_types(): the
   // caller's preallocated buffers (gradients, updated parameters) are written in place, and on
   // the CPU backend a call this way allocates nothing on the heap. An output may be the same
-  // Array as an input (an in-place update); it is written after every input is read. Raises
+  // Array as an input (an in-place update); it is written after every input is read. On
+  // Vulkan each output's storage (which its copies share) becomes the result's device buffer,
+  // so outputs end on the device, and a host pointer taken from one before is stale. Raises
   // Error when inputs or outputs do not match.
   void run_into(const std::vector<Array>& inputs, std::vector<Array>& outputs) const;
   const std::vector<TensorType>& input_types() const;

@@ -12,7 +12,8 @@ namespace fluxion {
 // FLUXION_VULKAN_DISABLE and FLUXION_VULKAN_LIMITS (docs/vulkan.md, "Capabilities").
 struct VulkanCapabilities {
   bool vulkan_1_2 = false;             // API version 1.2 or later
-  bool buffer_device_address = false;  // bufferDeviceAddress
+  bool buffer_device_address = false;  // bufferDeviceAddress (else buffers through descriptors)
+  bool descriptor_indexing = false;    // shaderStorageBufferArrayDynamicIndexing (needed without the above)
   bool int64 = false;                  // shaderInt64
   bool int8_storage = false;           // storageBuffer8BitAccess and shaderInt8
   bool float64 = false;                // shaderFloat64 (f64 programs are refused without it)
@@ -21,6 +22,8 @@ struct VulkanCapabilities {
   uint32_t subgroup_size = 0;
   uint32_t max_workgroup_invocations = 0;
   uint32_t max_shared_memory_bytes = 0;  // workgroup memory per workgroup
+  uint32_t max_storage_buffers = 0;      // storage-buffer descriptors per shader stage and per set
+  uint32_t max_storage_buffer_range = 0;  // bytes one storage-buffer descriptor covers
 };
 
 struct VulkanDeviceInfo {

@@ -195,16 +195,16 @@ TrainState Trainer::init(uint64_t seed) const {
 }
 
 Array Trainer::step(TrainState& state, const Array& x, const Array& y) const {
-  if (backend_ == Backend::Vulkan || check_numerics()) {
-    // The results are new arrays, which replace state's only after the call succeeded (on
-    // Vulkan, new device buffers: parameters and state stay on the device); a step the numerics
-    // check rejects leaves `state` as it was.
+  if (check_numerics()) {
+    // The results are new arrays, which replace state's only after the call succeeded: a step
+    // the numerics check rejects leaves `state` as it was.
     auto [loss, params, opt_state] = step_(state.params, state.opt_state, x, y);
     state.params = std::move(params);
     state.opt_state = std::move(opt_state);
     return loss;
   }
-  // Written in place: no allocation of parameter-sized results per step.
+  // Written in place: no allocation of parameter-sized results per step (on Vulkan, the state's
+  // arrays take the step's device buffers, and theirs return to the pool for the next step).
   Compiled program = step_.lower(state.params, state.opt_state, x, y);
   thread_local std::vector<Array> inputs, outputs;
   inputs.clear();

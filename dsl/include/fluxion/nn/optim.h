@@ -82,9 +82,9 @@ class Trainer {
   // Parameters from the model's initialisers (seeded) and fresh optimizer state.
   TrainState init(uint64_t seed) const;
   // One compiled call: forward, loss, backward and update of `state` for the batch (x, y).
-  // Returns the batch's loss, which stays on the device with Vulkan until read. On the CPU
-  // backend the parameters and state are updated in place (their Arrays' storage is reused, so
-  // copies of them that share it see the update: clone() what you keep); on Vulkan, and when
+  // Returns the batch's loss, which stays on the device with Vulkan until read. The parameters
+  // and state are updated in place (their Arrays' storage is reused, so copies of them that
+  // share it see the update: clone() what you keep; on Vulkan they stay on the device); when
   // the numerics check is on, the step's new arrays replace state's after the call succeeded.
   Array step(TrainState& state, const Array& x, const Array& y) const;
   // The model's output for x.
