@@ -12,6 +12,8 @@
 #include <string>
 #include <vector>
 
+#include "cpu_target.h"
+
 namespace fx = fluxion;
 
 namespace {
@@ -62,14 +64,22 @@ std::vector<float> values(int64_t n, uint32_t seed) {
   return v;
 }
 
+// The strategy of the product's kernel in a kernel listing: "matmul[tiles]", ...
+std::string product_strategy(const std::string& kernels) {
+  size_t at = kernels.find("matmul[");
+  if (at == std::string::npos) return "?";
+  return kernels.substr(at, kernels.find(']', at) + 1 - at);
+}
+
 }  // namespace
 
 int main() {
   fx::set_num_threads(1);
   openblas_set_num_threads(1);
-  std::printf("1 thread, median us; ratio = Fluxion / OpenBLAS (target <= 1.5)\n\n");
-  std::printf("%-4s %-26s %18s %10s %10s %7s %7s\n", "", "product", "m x n x k", "Fluxion", "OpenBLAS", "ratio",
-              "GFLOP/s");
+  std::printf("%s\n1 thread, median us; ratio = Fluxion / OpenBLAS (target <= 1.5)\n\n",
+              bench::cpu_target_line().c_str());
+  std::printf("%-4s %-26s %18s %10s %10s %7s %7s  %s\n", "", "product", "m x n x k", "Fluxion", "OpenBLAS", "ratio",
+              "GFLOP/s", "kernel");
   double worst = 0;
   for (const Shape& s : kShapes) {
     std::vector<int64_t> as = s.ta ? std::vector<int64_t>{s.k, s.m} : std::vector<int64_t>{s.m, s.k};
@@ -97,8 +107,8 @@ int main() {
     double ratio = ours / blas;
     worst = std::max(worst, ratio);
     std::string dims = std::to_string(s.m) + " x " + std::to_string(s.n) + " x " + std::to_string(s.k);
-    std::printf("%-4s %-26s %18s %10.2f %10.2f %7.2f %7.0f\n", s.workload, s.what, dims.c_str(), ours, blas, ratio,
-                2.0 * s.m * s.n * s.k / ours * 1e-3);
+    std::printf("%-4s %-26s %18s %10.2f %10.2f %7.2f %7.0f  %s\n", s.workload, s.what, dims.c_str(), ours, blas, ratio,
+                2.0 * s.m * s.n * s.k / ours * 1e-3, product_strategy(c.kernels()).c_str());
   }
   std::printf("\nworst ratio: %.2f\n", worst);
 }

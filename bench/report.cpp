@@ -9,6 +9,8 @@
 #include <set>
 #include <sstream>
 
+#include "cpu_target.h"
+
 namespace bench {
 namespace {
 
@@ -82,14 +84,16 @@ std::vector<std::string> check_agreement(const std::vector<Record>& records, dou
 
 void print_table(const std::vector<Record>& records, const std::vector<std::string>& warnings) {
   if (records.empty()) return;
-  std::printf("\nthreads: %d. Times in microseconds: median (min). Ratios of medians: g/p is grad over primal\n"
-              "within a system; x hand and x torch: this system's time over handwritten's and libtorch's\n"
-              "(primal, grad). W6's second mode is the training step. allocs: heap allocations per call\n"
-              "(Fluxion, in parentheses: through Compiled::run_into with preallocated outputs); trips: host\n"
-              "round trips per call; compile ms: the first call, which traces and compiles (*: it found the\n"
-              "program in a compile cache); hit +us: what the first call of a fresh jit of the same program\n"
-              "(a compile-cache hit) costs beyond a steady call.\n\n",
-              records.front().threads);
+  std::printf("\n%s\n", cpu_target_line().c_str());
+  std::printf(
+      "threads: %d. Times in microseconds: median (min). Ratios of medians: g/p is grad over primal\n"
+      "within a system; x hand and x torch: this system's time over handwritten's and libtorch's\n"
+      "(primal, grad). W6's second mode is the training step. allocs: heap allocations per call\n"
+      "(Fluxion, in parentheses: through Compiled::run_into with preallocated outputs); trips: host\n"
+      "round trips per call; compile ms: the first call, which traces and compiles (*: it found the\n"
+      "program in a compile cache); hit +us: what the first call of a fresh jit of the same program\n"
+      "(a compile-cache hit) costs beyond a steady call.\n\n",
+      records.front().threads);
   std::printf("%-3s %-15s %19s %21s %6s %13s %13s %22s %7s %15s %7s\n", "", "system", "primal", "grad/step",
               "g/p", "x hand", "x torch", "allocs", "trips", "compile ms", "hit +us");
 

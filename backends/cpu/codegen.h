@@ -30,6 +30,7 @@ struct ModuleInfo {
 struct Target {
   int vector_bytes = 32;         // vector width for loops LLVM vectorises (its own preference)
   int matmul_vector_bytes = 32;  // vector width of the matmul kernel's register tiles
+  int vector_registers = 16;     // what register tiles may hold (32 with AVX-512)
   bool profile = false;          // call fx_profile_mark before and after every kernel
 };
 

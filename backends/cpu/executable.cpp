@@ -109,9 +109,12 @@ class CpuExecutable final : public backends::Executable {
     Target target;
     target.vector_bytes = host().vector_bytes;
     target.matmul_vector_bytes = host().matmul_vector_bytes;
+    target.vector_registers = host().vector_registers;
     target.profile = profile;
-    std::string key = std::string("fluxion codegen " FLUXION_CODEGEN_HASH) + "\nvector " + std::to_string(target.vector_bytes) +
-                      " " + std::to_string(target.matmul_vector_bytes) + (profile ? " profiled" : "") + "\n" + ir::print(program_);
+    std::string key = std::string("fluxion codegen " FLUXION_CODEGEN_HASH) + "\nvector " +
+                      std::to_string(target.vector_bytes) + " " + std::to_string(target.matmul_vector_bytes) +
+                      " registers " + std::to_string(target.vector_registers) + (profile ? " profiled" : "") + "\n" +
+                      ir::print(program_);
     auto code = build_native(key, [&](llvm::Module& m) { emit_program(program_, schedule_, target, m); });
     (code->from_disk_cache ? backends::counters().disk_cache_hits : backends::counters().compiles)++;
     return code;

@@ -18,9 +18,10 @@ namespace fluxion::cpu {
 using llvm::Value;
 
 namespace {
-// MR, the rows of a register tile: 6 x 2 vectors of accumulators fit AVX2's 16 registers with
-// the two B vectors and a broadcast; AVX-512's 32 registers fit 8 rows, which tile the
-// multiples of 8 that layer widths usually are (W3's 32 rows: four tiles, no single-row rest).
+// MR, the rows of a register tile, from the target's vector registers (of any element type):
+// 6 x 2 vectors of accumulators fit 16 registers (AVX2) with the two B vectors and a
+// broadcast; 32 registers (AVX-512) fit 8 rows, which tile the multiples of 8 that layer widths
+// usually are (W3's 32 rows: four tiles, no single-row rest), or up to 12 as one tile.
 constexpr int kRows = 6;
 constexpr int kRowsWide = 8;
 constexpr int kRowsMax = 12;  // 24 accumulators, two B vectors and a broadcast: 27 of 32 registers
@@ -90,10 +91,11 @@ class KernelEmitter::GemmEmitter {
     // at a time, each a chain of dependent multiply-adds, where a product of 10 rows would
     // spend most of its time.
     int64_t M = product_.M;
-    int max_rows = lanes_ >= 16 ? kRowsMax : kRows;
-    tile_rows_ = M <= max_rows                        ? static_cast<int>(std::max<int64_t>(1, M))
-                 : lanes_ >= 16 && M % kRowsWide == 0 ? kRowsWide
-                                                      : kRows;
+    bool wide = emitter_.target_.vector_registers >= 32;
+    int max_rows = wide ? kRowsMax : kRows;
+    tile_rows_ = M <= max_rows                ? static_cast<int>(std::max<int64_t>(1, M))
+                 : wide && M % kRowsWide == 0 ? kRowsWide
+                                              : kRows;
     r0_ = r0, r1_ = r1;
     full_tiles_ = builder_.CreateSDiv(builder_.CreateSub(r1, r0), i64(tile_rows_));
     full_rows_end_ = builder_.CreateAdd(r0, builder_.CreateMul(full_tiles_, i64(tile_rows_)));

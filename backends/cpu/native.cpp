@@ -13,15 +13,19 @@
 #include <llvm/Support/raw_ostream.h>
 #include <llvm/Target/TargetMachine.h>
 #include <llvm/TargetParser/Host.h>
+#include <llvm/TargetParser/SubtargetFeature.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <deque>
+#include <fstream>
 #include <mutex>
 #include <sstream>
 
-#include "backends/disk_cache.h"
 #include "backends/cpu/runtime.h"
+#include "backends/disk_cache.h"
 #include "fluxion/error.h"
+#include "fluxion/runtime.h"
 
 namespace fluxion::cpu {
 namespace {
@@ -99,6 +103,8 @@ const std::vector<llvm::VecDesc>& more_libmvec_functions(int vector_bytes) {
 std::unique_ptr<llvm::TargetMachine> target_machine() {
   auto jtmb = llvm::orc::JITTargetMachineBuilder::detectHost();
   if (!jtmb) fail_llvm("cannot describe the host CPU", jtmb.takeError());
+  jtmb->setCPU(host().cpu);
+  jtmb->getFeatures() = llvm::SubtargetFeatures(host().features);
   jtmb->setCodeGenOptLevel(llvm::CodeGenOptLevel::Aggressive);
   auto tm = jtmb->createTargetMachine();
   if (!tm) fail_llvm("cannot create a target machine", tm.takeError());
@@ -152,6 +158,51 @@ std::string object_code(llvm::Module& m, llvm::TargetMachine& tm) {
   return std::string(buf.data(), buf.size());
 }
 
+// FLUXION_CPU_FEATURES: "native" (the default), or a lower feature set to generate code for.
+std::string requested_isa() {
+  const char* v = std::getenv("FLUXION_CPU_FEATURES");
+  std::string r = v && *v ? v : "native";
+  if (r != "native" && r != "avx512" && r != "avx2") {
+    detail::fail("cpu backend", "FLUXION_CPU_FEATURES=" + r + ": expected native, avx512 or avx2");
+  }
+  return r;
+}
+
+// Turns off the host's features above `isa`; raises Error when the host lacks `isa` itself (its
+// code would not run here).
+void lower_features(llvm::StringMap<bool>& f, const std::string& isa) {
+  auto has = [&](const char* name) { return f.lookup(name); };
+  bool ok = isa == "native" || (isa == "avx2" && has("avx2") && has("fma")) || (isa == "avx512" && has("avx512f"));
+  if (!ok) {
+    detail::fail("cpu backend", "FLUXION_CPU_FEATURES=" + isa + " asks for instructions this CPU (" +
+                                    llvm::sys::getHostCPUName().str() + ") does not have");
+  }
+  auto off = [&](const std::vector<std::string>& prefixes) {
+    for (auto& e : f) {
+      for (const std::string& p : prefixes) {
+        if (e.first().starts_with(p)) e.second = false;
+      }
+    }
+  };
+  if (isa == "avx2") off({"avx512", "evex512", "avx10", "amx"});
+}
+
+// The size of the level-`level` data (or unified) cache of CPU 0, from sysfs; 0 when absent.
+int64_t cache_bytes(int level) {
+  for (int index = 0; index < 8; ++index) {
+    std::string dir = "/sys/devices/system/cpu/cpu0/cache/index" + std::to_string(index) + "/";
+    std::ifstream lv(dir + "level"), type(dir + "type"), size(dir + "size");
+    int l = 0;
+    std::string t, sz;
+    if (!(lv >> l) || !(type >> t) || !(size >> sz)) break;
+    if (l != level || t == "Instruction") continue;
+    int64_t n = std::atoll(sz.c_str());
+    char unit = sz.empty() ? 'K' : sz.back();
+    return unit == 'M' ? n << 20 : unit == 'K' ? n << 10 : n;
+  }
+  return 0;
+}
+
 class OrcCode final : public NativeCode {
  public:
   std::unique_ptr<llvm::orc::LLJIT> jit;
@@ -165,14 +216,18 @@ const HostInfo& host() {
     HostInfo h;
     h.cpu = llvm::sys::getHostCPUName().str();
     llvm::StringMap<bool> features = llvm::sys::getHostCPUFeatures();
-    std::vector<std::string> on;
-    for (auto& f : features) {
-      if (f.second) on.push_back(f.first().str());
-    }
-    std::sort(on.begin(), on.end());
-    for (const std::string& f : on) h.features += "+" + f + ",";
-    h.vector_bytes = features.lookup("avx512f") ? 64 : features.lookup("avx") ? 32 : 16;
+    h.requested = requested_isa();
+    lower_features(features, h.requested);
+    std::vector<std::string> names;
+    for (auto& f : features) names.push_back(f.first().str());
+    std::sort(names.begin(), names.end());
+    for (const std::string& f : names) h.features += (features.lookup(f) ? "+" : "-") + f + ",";
+    h.isa = features.lookup("avx512f") ? "avx512" : features.lookup("avx2") && features.lookup("fma") ? "avx2" : "sse";
+    h.vector_bytes = h.isa == "avx512" ? 64 : features.lookup("avx") ? 32 : 16;
     h.matmul_vector_bytes = h.vector_bytes;
+    h.vector_registers = h.isa == "avx512" ? 32 : 16;
+    h.l1d_bytes = cache_bytes(1);
+    h.l2_bytes = cache_bytes(2);
     return h;
   }();
   return info;
@@ -243,3 +298,12 @@ std::unique_ptr<NativeCode> build_native(const std::string& key, const std::func
 }
 
 }  // namespace fluxion::cpu
+
+namespace fluxion {
+
+CpuTarget cpu_target() {
+  const cpu::HostInfo& h = cpu::host();
+  return {h.isa, h.cpu, h.requested, 8 * h.vector_bytes, h.vector_registers, h.l1d_bytes, h.l2_bytes};
+}
+
+}  // namespace fluxion

@@ -32,12 +32,18 @@ class NativeCode {
   bool from_disk_cache = false;
 };
 
-// Facts about the host the generated code is specialised for, and the cache key part they form.
+// Facts about the host the generated code is specialised for, and the cache key part they form:
+// the host's own CPU and features, or lower ones that FLUXION_CPU_FEATURES asks for
+// (fluxion::cpu_target()).
 struct HostInfo {
-  std::string cpu;
-  std::string features;
+  std::string cpu;        // LLVM's name of the host CPU (its scheduling model)
+  std::string features;   // LLVM subtarget features, "+avx2,-avx512f,..."
+  std::string isa;        // "avx512", "avx2" or "sse": the widest vectors code is generated for
+  std::string requested;  // FLUXION_CPU_FEATURES, or "native"
   int vector_bytes = 16;
   int matmul_vector_bytes = 16;  // 64 with AVX-512: the register tiles of a matmul use all of it
+  int vector_registers = 16;     // 32 with AVX-512
+  int64_t l1d_bytes = 0, l2_bytes = 0;  // per core; 0 where the machine does not say
 };
 const HostInfo& host();
 

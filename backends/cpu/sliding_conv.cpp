@@ -53,9 +53,9 @@ constexpr int64_t kMaxStackBytes = int64_t{160} << 10;
 int64_t round_up(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
 
 // Register tile of the weight gradient: output channels x taps accumulators, with the
-// channels' g vectors and one input vector beside them in the registers.
-int grad_tile_rows(int lanes) { return lanes >= 16 ? 4 : 2; }
-int grad_tile_taps(int lanes) { return lanes >= 16 ? 6 : 5; }
+// channels' g vectors and one input vector beside them in the target's 16 or 32 registers.
+int grad_tile_rows(int registers) { return registers >= 32 ? 4 : 2; }
+int grad_tile_taps(int registers) { return registers >= 32 ? 6 : 5; }
 
 }  // namespace
 
@@ -133,8 +133,8 @@ bool KernelEmitter::SlidingConv::emit(Value* lo, Value* hi) {
   int64_t taps = s.channels * s.KH * s.KW;
   int64_t bytes = esize * (s.staged() + 2 * lanes);
   if (s.weight_grad) {
-    bytes +=
-        esize * (grad_tile_rows(lanes) + 1) * round_up(s.wide(), lanes) + esize * grad_tile_rows(lanes) * taps * lanes;
+    bytes += esize * (grad_tile_rows(target_.vector_registers) + 1) * round_up(s.wide(), lanes) +
+             esize * grad_tile_rows(target_.vector_registers) * taps * lanes;
   } else {
     bytes += esize * s.rows * round_up(s.wide(), 2 * lanes);
   }
@@ -221,7 +221,7 @@ void KernelEmitter::SlidingConv::forward(const Slide& s, int lanes, Value* lo, V
                                   valign);
     }
   };
-  int mr = lanes >= 16 && s.rows % 8 == 0 ? 8 : 6;
+  int mr = target_.vector_registers >= 32 && s.rows % 8 == 0 ? 8 : 6;
   emit_for(builder_, lo, hi, {}, [&](Value* image, const std::vector<Value*>&) {
     stage_image(src, image, i64(0), s.channels, staged, {s.SH * s.SW, s.SW, s.before_h, s.before_w, s.SH, s.SW});
     emit_for(builder_, i64(0), i64(blocks), {}, [&](Value* jb, const std::vector<Value*>&) {
@@ -260,7 +260,7 @@ void KernelEmitter::SlidingConv::weight_grad(const Slide& s, int lanes, Value* l
   ir::ValueId x = n.operands[0], g = n.operands[1], res = n.results[0];
   DType t = region_.type(res).dtype;
   auto [et, vt, ealign, valign] = vector_types(context_, t, lanes);
-  const int mo = grad_tile_rows(lanes), tb = grad_tile_taps(lanes);
+  const int mo = grad_tile_rows(target_.vector_registers), tb = grad_tile_taps(target_.vector_registers);
   int64_t images = region_.type(g).shape[0];
   int64_t taps = s.channels * s.KH * s.KW, kk = s.KH * s.KW;
   int64_t row_len = round_up(s.wide(), lanes), steps = row_len / lanes;

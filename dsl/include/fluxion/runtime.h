@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 
 namespace fluxion {
 
@@ -11,6 +12,19 @@ namespace fluxion {
 // Error. Takes effect for the next call of a compiled program.
 void set_num_threads(int n);
 int num_threads();
+
+// What the CPU backend generates code for. FLUXION_CPU_FEATURES=avx2 (or avx512; default native)
+// makes it target a lower instruction set than the host has, so that another machine's
+// code paths run, and are tested, here; one the host lacks raises Error at the first compile.
+struct CpuTarget {
+  std::string isa;                      // "avx512", "avx2" or "sse" (a host without AVX2)
+  std::string cpu;                      // LLVM's name of the host CPU, e.g. "znver4"
+  std::string requested;                // FLUXION_CPU_FEATURES, or "native"
+  int vector_bits = 0;                  // 512, 256 or 128
+  int vector_registers = 0;             // 32 with AVX-512, else 16
+  int64_t l1d_bytes = 0, l2_bytes = 0;  // per core; 0 where the machine does not say
+};
+CpuTarget cpu_target();
 
 // Counts since the last reset_counters(), summed over all compiled programs and threads.
 struct RuntimeCounters {
