@@ -20,7 +20,7 @@ inline constexpr uint32_t kWorkgroupSize = 64;
 
 // What the device's shaders may use.
 struct ShaderTarget {
-  bool int64 = true;          // shaderInt64: addresses as uint64_t (else as uvec2)
+  bool int64 = true;  // shaderInt64: addresses as uint64_t (else as uvec2)
   // 0: buffers through buffer device addresses; else (no bufferDeviceAddress) through an array
   // of this many storage-buffer descriptors, one per memory block.
   uint32_t descriptor_slots = 0;

@@ -21,8 +21,8 @@ struct VulkanCapabilities {
   bool timestamps = false;             // timestamps on the compute queue (for profiling)
   uint32_t subgroup_size = 0;
   uint32_t max_workgroup_invocations = 0;
-  uint32_t max_shared_memory_bytes = 0;  // workgroup memory per workgroup
-  uint32_t max_storage_buffers = 0;      // storage-buffer descriptors per shader stage and per set
+  uint32_t max_shared_memory_bytes = 0;   // workgroup memory per workgroup
+  uint32_t max_storage_buffers = 0;       // storage-buffer descriptors per shader stage and per set
   uint32_t max_storage_buffer_range = 0;  // bytes one storage-buffer descriptor covers
 };
 
