@@ -243,12 +243,9 @@ class Recorder {
       dispatch(cl.pipeline, {1, 1, 1}, pairs, {}, reads, writes, name_of(cl.shader.name));
       return;
     }
-    // A device that caps an invocation's loop iterations gets the steps in several dispatches.
-    int64_t chunk = n.attrs.length;
-    if (options_.loop_iteration_limit > 0) chunk = std::max<int64_t>(1, options_.loop_iteration_limit / cl.shader.iterations_per_step);
-    for (int64_t t0 = 0; t0 == 0 || t0 < n.attrs.length; t0 += chunk) {  // length 0: the carries' initialisation
-      dispatch(cl.pipeline, {1, 1, 1}, pairs, {t0, std::min(n.attrs.length, t0 + chunk)}, reads, writes, name_of(cl.shader.name));
-    }
+    for (auto [first, last] :
+         scan_step_ranges(n.attrs.length, options_.loop_iteration_limit, cl.shader.iterations_per_step))
+      dispatch(cl.pipeline, {1, 1, 1}, pairs, {first, last}, reads, writes, name_of(cl.shader.name));
   }
 
   // Whether loop node n runs as a loop kernel: its regions fit one workgroup and, for a while
@@ -413,6 +410,17 @@ class Recorder {
 };
 
 }  // namespace
+
+std::vector<std::pair<int64_t, int64_t>> scan_step_ranges(int64_t length, int64_t loop_iteration_limit,
+                                                          int64_t iterations_per_step) {
+  int64_t chunk = loop_iteration_limit > 0
+                      ? std::max<int64_t>(1, loop_iteration_limit / std::max<int64_t>(1, iterations_per_step))
+                      : std::max<int64_t>(1, length);
+  std::vector<std::pair<int64_t, int64_t>> ranges{{0, std::min(length, chunk)}};
+  for (int64_t first = chunk; first < length; first += chunk)
+    ranges.emplace_back(first, std::min(length, first + chunk));
+  return ranges;
+}
 
 Recording record(const ir::Program& p, const kernel::RegionSchedule& s, const KernelCompiler& compile, const LoopCompiler& compile_loop,
                  const RecordOptions& options, std::vector<const ir::Node*>* while_loops) {

@@ -93,6 +93,13 @@ struct RecordOptions {
   int64_t drop_barrier = -1;
 };
 
+// The step ranges [first, last) of a scan of `length` steps run as a loop kernel, in dispatch
+// order: one range on a device without a cap on loop iterations (limit 0), else ranges of at
+// most max(1, limit / iterations_per_step) steps. A scan of no steps still gets the one empty
+// range [0, 0), whose dispatch initialises the carries.
+std::vector<std::pair<int64_t, int64_t>> scan_step_ranges(int64_t length, int64_t loop_iteration_limit,
+                                                          int64_t iterations_per_step);
+
 Recording record(const ir::Program& p, const kernel::RegionSchedule& s, const KernelCompiler& compile,
                  const LoopCompiler& compile_loop, const RecordOptions& options, std::vector<const ir::Node*>* while_loops);
 
