@@ -81,6 +81,10 @@ class KernelEmitter {
   // pointers `bufs` must hold, in order.
   llvm::Function* emit(const std::string& name);
   const std::vector<ir::ValueId>& buffers() const { return buffer_values_; }
+  // A split kernel's combination of its parts (Kernel::split_chunks), on a fresh emitter:
+  // `void name(ptr bufs, ptr partials)` stores each folded reduction's partial results,
+  // combined in part order, into its own buffer; `bufs` holds buffers()' pointers.
+  llvm::Function* emit_combine(const std::string& name);
   // After emit: which code path it took ("tiles", "transposed-tiles", "sliding", "im2col",
   // "block", "scalar", "flat", "pool-windows", "nest"; docs/cpu.md), Kernel::strategy's value.
   const std::string& strategy() const { return strategy_; }
@@ -119,6 +123,7 @@ class KernelEmitter {
   // reduces only over every axis): then it runs as one flat loop.
   bool collapsible() const;
   void init_reductions(llvm::Value* lo, llvm::Value* hi);
+  llvm::Function* begin_function(const std::string& name, const std::vector<llvm::Type*>& rest);
   // StraightLine kernels (straight_line.cpp): every element of every stored value, at constant indices;
   // a reduction or matrix product at one index is its sum written out.
   void straight_line();

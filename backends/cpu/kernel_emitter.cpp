@@ -1,4 +1,5 @@
 // KernelEmitter: the loop nest of a Loop kernel, index math for views, loads and stores.
+#include <algorithm>
 #include <utility>
 
 #include <llvm/IR/MDBuilder.h>
@@ -261,14 +262,15 @@ void KernelEmitter::nest(const Shape& shape, Value* lo, Value* hi, const std::fu
 }
 
 // Reduction results are accumulated in place: set them to the identity over the part of the
-// output this call (dimension-0 range) touches.
+// output this call (dimension-0 range) touches. A reduction that folds dimension 0 is whole in
+// every call: the kernel is called once, or once per part with partial results of its own.
 void KernelEmitter::init_reductions(Value* lo, Value* hi) {
   for (size_t n : kernel_.nodes) {
     const ir::Node& node = region_.nodes[n];
     if (ir::op_info(node.op).cls != ir::OpClass::Reduce) continue;
     ir::ValueId out = node.results[0];
     const TensorType& t = region_.type(out);
-    bool keeps_dim0 = kernel_.parallel;  // parallel kernels never reduce dimension 0
+    bool keeps_dim0 = std::find(node.attrs.axes.begin(), node.attrs.axes.end(), 0) == node.attrs.axes.end();
     Value* init = reduce_identity(node.op, t.dtype);
     if (t.shape.empty()) {
       store(out, {}, init);
@@ -307,23 +309,32 @@ void KernelEmitter::body_at(const Index& idx, const std::vector<std::pair<ir::Va
   }
 }
 
-llvm::Function* KernelEmitter::emit(const std::string& name) {
-  auto* fty = llvm::FunctionType::get(builder_.getVoidTy(),
-                                      {builder_.getPtrTy(), builder_.getInt64Ty(), builder_.getInt64Ty()}, false);
-  auto* f = llvm::Function::Create(fty, llvm::Function::InternalLinkage, name, module_);
+// `void name(ptr bufs, rest...)`, with the builder at the start of its body: an entry block
+// that only branches on (allocas and buffer pointers go there) and the first block after it.
+llvm::Function* KernelEmitter::begin_function(const std::string& name, const std::vector<llvm::Type*>& rest) {
+  std::vector<llvm::Type*> params{builder_.getPtrTy()};
+  params.insert(params.end(), rest.begin(), rest.end());
+  auto* f = llvm::Function::Create(llvm::FunctionType::get(builder_.getVoidTy(), params, false),
+                                   llvm::Function::InternalLinkage, name, module_);
   f->addFnAttr(llvm::Attribute::NoUnwind);
-  // Vectors as wide as the machine has: LLVM's x86 tuning otherwise prefers 256 bits on
-  // AVX-512 CPUs and splits wider vectors (the matmul's register tiles among them).
-  f->addFnAttr("prefer-vector-width", std::to_string(8 * target_.vector_bytes));
-  f->addFnAttr("min-legal-vector-width", std::to_string(8 * std::max(target_.vector_bytes, target_.matmul_vector_bytes)));
   bufs_ = f->getArg(0);
-  Value* lo = f->getArg(1);
-  Value* hi = f->getArg(2);
   auto* entry = llvm::BasicBlock::Create(context_, "entry", f);
   auto* start = llvm::BasicBlock::Create(context_, "start", f);
   builder_.SetInsertPoint(entry);
   builder_.CreateBr(start);
   builder_.SetInsertPoint(start);
+  return f;
+}
+
+llvm::Function* KernelEmitter::emit(const std::string& name) {
+  llvm::Function* f = begin_function(name, {builder_.getInt64Ty(), builder_.getInt64Ty()});
+  // Vectors as wide as the machine has: LLVM's x86 tuning otherwise prefers 256 bits on
+  // AVX-512 CPUs and splits wider vectors (the matmul's register tiles among them).
+  f->addFnAttr("prefer-vector-width", std::to_string(8 * target_.vector_bytes));
+  f->addFnAttr("min-legal-vector-width",
+               std::to_string(8 * std::max(target_.vector_bytes, target_.matmul_vector_bytes)));
+  Value* lo = f->getArg(1);
+  Value* hi = f->getArg(2);
   if (kernel_.kind == kernel::KernelKind::StraightLine) {
     strategy_ = "block";
     straight_line();
@@ -390,6 +401,35 @@ llvm::Function* KernelEmitter::emit(const std::string& name) {
       in.setMetadata(llvm::LLVMContext::MD_noalias, llvm::MDNode::get(context_, others));
     }
   }
+  return f;
+}
+
+llvm::Function* KernelEmitter::emit_combine(const std::string& name) {
+  llvm::Function* f = begin_function(name, {builder_.getPtrTy()});
+  Value* partials = f->getArg(1);
+  std::vector<size_t> folded = kernel::split_reductions(region_, kernel_);
+  int64_t stride = kernel::split_partial_bytes(region_, kernel_);
+  for (size_t i = 0; i < folded.size(); ++i) {
+    const ir::Node& node = region_.nodes[folded[i]];
+    ir::ValueId out = node.results[0];
+    const TensorType& t = region_.type(out);
+    llvm::Type* et = mem_type(context_, t.dtype);
+    int64_t first = kernel::split_partial_offset(region_, kernel_, i);
+    auto part = [&](int64_t c, Value* e) {
+      Value* base = builder_.CreateConstInBoundsGEP1_64(builder_.getInt8Ty(), partials,
+                                                        static_cast<uint64_t>(first + c * stride));
+      Value* x = builder_.CreateLoad(et, builder_.CreateInBoundsGEP(et, base, e));
+      return t.dtype == DType::boolean ? builder_.CreateTrunc(x, builder_.getInt1Ty()) : x;
+    };
+    emit_for(builder_, i64(0), i64(t.numel()), {}, [&](Value* e, const std::vector<Value*>&) {
+      Value* acc = part(0, e);
+      for (int64_t c = 1; c < kernel_.split_chunks; ++c) acc = combine(node.op, t.dtype, acc, part(c, e));
+      Value* x = t.dtype == DType::boolean ? builder_.CreateZExt(acc, builder_.getInt8Ty()) : acc;
+      builder_.CreateStore(x, builder_.CreateInBoundsGEP(et, pointer(out), e));
+      return std::vector<Value*>{};
+    });
+  }
+  builder_.CreateRetVoid();
   return f;
 }
 

@@ -111,7 +111,7 @@ class ProgramEmitter {
     }
     for (const kernel::Step& st : s.steps) {
       if (st.kind == kernel::Step::Kind::Kernel) {
-        call_kernel(r, s, st.index, ptr);
+        call_kernel(r, s, st.index, ptr, arena);
         continue;
       }
       const ir::Node& n = r.nodes[st.index];
@@ -133,7 +133,8 @@ class ProgramEmitter {
     return results;
   }
 
-  void call_kernel(const ir::Region& r, const RegionSchedule& s, size_t ki, const std::vector<Value*>& ptr) {
+  void call_kernel(const ir::Region& r, const RegionSchedule& s, size_t ki, const std::vector<Value*>& ptr,
+                   Value* arena) {
     const kernel::Kernel& k = s.kernels[ki];
     llvm::IRBuilder<> kb(context_);
     KernelEmitter ke(r, s, k, target_, module_, kb);
@@ -158,7 +159,9 @@ class ProgramEmitter {
     };
     int32_t id = kernel_count_ - 1;
     mark(id);
-    if (k.parallel && work >= kParallelWork && n0 > 1) {
+    if (k.split_chunks > 1) {
+      split_call(r, s, k, fn, bufs, ptr, n0, arena);
+    } else if (k.parallel && work >= kParallelWork && n0 > 1) {
       auto pf = module_.getOrInsertFunction("fx_parallel_for", builder_.getVoidTy(), builder_.getPtrTy(),
                                             builder_.getPtrTy(), builder_.getInt64Ty(), builder_.getInt64Ty());
       builder_.CreateCall(pf, {fn, args, builder_.getInt64(static_cast<uint64_t>(n0)),
@@ -167,6 +170,45 @@ class ProgramEmitter {
       builder_.CreateCall(fn, {args, builder_.getInt64(0), builder_.getInt64(static_cast<uint64_t>(n0))});
     }
     mark(id);
+  }
+
+  // Runs split kernel k (Kernel::split_chunks) as its parts, each with the folded reductions'
+  // pointers moved to its own partial results in the arena, then combines the parts in order.
+  void split_call(const ir::Region& r, const RegionSchedule& s, const kernel::Kernel& k, llvm::Function* fn,
+                  const std::vector<ir::ValueId>& bufs, const std::vector<Value*>& ptr, int64_t n0, Value* arena) {
+    std::vector<size_t> folded = kernel::split_reductions(r, k);
+    int64_t stride = kernel::split_partial_bytes(r, k);
+    uint64_t nb = std::max<uint64_t>(1, bufs.size());
+    Value* parts = entry_alloca(builder_.getPtrTy(), nb * static_cast<uint64_t>(k.split_chunks));
+    Value* partials =
+        builder_.CreateConstInBoundsGEP1_64(builder_.getInt8Ty(), arena, static_cast<uint64_t>(k.partials_offset));
+    for (int64_t c = 0; c < k.split_chunks; ++c) {
+      for (size_t i = 0; i < bufs.size(); ++i) {
+        Value* p = ptr[static_cast<size_t>(bufs[i])];
+        for (size_t f = 0; f < folded.size(); ++f) {
+          if (r.nodes[folded[f]].results[0] != bufs[i]) continue;
+          p = builder_.CreateConstInBoundsGEP1_64(
+              builder_.getInt8Ty(), partials,
+              static_cast<uint64_t>(c * stride + kernel::split_partial_offset(r, k, f)));
+        }
+        builder_.CreateStore(
+            p, builder_.CreateConstInBoundsGEP1_64(builder_.getPtrTy(), parts, static_cast<uint64_t>(c) * nb + i));
+      }
+    }
+    auto pc =
+        module_.getOrInsertFunction("fx_parallel_parts", builder_.getVoidTy(), builder_.getPtrTy(), builder_.getPtrTy(),
+                                    builder_.getInt64Ty(), builder_.getInt64Ty(), builder_.getInt64Ty());
+    builder_.CreateCall(pc, {fn, parts, builder_.getInt64(nb), builder_.getInt64(static_cast<uint64_t>(n0)),
+                             builder_.getInt64(static_cast<uint64_t>(k.split_chunks))});
+    llvm::IRBuilder<> cb(context_);
+    KernelEmitter ce(r, s, k, target_, module_, cb);
+    llvm::Function* combine = ce.emit_combine("combine" + std::to_string(kernel_count_ - 1));
+    Value* cargs = entry_alloca(builder_.getPtrTy(), std::max<uint64_t>(1, ce.buffers().size()));
+    for (size_t i = 0; i < ce.buffers().size(); ++i) {
+      builder_.CreateStore(ptr[static_cast<size_t>(ce.buffers()[i])],
+                           builder_.CreateConstInBoundsGEP1_64(builder_.getPtrTy(), cargs, i));
+    }
+    builder_.CreateCall(combine, {cargs, partials});
   }
 
   // Copies a region's results into loop carries (kernel::carry_updates), staging on the stack.

@@ -19,6 +19,14 @@
 namespace fluxion::cpu {
 namespace {
 
+inline void cpu_relax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#else
+  std::this_thread::yield();
+#endif
+}
+
 // Chunks smaller than this much work are not worth a thread hand-off.
 constexpr int64_t kMinChunkWork = int64_t{1} << 14;
 
@@ -28,81 +36,125 @@ int default_threads() {
   return n ? static_cast<int>(n) : 1;
 }
 
+// Spins on an atomic for up to `budget` before giving up, so that a hand-off between kernels
+// that follow each other closely costs no system call.
+template <class Ready>
+bool spin_until(Ready ready, std::chrono::nanoseconds budget) {
+  auto start = std::chrono::steady_clock::now();
+  for (int i = 1;; ++i) {
+    if (ready()) return true;
+    cpu_relax();
+    if (i % 64 == 0 && std::chrono::steady_clock::now() - start > budget) return ready();
+  }
+}
+
+// How long a worker stays awake after a chunk, and how long a caller spins for the last chunk
+// before sleeping: long enough to span the serial kernels between two parallel ones in a call,
+// short enough to give a busy machine its cores back soon.
+constexpr std::chrono::microseconds kWorkerSpin{100}, kCallerSpin{50};
+
 // A fixed set of workers that run one parallel_for at a time. The calling thread takes chunks
 // too; a second caller that finds the pool busy runs its loop alone instead of waiting.
+//
+// A job is published in one atomic word, claim_ = generation (24 bits) | chunks (20) | next
+// chunk (20). A worker owns chunk i of generation g only by advancing that word from
+// (g, c, i), so a worker still leaving the previous job can never take a chunk of the next one
+// with stale fields, and the fields of job g are not rewritten before every chunk of g has
+// finished (pending_). Workers spin for a while after a job before sleeping, so a call whose
+// kernels follow each other finds them awake.
 class Pool {
  public:
   explicit Pool(int threads) {
-    for (int i = 1; i < threads; ++i) workers_.emplace_back([this] { work(); });
+    // The generation each worker has seen is read here, before it runs: a job (or the stop)
+    // published before a new thread first looks must still count as new to it.
+    for (int i = 1; i < threads; ++i) workers_.emplace_back([this, seen = generation(claim_.load())] { work(seen); });
   }
   ~Pool() {
+    stop_ = true;
     {
       std::lock_guard<std::mutex> lock(mu_);
-      stop_ = true;
-      ++generation_;
+      claim_.store(pack(next_generation(), 0, 0));
     }
     wake_.notify_all();
     for (auto& t : workers_) t.join();
   }
   int size() const { return static_cast<int>(workers_.size()) + 1; }
 
-  void run(KernelFn fn, void** bufs, int64_t n, int64_t chunks) {
+  // Runs fn over [0, n) as `chunks` ranges; chunk i gets the buffers at bufs + i * stride.
+  void run(KernelFn fn, void** bufs, int64_t stride, int64_t n, int64_t chunks) {
     std::unique_lock<std::mutex> busy(busy_, std::try_to_lock);
     if (!busy.owns_lock() || workers_.empty()) {
-      fn(bufs, 0, n);
+      for (int64_t i = 0; i < chunks; ++i) fn(bufs + i * stride, n * i / chunks, n * (i + 1) / chunks);
       return;
     }
-    {
+    fn_ = fn;
+    bufs_ = bufs;
+    stride_ = stride;
+    n_ = n;
+    pending_.store(chunks);
+    uint64_t g = next_generation();
+    claim_.store(pack(g, static_cast<uint64_t>(chunks), 0));
+    if (sleepers_.load() > 0) {
       std::lock_guard<std::mutex> lock(mu_);
-      fn_ = fn;
-      bufs_ = bufs;
-      n_ = n;
-      chunks_ = chunks;
-      next_ = 0;
-      pending_ = chunks;
-      ++generation_;
+      wake_.notify_all();
     }
-    wake_.notify_all();
-    take_chunks();
-    std::unique_lock<std::mutex> lock(mu_);
-    done_.wait(lock, [&] { return pending_ == 0; });
+    take_chunks(g);
+    if (!spin_until([&] { return pending_.load() == 0; }, kCallerSpin)) {
+      std::unique_lock<std::mutex> lock(mu_);
+      done_.wait(lock, [&] { return pending_.load() == 0; });
+    }
   }
 
  private:
-  void take_chunks() {
+  static constexpr uint64_t kFieldBits = 20, kFieldMask = (uint64_t{1} << kFieldBits) - 1;
+  static uint64_t pack(uint64_t generation, uint64_t chunks, uint64_t next) {
+    return (generation << (2 * kFieldBits)) | (chunks << kFieldBits) | next;
+  }
+  static uint64_t generation(uint64_t claim) { return claim >> (2 * kFieldBits); }
+  uint64_t next_generation() const {
+    return (generation(claim_.load()) + 1) & ((uint64_t{1} << (64 - 2 * kFieldBits)) - 1);
+  }
+
+  void take_chunks(uint64_t g) {
     for (;;) {
-      int64_t c = next_.fetch_add(1);
-      if (c >= chunks_) return;
-      int64_t begin = n_ * c / chunks_, end = n_ * (c + 1) / chunks_;
-      fn_(bufs_, begin, end);
+      uint64_t claim = claim_.load();
+      uint64_t chunks = (claim >> kFieldBits) & kFieldMask, c = claim & kFieldMask;
+      if (generation(claim) != g || c >= chunks) return;
+      if (!claim_.compare_exchange_weak(claim, claim + 1)) continue;
+      int64_t count = static_cast<int64_t>(chunks), i = static_cast<int64_t>(c);
+      fn_(bufs_ + i * stride_, n_ * i / count, n_ * (i + 1) / count);
       if (pending_.fetch_sub(1) == 1) {
         std::lock_guard<std::mutex> lock(mu_);
         done_.notify_all();
       }
     }
   }
-  void work() {
-    uint64_t seen = 0;
+  void work(uint64_t seen) {
     for (;;) {
-      {
+      auto fresh = [&] { return generation(claim_.load()) != seen || stop_; };
+      if (!spin_until(fresh, kWorkerSpin)) {
         std::unique_lock<std::mutex> lock(mu_);
-        wake_.wait(lock, [&] { return generation_ != seen; });
-        seen = generation_;
-        if (stop_) return;
+        sleepers_.fetch_add(1);
+        wake_.wait(lock, fresh);
+        sleepers_.fetch_sub(1);
       }
-      take_chunks();
+      if (stop_) return;
+      seen = generation(claim_.load());
+      take_chunks(seen);
     }
   }
 
   std::vector<std::thread> workers_;
   std::mutex busy_, mu_;
   std::condition_variable wake_, done_;
-  uint64_t generation_ = 0;
-  bool stop_ = false;
+  std::atomic<bool> stop_{false};
+  std::atomic<uint64_t> claim_{0};
+  std::atomic<int64_t> pending_{0};
+  std::atomic<int> sleepers_{0};
+  // The published job; written by the caller only while no chunk of the previous job runs.
   KernelFn fn_ = nullptr;
   void** bufs_ = nullptr;
-  int64_t n_ = 0, chunks_ = 0;
-  std::atomic<int64_t> next_{0}, pending_{0};
+  int64_t stride_ = 0, n_ = 0;
 };
 
 std::mutex pool_mu;
@@ -117,6 +169,10 @@ std::shared_ptr<Pool> pool() {
 
 extern "C" void fx_parallel_for(KernelFn fn, void** bufs, int64_t n, int64_t work_per_item) {
   parallel_for(fn, bufs, n, work_per_item);
+}
+
+extern "C" void fx_parallel_parts(KernelFn fn, void** parts, int64_t buffers, int64_t n, int64_t count) {
+  parallel_parts(fn, parts, buffers, n, count);
 }
 
 // rng_uniform (kind 0: f32, 1: f64) and rng_normal (kind 2) element `index` for `key`: the
@@ -161,6 +217,7 @@ std::vector<ProfileMark>& profile_marks() {
 const std::vector<RuntimeSymbol>& runtime_symbols() {
   static const std::vector<RuntimeSymbol> symbols{
       {"fx_parallel_for", reinterpret_cast<void*>(&fx_parallel_for)},
+      {"fx_parallel_parts", reinterpret_cast<void*>(&fx_parallel_parts)},
       {"fx_profile_mark", reinterpret_cast<void*>(&fx_profile_mark)},
       {"fx_rng", reinterpret_cast<void*>(&fx_rng)},
       {"fx_rng_fold", reinterpret_cast<void*>(&fx_rng_fold)},
@@ -176,7 +233,15 @@ void parallel_for(KernelFn fn, void** bufs, int64_t n, int64_t work_per_item) {
     fn(bufs, 0, n);
     return;
   }
-  pool()->run(fn, bufs, n, chunks);
+  pool()->run(fn, bufs, 0, n, chunks);
+}
+
+void parallel_parts(KernelFn fn, void** parts, int64_t buffers, int64_t n, int64_t count) {
+  if (num_threads() == 1) {
+    for (int64_t i = 0; i < count; ++i) fn(parts + i * buffers, n * i / count, n * (i + 1) / count);
+    return;
+  }
+  pool()->run(fn, parts, buffers, n, count);
 }
 
 }  // namespace fluxion::cpu

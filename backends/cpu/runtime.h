@@ -20,6 +20,10 @@ using KernelFn = void (*)(void** bufs, int64_t begin, int64_t end);
 // Runs fn over [0, n) split into chunks across the pool's threads (the caller takes part);
 // `work_per_item` sizes the chunks. Returns when every chunk is done.
 void parallel_for(KernelFn fn, void** bufs, int64_t n, int64_t work_per_item);
+// Runs fn over [0, n) as exactly `count` consecutive parts, part i with the `buffers` pointers
+// at parts + i * buffers, on as many of the pool's threads as there are parts. The parts do not
+// depend on the thread count (split kernels: jit/kernel/kernel_ir.h).
+void parallel_parts(KernelFn fn, void** parts, int64_t buffers, int64_t n, int64_t count);
 
 // A profiled program (Target::profile) calls fx_profile_mark(kernel) before and after every
 // kernel; the marks of the calling thread's current call, in order. At most kMaxProfileMarks

@@ -537,15 +537,37 @@ class Fuser {
     k.root = g.root >= 0 ? static_cast<size_t>(g.root) : 0;
     // Threads split the outermost dimension unless a reduction folds it.
     k.parallel = !k.space.empty() && k.space[0] > 1;
-    for (size_t i : k.nodes) {
-      const ir::Node& n = region_.nodes[i];
-      if (ir::op_info(n.op).cls == OpClass::Reduce &&
-          std::find(n.attrs.axes.begin(), n.attrs.axes.end(), 0) != n.attrs.axes.end()) {
-        k.parallel = false;
-      }
+    if (!split_reductions(region_, k).empty()) {
+      k.parallel = false;
+      if (options_.split_reductions) k.split_chunks = split_chunk_count(k);
     }
     s.steps.push_back({Step::Kind::Kernel, s.kernels.size()});
     s.kernels.push_back(std::move(k));
+  }
+
+  // How many parts kernel k's outermost dimension is split into (0: none): see kMaxSplitChunks.
+  // Not when a node of the kernel reads a folded reduction (it needs the whole sum), nor for
+  // straight-line kernels.
+  int64_t split_chunk_count(const Kernel& k) const {
+    if (k.kind == KernelKind::StraightLine || k.space.empty() || k.space[0] < 2) return 0;
+    std::vector<size_t> folded = split_reductions(region_, k);
+    int64_t partial_elements = 0;
+    for (size_t f : folded) {
+      ir::ValueId v = region_.nodes[f].results[0];
+      partial_elements += region_.type(v).numel();
+      for (const std::vector<size_t>* nodes : {&k.nodes, &k.recomputed}) {
+        for (size_t n : *nodes) {
+          const auto& ops = region_.nodes[n].operands;
+          if (std::find(ops.begin(), ops.end(), v) != ops.end()) return 0;
+        }
+      }
+    }
+    int64_t work = numel(k.space);
+    if (k.kind == KernelKind::MatMul) work *= region_.type(region_.nodes[k.root].operands[0]).shape.back();
+    int64_t rows = k.kind == KernelKind::MatMul ? kMinSplitMatmulRows : 1;
+    int64_t chunks = std::min({kMaxSplitChunks, k.space[0] / rows, work / kSplitChunkWork,
+                               work / (8 * std::max<int64_t>(1, partial_elements))});
+    return chunks >= 2 ? chunks : 0;
   }
 
   const ir::Region& region_;

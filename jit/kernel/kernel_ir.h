@@ -39,6 +39,13 @@ struct Kernel {
   std::vector<size_t> recomputed;  // cheap nodes of other kernels computed here again, not stored
   size_t root = 0;                 // MatMul: the matmul or convolution node
   bool parallel = false;           // the outermost dimension may be split across threads
+  // A kernel whose reductions fold the outermost dimension (so it is not `parallel`) may still
+  // run as `split_chunks` (> 1) parts of that dimension, each accumulating into its own partial
+  // results at `partials_offset` in the region's arena (`split_partial_bytes` per part), which
+  // are then combined in part order. The number of parts depends on the shapes alone, never on
+  // the thread count, so results are the same bits on any number of threads.
+  int64_t split_chunks = 0;
+  int64_t partials_offset = 0;
   // How the backend that compiled the kernel runs it ("tiles", "sliding", "flat", ...; empty
   // before a backend compiles it). Printed after the kind, "matmul[sliding]", so that a test
   // can assert which code path it exercises.
@@ -87,7 +94,25 @@ struct FusionOptions {
   // Small loop bodies become one StraightLine kernel (see `straight_line_region`). Off for the GPU, whose
   // kernels are one invocation per index.
   bool straight_line_regions = true;
+  // Kernels reducing over their outermost dimension are split into partial results (the CPU,
+  // whose threads split the outermost dimension; a GPU reduces within workgroups instead).
+  bool split_reductions = true;
 };
+
+// Splitting a reduction over the outermost dimension: at most kMaxSplitChunks parts, each with
+// at least kSplitChunkWork multiply-adds or elements and (matrix products) kMinSplitMatmulRows
+// rows, and no more partial results to combine than an eighth of the kernel's work. A part of
+// a matrix product packs the whole right operand again: with 32-row parts that doubled W5's
+// product on one thread (256 x 512 x 4096), with 128-row parts it costs about 5%.
+inline constexpr int64_t kMaxSplitChunks = 64;
+inline constexpr int64_t kSplitChunkWork = int64_t{1} << 16;
+inline constexpr int64_t kMinSplitMatmulRows = 128;
+// The reductions of kernel k (node indices) that fold its outermost dimension, in node order;
+// split kernels accumulate these into partial results.
+std::vector<size_t> split_reductions(const ir::Region& r, const Kernel& k);
+// Bytes of one part's partial results, and where reduction `i` of split_reductions starts in them.
+int64_t split_partial_bytes(const ir::Region& r, const Kernel& k);
+int64_t split_partial_offset(const ir::Region& r, const Kernel& k, size_t i);
 
 // Splits `r` into kernels and steps (fuse.cpp). `top_level`: results may be written in place into
 // the caller's output buffers.

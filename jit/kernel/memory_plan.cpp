@@ -84,6 +84,15 @@ void plan_memory(const ir::Region& r, RegionSchedule& s) {
       if (bytes > 0) intervals.push_back({static_cast<int64_t>(t), static_cast<int64_t>(t), aligned(bytes), &s.nested_offset[st.index]});
     }
   }
+  // A split kernel's partial results live while it runs.
+  for (size_t t = 0; t < nsteps; ++t) {
+    const Step& st = s.steps[t];
+    if (st.kind != Step::Kind::Kernel) continue;
+    Kernel& k = s.kernels[st.index];
+    if (k.split_chunks > 1)
+      intervals.push_back({static_cast<int64_t>(t), static_cast<int64_t>(t),
+                           aligned(k.split_chunks * split_partial_bytes(r, k)), &k.partials_offset});
+  }
   std::stable_sort(intervals.begin(), intervals.end(), [](const Interval& a, const Interval& b) { return a.bytes > b.bytes; });
   std::vector<const Interval*> placed;
   int64_t top = 0;

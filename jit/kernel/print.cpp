@@ -11,7 +11,9 @@ std::string kernel_line(const ir::Region& r, const Kernel& k, size_t index) {
   const char* kind = k.kind == KernelKind::MatMul ? "matmul" : k.kind == KernelKind::StraightLine ? "straight" : "loop";
   out << "kernel " << index << " " << kind;
   if (!k.strategy.empty()) out << "[" << k.strategy << "]";
-  out << " " << shape_str(k.space) << (k.parallel ? " parallel" : "") << ":";
+  out << " " << shape_str(k.space) << (k.parallel ? " parallel" : "");
+  if (k.split_chunks > 1) out << " split " << k.split_chunks;
+  out << ":";
   for (size_t n : k.nodes) out << " " << ir::op_name(r.nodes[n].op);
   if (!k.recomputed.empty()) {
     out << " (recomputes";

@@ -3,6 +3,8 @@
 // Vulkan device between steps; the LSTM step fuses as seed 001 asks.
 #include <gtest/gtest.h>
 
+#include <tuple>
+
 #include "common/models.h"
 #include "common/test_names.h"
 #include "nn/nn_test_util.h"
@@ -135,6 +137,39 @@ TEST(TrainingVulkan, SteadyStateStepsMakeNoDeviceAllocations) {
     // The reused buffers hold each step's own results: the loss on one batch keeps falling.
     EXPECT_LT(loss.item(), first);
   }
+}
+
+// The CPU's threads never change a bit: each sample model trained for 100 steps on 1 and on 2
+// threads (and on 4, more than CI's cores) ends with the same parameters. The batches are large
+// enough that kernels are split across threads, bias gradients into parts (docs/cpu.md).
+TEST(TrainingCpu, ParametersAfterOneHundredStepsAreTheSameAtEveryThreadCount) {
+  int before = fx::num_threads();
+  for (const auto& [name, model, batch] : {std::tuple{"mlp", samples::mlp_model(64), int64_t{2048}},
+                                           std::tuple{"lenet", samples::lenet_model(), int64_t{256}},
+                                           std::tuple{"lstm", samples::rnn_model("lstm", 64, 1), int64_t{512}}}) {
+    SCOPED_TRACE(name);
+    nn::Trainer trainer(
+        model, [](const Tensor& o, const Tensor& y) { return nn::softmax_cross_entropy(o, y); }, nn::adam({.lr = 1e-3}),
+        Backend::Cpu);
+    std::vector<double> pixels = fx::testing::random_doubles(batch * 28 * 28, 0, 1, 11);
+    std::vector<double> labels = fx::testing::random_ints(batch, 0, 9, 12);
+    Array x(std::vector<float>(pixels.begin(), pixels.end()), {batch, 1, 28, 28});
+    Array y(std::vector<int32_t>(labels.begin(), labels.end()), {batch});
+    std::vector<std::vector<double>> first;
+    for (int threads : {1, 2, 4}) {
+      fx::set_num_threads(threads);
+      nn::TrainState s = trainer.init(7);
+      for (int i = 0; i < 100; ++i) trainer.step(s, x, y);
+      std::vector<std::vector<double>> params;
+      for (const Array& p : s.params) params.push_back(p.to_doubles());
+      if (first.empty()) {
+        first = params;
+      } else {
+        EXPECT_TRUE(params == first) << "parameters differ at " << threads << " threads";
+      }
+    }
+  }
+  fx::set_num_threads(before);
 }
 
 TEST(TrainingFusion, LstmStepIsOneMatmulAndOneKernelAfterIt) {

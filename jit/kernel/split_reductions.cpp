@@ -1,0 +1,42 @@
+// Which reductions of a kernel fold its outermost dimension, and how their partial results are
+// laid out when the kernel is split into parts (Kernel::split_chunks).
+#include <algorithm>
+
+#include "jit/kernel/kernel_ir.h"
+
+namespace fluxion::kernel {
+namespace {
+
+constexpr int64_t kPartialAlign = 64;  // each partial result starts on its own cache line
+
+int64_t partial_bytes(const ir::Region& r, size_t node) {
+  const TensorType& t = r.type(r.nodes[node].results[0]);
+  int64_t bytes = t.numel() * dtype_size(t.dtype);
+  return (bytes + kPartialAlign - 1) / kPartialAlign * kPartialAlign;
+}
+
+}  // namespace
+
+std::vector<size_t> split_reductions(const ir::Region& r, const Kernel& k) {
+  std::vector<size_t> out;
+  for (size_t i : k.nodes) {
+    const ir::Node& n = r.nodes[i];
+    if (ir::op_info(n.op).cls == ir::OpClass::Reduce &&
+        std::find(n.attrs.axes.begin(), n.attrs.axes.end(), 0) != n.attrs.axes.end())
+      out.push_back(i);
+  }
+  return out;
+}
+
+int64_t split_partial_offset(const ir::Region& r, const Kernel& k, size_t i) {
+  std::vector<size_t> folded = split_reductions(r, k);
+  int64_t offset = 0;
+  for (size_t j = 0; j < i && j < folded.size(); ++j) offset += partial_bytes(r, folded[j]);
+  return offset;
+}
+
+int64_t split_partial_bytes(const ir::Region& r, const Kernel& k) {
+  return split_partial_offset(r, k, split_reductions(r, k).size());
+}
+
+}  // namespace fluxion::kernel

@@ -1,0 +1,122 @@
+// Kernels on many threads. A kernel whose reductions fold its outermost dimension runs as a
+// fixed number of parts with partial results combined in order, so its results are the same
+// bits at every thread count and agree with the interpreter's within rounding.
+#include <gtest/gtest.h>
+
+#include <fluxion/fluxion.h>
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "common/test_util.h"
+
+namespace fx = fluxion;
+using fx::Array;
+using fx::Tensor;
+using namespace fluxion::testing;
+
+namespace {
+
+Array random(const fx::Shape& s, uint32_t seed, double scale = 1) {
+  return make(fx::f32, random_doubles(count(s), -scale, scale, seed), s);
+}
+
+// Calls `f` at 1, 2, 3 and 8 threads (more than the machine may have: the parts, not the
+// cores, decide the result) and expects the same bits each time; returns the first results.
+std::vector<std::vector<double>> same_at_every_thread_count(const std::function<std::vector<Array>()>& f) {
+  int before = fx::num_threads();
+  std::vector<std::vector<double>> first;
+  for (int threads : {1, 2, 3, 8}) {
+    fx::set_num_threads(threads);
+    std::vector<std::vector<double>> got;
+    for (const Array& a : f()) got.push_back(a.to_doubles());
+    if (first.empty()) {
+      first = got;
+    } else {
+      EXPECT_EQ(got, first) << "at " << threads << " threads";
+    }
+  }
+  fx::set_num_threads(before);
+  return first;
+}
+
+void expect_near_all(const std::vector<double>& got, const std::vector<double>& want, double rel) {
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i) {
+    ASSERT_NEAR(got[i], want[i], rel * (1 + std::abs(want[i]))) << "element " << i;
+  }
+}
+
+TEST(SplitReductions, ColumnSumsMaxAndMinAreSplitAndTheSameAtEveryThreadCount) {
+  auto f = [](Tensor x) { return std::make_tuple(fx::sum(x, {0}), fx::max(x, {0}), fx::min(x * 2.0, {0})); };
+  Array x = random({4096, 48}, 1);
+  auto cpu = fx::jit(f, fx::Backend::Cpu);
+  std::string kernels = cpu.lower(x).kernels();
+  EXPECT_NE(kernels.find(" split "), std::string::npos) << kernels;
+  auto got = same_at_every_thread_count([&] {
+    auto [s, mx, mn] = cpu(x);
+    return std::vector<Array>{s, mx, mn};
+  });
+  auto [s, mx, mn] = fx::jit(f, fx::Backend::Interp)(x);
+  expect_near_all(got[0], s.to_doubles(), 1e-4);
+  EXPECT_EQ(got[1], mx.to_doubles());
+  EXPECT_EQ(got[2], mn.to_doubles());
+}
+
+// W5's shape of program: a product whose epilogue ends in a full reduction, and its gradient.
+TEST(SplitReductions, AProductEndingInAFullSumIsSplitWithItsGradient) {
+  auto loss = [](Tensor w, Tensor b, Tensor x) { return fx::sum(fx::exp(fx::matmul(w, x) + b)); };
+  Array w = random({512, 128}, 2, 0.05), b = random({512, 1}, 3, 0.05), x = random({128, 512}, 4, 0.05);
+  auto primal = fx::jit(loss, fx::Backend::Cpu);
+  std::string kernels = primal.lower(w, b, x).kernels();
+  EXPECT_NE(kernels.find("split"), std::string::npos) << kernels;
+  auto value = same_at_every_thread_count([&] { return std::vector<Array>{primal(w, b, x)}; });
+  expect_near_all(value[0], fx::jit(loss, fx::Backend::Interp)(w, b, x).to_doubles(), 1e-5);
+
+  auto grad = fx::jit(fx::value_and_grad(loss, {0, 1}), fx::Backend::Cpu);
+  auto grads = same_at_every_thread_count([&] {
+    auto [v, g] = grad(w, b, x);
+    return std::vector<Array>{v, g[0], g[1]};
+  });
+  auto [v, g] = fx::jit(fx::value_and_grad(loss, {0, 1}), fx::Backend::Interp)(w, b, x);
+  expect_near_all(grads[0], v.to_doubles(), 1e-5);
+  expect_near_all(grads[1], g[0].to_doubles(), 1e-4);
+  expect_near_all(grads[2], g[1].to_doubles(), 1e-4);
+}
+
+// Reductions over several axes in one kernel: the one that keeps dimension 0 is written by the
+// part that owns each row, the one that folds it through partial results.
+TEST(SplitReductions, AKernelWithReductionsKeepingAndFoldingDimensionZero) {
+  auto f = [](Tensor x) {
+    Tensor y = fx::tanh(x);
+    return std::make_tuple(fx::sum(y, {0}), fx::sum(y, {1}), fx::sum(y));
+  };
+  Array x = random({2048, 96}, 5);
+  auto cpu = fx::jit(f, fx::Backend::Cpu);
+  auto got = same_at_every_thread_count([&] {
+    auto [a, b, c] = cpu(x);
+    return std::vector<Array>{a, b, c};
+  });
+  auto [a, b, c] = fx::jit(f, fx::Backend::Interp)(x);
+  expect_near_all(got[0], a.to_doubles(), 1e-4);
+  expect_near_all(got[1], b.to_doubles(), 1e-4);
+  expect_near_all(got[2], c.to_doubles(), 1e-4);
+}
+
+// Inside a loop body the partial results live in the body's arena.
+TEST(SplitReductions, ASplitKernelInsideAScan) {
+  auto f = [](Tensor x) {
+    return fx::fori_loop(
+        0, 3, [&](Tensor, Tensor acc) { return acc * 0.5 + fx::sum(fx::tanh(x * acc), {0}) * 1e-3; },
+        fx::sum(x, {0}) * 0.01);
+  };
+  Array x = random({4096, 32}, 6);
+  auto cpu = fx::jit(f, fx::Backend::Cpu);
+  std::string kernels = cpu.lower(x).kernels();
+  EXPECT_NE(kernels.find("split 2: mul tanh reduce_sum"), std::string::npos) << kernels;
+  auto got = same_at_every_thread_count([&] { return std::vector<Array>{cpu(x)}; });
+  expect_near_all(got[0], fx::jit(f, fx::Backend::Interp)(x).to_doubles(), 1e-4);
+}
+
+}  // namespace
