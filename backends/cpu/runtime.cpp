@@ -29,6 +29,8 @@ inline void cpu_relax() {
 
 // Chunks smaller than this much work are not worth a thread hand-off.
 constexpr int64_t kMinChunkWork = int64_t{1} << 14;
+// The most chunks one job is split into: the pool's job word holds the count in 20 bits.
+constexpr int64_t kMaxChunks = (int64_t{1} << 20) - 1;
 
 int default_threads() {
   if (const char* v = std::getenv("FLUXION_NUM_THREADS"); v && std::atoi(v) > 0) return std::atoi(v);
@@ -228,7 +230,7 @@ const std::vector<RuntimeSymbol>& runtime_symbols() {
 void parallel_for(KernelFn fn, void** bufs, int64_t n, int64_t work_per_item) {
   int threads = num_threads();
   int64_t by_work = std::max<int64_t>(1, n * std::max<int64_t>(1, work_per_item) / kMinChunkWork);
-  int64_t chunks = std::min<int64_t>({n, static_cast<int64_t>(threads), by_work});
+  int64_t chunks = std::min<int64_t>({n, static_cast<int64_t>(threads), by_work, kMaxChunks});
   if (chunks <= 1) {
     fn(bufs, 0, n);
     return;
