@@ -89,8 +89,7 @@ bench:
 	scripts/install-deps.sh --bench
 	cmake --preset bench $(CMAKE_FLAGS)
 	cmake --build --preset bench -j $(JOBS)
-	build/bench/bench/fluxion_bench --threads 1 --json bench/results.json $(BENCH_ARGS)
-	build/bench/bench/fluxion_bench --threads all --json bench/results.json --append $(BENCH_ARGS)
+	build/bench/bench/fluxion_bench --threads 1,all --json bench/results.json $(BENCH_ARGS)
 	LP_NUM_THREADS=$(LP_NUM_THREADS) build/bench/bench/fluxion_bench --threads 1 --backend vulkan --systems fluxion \
 	  --json bench/results.json --append --quick $(BENCH_ARGS)
 	build/bench/bench/fluxion_train_bench --threads 1 --epochs 3 --json bench/results.json --append

@@ -1,5 +1,6 @@
 // fluxion_bench: W1..W7 (WORKLOADS.md) on the hand-written floor, libtorch and Fluxion, side by
-// side in one process, at one thread count. Prints a table and writes JSON (bench/README.md).
+// side in one process, at one or more thread counts. Prints a table per thread count (and the
+// speed-ups when there are several) and writes JSON (bench/README.md).
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -16,7 +17,7 @@
 namespace {
 
 struct Options {
-  int threads = 1;
+  std::vector<int> threads{1};
   std::string backend = "cpu";
   bool quick = false;
   double target_s = 0;  // 0: 0.5 s per cell, 0.05 s with --quick
@@ -34,12 +35,13 @@ std::set<std::string> split(const std::string& s) {
 }
 
 [[noreturn]] void usage(const char* why) {
-  std::fprintf(stderr,
-               "fluxion_bench: %s\n"
-               "usage: fluxion_bench [--threads N|all] [--backend cpu|interp|vulkan] [--quick] [--time SECONDS]\n"
-               "                     [--json PATH [--append]] [--workloads W1,W3,...]\n"
-               "                     [--systems handwritten,libtorch,fluxion]\n",
-               why);
+  std::fprintf(
+      stderr,
+      "fluxion_bench: %s\n"
+      "usage: fluxion_bench [--threads N|all[,N|all...]] [--backend cpu|interp|vulkan] [--quick] [--time SECONDS]\n"
+      "                     [--json PATH [--append]] [--workloads W1,W3,...]\n"
+      "                     [--systems handwritten,libtorch,fluxion]\n",
+      why);
   std::exit(2);
 }
 
@@ -52,9 +54,14 @@ Options parse(int argc, char** argv) {
       return argv[++i];
     };
     if (a == "--threads") {
-      std::string v = value();
-      o.threads = v == "all" ? static_cast<int>(std::thread::hardware_concurrency()) : std::atoi(v.c_str());
-      if (o.threads < 1) usage("--threads takes a positive number or 'all'");
+      o.threads.clear();
+      std::stringstream list(value());
+      for (std::string v; std::getline(list, v, ',');) {
+        int n = v == "all" ? static_cast<int>(std::thread::hardware_concurrency()) : std::atoi(v.c_str());
+        if (n < 1) usage("--threads takes positive numbers or 'all', comma-separated");
+        if (std::find(o.threads.begin(), o.threads.end(), n) == o.threads.end()) o.threads.push_back(n);
+      }
+      if (o.threads.empty()) usage("--threads takes positive numbers or 'all', comma-separated");
     } else if (a == "--backend") {
       o.backend = value();
     } else if (a == "--quick") {
@@ -94,45 +101,63 @@ int main(int argc, char** argv) {
 
   Inputs in = make_inputs();
   auto wanted = [&](const std::string& family) { return o.systems.empty() || o.systems.count(family); };
-  std::vector<CaseSpec> specs;
-  auto add = [&](std::vector<CaseSpec> more) {
-    for (CaseSpec& s : more)
-      if (o.workloads.empty() || o.workloads.count(s.workload)) specs.push_back(std::move(s));
+  auto keep = [&](std::vector<CaseSpec> all) {
+    std::vector<CaseSpec> out;
+    for (CaseSpec& s : all)
+      if (o.workloads.empty() || o.workloads.count(s.workload)) out.push_back(std::move(s));
+    // Workload by workload, so that each workload's systems run close together in time.
+    std::stable_sort(out.begin(), out.end(),
+                     [](const CaseSpec& a, const CaseSpec& b) { return a.workload < b.workload; });
+    return out;
   };
-  handwritten_set_threads(o.threads);  // OpenBLAS too, which libtorch's matmuls also call
-  libtorch_set_threads(o.threads);
-  if (wanted("handwritten")) add(handwritten_cases(in));
-  if (wanted("libtorch")) add(libtorch_cases(in));
+  std::vector<Record> records;
+  auto run = [&](const std::vector<CaseSpec>& specs, int threads) {
+    std::fprintf(stderr, "fluxion_bench: %d thread(s), %zu cells, about %.2g s each\n", threads, specs.size(),
+                 mo.target_s);
+    for (const CaseSpec& s : specs) {
+      std::fprintf(stderr, "  %s %-14s %-6s ", s.workload.c_str(), s.system.c_str(), s.mode.c_str());
+      try {
+        Case c = s.make();
+        Record r = measure(s, c, threads, mo);
+        std::fprintf(stderr, "median %.1f us  min %.1f us  (%lld reps)\n", r.median_us, r.min_us,
+                     static_cast<long long>(r.reps));
+        records.push_back(std::move(r));
+      } catch (const std::exception& e) {
+        std::fprintf(stderr, "skipped: %s\n", e.what());
+      }
+    }
+  };
+  // Fluxion first at every thread count, then the peers: their OpenMP and OpenBLAS threads spin
+  // after their parallel regions and would take cores from whatever runs next.
   if (wanted("fluxion")) {
     try {
-      fluxion_set_threads(o.threads);
-      add(fluxion_cases(in, o.backend, cache_samples));
+      std::vector<CaseSpec> specs = keep(fluxion_cases(in, o.backend, cache_samples));
+      for (int t : o.threads) {
+        fluxion_set_threads(t);
+        run(specs, t);
+      }
     } catch (const std::exception& e) {
       std::fprintf(stderr, "fluxion: skipped: %s\n", e.what());
     }
   }
-  // Workload by workload, so that each workload's systems run close together in time.
-  std::stable_sort(specs.begin(), specs.end(),
-                   [](const CaseSpec& a, const CaseSpec& b) { return a.workload < b.workload; });
-
-  std::fprintf(stderr, "fluxion_bench: %d thread(s), %zu cells, about %.2g s each\n", o.threads, specs.size(),
-               mo.target_s);
-  std::vector<Record> records;
-  for (const CaseSpec& s : specs) {
-    std::fprintf(stderr, "  %s %-14s %-6s ", s.workload.c_str(), s.system.c_str(), s.mode.c_str());
-    try {
-      Case c = s.make();
-      Record r = measure(s, c, o.threads, mo);
-      std::fprintf(stderr, "median %.1f us  min %.1f us  (%lld reps)\n", r.median_us, r.min_us,
-                   static_cast<long long>(r.reps));
-      records.push_back(std::move(r));
-    } catch (const std::exception& e) {
-      std::fprintf(stderr, "skipped: %s\n", e.what());
-    }
+  std::vector<CaseSpec> peers;
+  if (wanted("handwritten")) peers = keep(handwritten_cases(in));
+  if (wanted("libtorch")) {
+    for (CaseSpec& s : keep(libtorch_cases(in))) peers.push_back(std::move(s));
+  }
+  for (int t : o.threads) {
+    handwritten_set_threads(t);  // OpenBLAS too, which libtorch's matmuls also call
+    libtorch_set_threads(t);
+    run(peers, t);
   }
 
-  std::vector<std::string> warnings = check_agreement(records);
-  print_table(records, warnings);
+  for (int t : o.threads) {
+    std::vector<Record> at;
+    for (const Record& r : records)
+      if (r.threads == t) at.push_back(r);
+    print_table(at, check_agreement(at));
+  }
+  if (o.threads.size() > 1) print_speedups(records, o.threads);
   if (!o.json.empty() && !write_json(o.json, records, o.append)) return 1;
   return 0;
 }

@@ -146,6 +146,31 @@ void print_table(const std::vector<Record>& records, const std::vector<std::stri
   std::printf("\n");
 }
 
+void print_speedups(const std::vector<Record>& records, const std::vector<int>& threads) {
+  auto find = [&](const Record& like, int t) -> const Record* {
+    for (const Record& r : records)
+      if (r.workload == like.workload && r.system == like.system && r.mode == like.mode && r.threads == t) return &r;
+    return nullptr;
+  };
+  std::printf("\nSpeed-up over %d thread(s): median microseconds, and in parentheses that median over this one\n\n",
+              threads.front());
+  std::printf("%-3s %-15s %-6s", "", "system", "mode");
+  for (int t : threads) std::printf(" %20s", fmt("%d thread(s)", t).c_str());
+  std::printf("\n");
+  for (const Record& base : records) {
+    if (base.threads != threads.front()) continue;
+    std::printf("%-3s %-15s %-6s", base.workload.c_str(), base.system.c_str(), base.mode.c_str());
+    for (int t : threads) {
+      const Record* r = find(base, t);
+      std::string cell = !r                     ? "-"
+                         : t == threads.front() ? fmt("%.1f", r->median_us)
+                                                : fmt("%.1f (%.2fx)", r->median_us, base.median_us / r->median_us);
+      std::printf(" %20s", cell.c_str());
+    }
+    std::printf("\n");
+  }
+}
+
 bool write_json(const std::string& path, const std::vector<Record>& records, bool append) {
   std::vector<std::string> lines;
   std::set<std::string> keys;  // "workload system mode threads" of this run

@@ -17,6 +17,10 @@ std::vector<std::string> check_agreement(const std::vector<Record>& records, dou
 // to handwritten and to libtorch, allocations, round trips and compile times.
 void print_table(const std::vector<Record>& records, const std::vector<std::string>& warnings);
 
+// One row per (workload, system, mode) measured at threads[0]: its median at each thread count
+// and the speed-up over threads[0] (that median over this one).
+void print_speedups(const std::vector<Record>& records, const std::vector<int>& threads);
+
 // Writes `records` as a JSON list, one record per line, through a temporary file renamed over
 // `path`. With `append`, records already in `path` are kept unless this run measured the same
 // (workload, system, mode, threads). Returns false (after printing why) when writing fails.
