@@ -186,7 +186,9 @@ class ProgramEmitter {
       for (size_t i = 0; i < bufs.size(); ++i) {
         Value* p = ptr[static_cast<size_t>(bufs[i])];
         for (size_t f = 0; f < folded.size(); ++f) {
-          if (r.nodes[folded[f]].results[0] != bufs[i]) continue;
+          // The kernel's buffers are the values that hold the bytes (an alias's target).
+          size_t v = static_cast<size_t>(r.nodes[folded[f]].results[0]);
+          if ((s.storage[v] == Storage::Alias ? s.alias_of[v] : r.nodes[folded[f]].results[0]) != bufs[i]) continue;
           p = builder_.CreateConstInBoundsGEP1_64(
               builder_.getInt8Ty(), partials,
               static_cast<uint64_t>(c * stride + kernel::split_partial_offset(r, k, f)));
