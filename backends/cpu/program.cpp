@@ -148,8 +148,7 @@ class ProgramEmitter {
       builder_.CreateStore(p, builder_.CreateConstInBoundsGEP1_64(builder_.getPtrTy(), args, i));
     }
     int64_t n0 = k.space.empty() ? 1 : k.space[0];
-    int64_t work = numel(k.space);
-    if (k.kind == kernel::KernelKind::MatMul) work *= r.type(r.nodes[k.root].operands[0]).shape.back();
+    int64_t work = kernel::kernel_work(r, k);
     Value* count = builder_.CreateLoad(builder_.getInt64Ty(), launches_);
     builder_.CreateStore(builder_.CreateAdd(count, builder_.getInt64(1)), launches_);
     auto mark = [&](int32_t id) {

@@ -107,6 +107,9 @@ struct FusionOptions {
 inline constexpr int64_t kMaxSplitChunks = 64;
 inline constexpr int64_t kSplitChunkWork = int64_t{1} << 16;
 inline constexpr int64_t kMinSplitMatmulRows = 128;
+// Kernel k's work: multiply-adds for a matrix product or convolution (whose weight gradient
+// sums over every image and pixel), else the elements of its index space.
+int64_t kernel_work(const ir::Region& r, const Kernel& k);
 // The reductions of kernel k (node indices) that fold its outermost dimension, in node order;
 // split kernels accumulate these into partial results.
 std::vector<size_t> split_reductions(const ir::Region& r, const Kernel& k);

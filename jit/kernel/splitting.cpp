@@ -1,7 +1,9 @@
-// Which reductions of a kernel fold its outermost dimension, and how their partial results are
-// laid out when the kernel is split into parts (Kernel::split_chunks).
+// What decides how a kernel is split across threads: its work, which of its reductions fold
+// its outermost dimension, and how their partial results are laid out when the kernel is split
+// into parts (Kernel::split_chunks).
 #include <algorithm>
 
+#include "jit/kernel/conv_product.h"
 #include "jit/kernel/kernel_ir.h"
 
 namespace fluxion::kernel {
@@ -16,6 +18,14 @@ int64_t partial_bytes(const ir::Region& r, size_t node) {
 }
 
 }  // namespace
+
+int64_t kernel_work(const ir::Region& r, const Kernel& k) {
+  if (k.kind != KernelKind::MatMul) return numel(k.space);
+  const ir::Node& root = r.nodes[k.root];
+  if (root.op == ir::Op::MatMul) return numel(k.space) * r.type(root.operands[0]).shape.back();
+  ConvProduct p = conv_product(r, root);
+  return std::max<int64_t>(1, p.batch) * p.M * p.N * p.K();
+}
 
 std::vector<size_t> split_reductions(const ir::Region& r, const Kernel& k) {
   std::vector<size_t> out;
