@@ -93,6 +93,7 @@ bench:
 	LP_NUM_THREADS=$(LP_NUM_THREADS) build/bench/bench/fluxion_bench --threads 1 --backend vulkan --systems fluxion \
 	  --json bench/results.json --append --quick $(BENCH_ARGS)
 	build/bench/bench/fluxion_train_bench --threads 1 --epochs 3 --json bench/results.json --append
+	build/bench/bench/fluxion_train_bench --threads all --epochs 3 --json bench/results.json --append
 	build/bench/bench/fluxion_matmul_bench
 
 # The API reference of dsl/include/fluxion/ (Doxyfile); any Doxygen warning fails it. The
