@@ -13,10 +13,6 @@ using llvm::Value;
 
 namespace {
 
-// Below this much work (elements, or multiply-adds for a matmul) a kernel runs on the calling
-// thread: handing it to the pool costs more than it saves.
-constexpr int64_t kParallelWork = int64_t{1} << 16;
-
 class ProgramEmitter {
  public:
   ProgramEmitter(const ir::Program& p, const RegionSchedule& s, const Target& target, llvm::Module& m)
@@ -160,7 +156,7 @@ class ProgramEmitter {
     mark(id);
     if (k.split_chunks > 1) {
       split_call(r, s, k, fn, bufs, ptr, n0, arena);
-    } else if (k.parallel && work >= kParallelWork && n0 > 1) {
+    } else if (k.parallel && work >= kernel::kMinParallelWork && n0 > 1) {
       auto pf = module_.getOrInsertFunction("fx_parallel_for", builder_.getVoidTy(), builder_.getPtrTy(),
                                             builder_.getPtrTy(), builder_.getInt64Ty(), builder_.getInt64Ty());
       builder_.CreateCall(pf, {fn, args, builder_.getInt64(static_cast<uint64_t>(n0)),

@@ -563,6 +563,7 @@ class Fuser {
       }
     }
     int64_t work = kernel_work(region_, k);
+    if (work < kMinParallelWork) return 0;
     int64_t rows = k.kind == KernelKind::MatMul ? kMinSplitMatmulRows : 1;
     int64_t chunks = std::min({kMaxSplitChunks, k.space[0] / rows, work / kSplitChunkWork,
                                work / (8 * std::max<int64_t>(1, partial_elements))});

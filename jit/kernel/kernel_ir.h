@@ -100,15 +100,20 @@ struct FusionOptions {
 };
 
 // Splitting a reduction over the outermost dimension: at most kMaxSplitChunks parts, each with
-// at least kSplitChunkWork multiply-adds or elements and (matrix products) kMinSplitMatmulRows
+// at least kSplitChunkWork units of work (kernel_work) and (matrix products) kMinSplitMatmulRows
 // rows, and no more partial results to combine than an eighth of the kernel's work. A part of
-// a matrix product packs the whole right operand again: with 32-row parts that doubled W5's
-// product on one thread (256 x 512 x 4096), with 128-row parts it costs about 5%.
+// a matrix product packs the whole right operand again: with 32-row parts W5's product (256 x
+// 512 x 4096) took 1.5 times as long on one thread, with 128-row parts about 5% longer.
 inline constexpr int64_t kMaxSplitChunks = 64;
+// Below this much work (kernel_work) a kernel runs on the calling thread, whole: a hand-off
+// costs more than it saves (W1's primal, 2 x 100,352 units, took 1.8 us on one thread and
+// 2.1-2.3 us on two with a threshold of 2^16).
+inline constexpr int64_t kMinParallelWork = int64_t{1} << 18;
 inline constexpr int64_t kSplitChunkWork = int64_t{1} << 16;
 inline constexpr int64_t kMinSplitMatmulRows = 128;
 // Kernel k's work: multiply-adds for a matrix product or convolution (whose weight gradient
-// sums over every image and pixel), else the elements of its index space.
+// sums over every image and pixel), else the elements of its index space times the scalar
+// operations computed at each (OpInfo::cost).
 int64_t kernel_work(const ir::Region& r, const Kernel& k);
 // The reductions of kernel k (node indices) that fold its outermost dimension, in node order;
 // split kernels accumulate these into partial results.

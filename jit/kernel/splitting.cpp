@@ -20,7 +20,17 @@ int64_t partial_bytes(const ir::Region& r, size_t node) {
 }  // namespace
 
 int64_t kernel_work(const ir::Region& r, const Kernel& k) {
-  if (k.kind != KernelKind::MatMul) return numel(k.space);
+  if (k.kind != KernelKind::MatMul) {
+    // Every node but a view (index arithmetic only) is computed at each index, at the op
+    // table's cost (a sigmoid 25 scalar operations): an LSTM cell's gates are 16,384 elements
+    // but over a hundred operations on each.
+    int64_t per_index = 0;
+    for (const std::vector<size_t>* nodes : {&k.nodes, &k.recomputed}) {
+      for (size_t n : *nodes)
+        per_index += ir::is_view(r.nodes[n].op) ? 0 : std::max(1, ir::op_info(r.nodes[n].op).cost);
+    }
+    return numel(k.space) * std::max<int64_t>(1, per_index);
+  }
   const ir::Node& root = r.nodes[k.root];
   if (root.op == ir::Op::MatMul) return numel(k.space) * r.type(root.operands[0]).shape.back();
   ConvProduct p = conv_product(r, root);
