@@ -11,6 +11,19 @@ namespace {
 
 constexpr int64_t kPartialAlign = 64;  // each partial result starts on its own cache line
 
+// Scalar operations at one index of a loop kernel for node n: the op table's cost, a pooling
+// window's elements for pooling and its gradient, nothing for a view (index arithmetic only).
+int64_t operations(const ir::Node& n) {
+  if (ir::is_view(n.op)) return 0;
+  ir::OpClass cls = ir::op_info(n.op).cls;
+  if (cls == ir::OpClass::Pool || cls == ir::OpClass::PoolGrad) {
+    int64_t window = 1;
+    for (int64_t w : n.attrs.window) window *= w;
+    return std::max<int64_t>(1, window);
+  }
+  return std::max(1, ir::op_info(n.op).cost);
+}
+
 int64_t partial_bytes(const ir::Region& r, size_t node) {
   const TensorType& t = r.type(r.nodes[node].results[0]);
   int64_t bytes = t.numel() * dtype_size(t.dtype);
@@ -21,13 +34,10 @@ int64_t partial_bytes(const ir::Region& r, size_t node) {
 
 int64_t kernel_work(const ir::Region& r, const Kernel& k) {
   if (k.kind != KernelKind::MatMul) {
-    // Every node but a view (index arithmetic only) is computed at each index, at the op
-    // table's cost (a sigmoid 25 scalar operations): an LSTM cell's gates are 16,384 elements
-    // but over a hundred operations on each.
+    // An LSTM cell's gates are 16,384 elements but over a hundred operations on each.
     int64_t per_index = 0;
     for (const std::vector<size_t>* nodes : {&k.nodes, &k.recomputed}) {
-      for (size_t n : *nodes)
-        per_index += ir::is_view(r.nodes[n].op) ? 0 : std::max(1, ir::op_info(r.nodes[n].op).cost);
+      for (size_t n : *nodes) per_index += operations(r.nodes[n]);
     }
     return numel(k.space) * std::max<int64_t>(1, per_index);
   }
