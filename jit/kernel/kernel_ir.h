@@ -109,7 +109,9 @@ inline constexpr int64_t kMaxSplitChunks = 64;
 // costs more than it saves (W1's primal, 2 x 100,352 units, took 1.8 us on one thread and
 // 2.1-2.3 us on two with a threshold of 2^16).
 inline constexpr int64_t kMinParallelWork = int64_t{1} << 18;
-inline constexpr int64_t kSplitChunkWork = int64_t{1} << 16;
+// Per part as much again: 2^16 cut an LSTM step's gradient kernels into parts of a few hundred
+// elements, and rnn_train ran slower on two threads than on one.
+inline constexpr int64_t kSplitChunkWork = int64_t{1} << 18;
 inline constexpr int64_t kMinSplitMatmulRows = 128;
 // Kernel k's work: multiply-adds for a matrix product or convolution (whose weight gradient
 // sums over every image and pixel), else the elements of its index space times the scalar
