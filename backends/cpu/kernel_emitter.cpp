@@ -407,17 +407,15 @@ llvm::Function* KernelEmitter::emit(const std::string& name) {
 llvm::Function* KernelEmitter::emit_combine(const std::string& name) {
   llvm::Function* f = begin_function(name, {builder_.getPtrTy()});
   Value* partials = f->getArg(1);
-  std::vector<size_t> folded = kernel::split_reductions(region_, kernel_);
-  int64_t stride = kernel::split_partial_bytes(region_, kernel_);
-  for (size_t i = 0; i < folded.size(); ++i) {
-    const ir::Node& node = region_.nodes[folded[i]];
+  kernel::SplitLayout layout = kernel::split_layout(region_, kernel_);
+  for (size_t i = 0; i < layout.reductions.size(); ++i) {
+    const ir::Node& node = region_.nodes[layout.reductions[i]];
     ir::ValueId out = node.results[0];
     const TensorType& t = region_.type(out);
     llvm::Type* et = mem_type(context_, t.dtype);
-    int64_t first = kernel::split_partial_offset(region_, kernel_, i);
     auto part = [&](int64_t c, Value* e) {
       Value* base = builder_.CreateConstInBoundsGEP1_64(builder_.getInt8Ty(), partials,
-                                                        static_cast<uint64_t>(first + c * stride));
+                                                        static_cast<uint64_t>(layout.offsets[i] + c * layout.part_bytes));
       Value* x = builder_.CreateLoad(et, builder_.CreateInBoundsGEP(et, base, e));
       return t.dtype == DType::boolean ? builder_.CreateTrunc(x, builder_.getInt1Ty()) : x;
     };

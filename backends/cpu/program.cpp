@@ -1,6 +1,8 @@
 // The entry point of a compiled program: every step of the top-level region in order, with
 // scan, while and cond as native control flow around the steps of their regions. Kernels are
 // called directly, or through the runtime's thread pool when they are large enough to split.
+#include <algorithm>
+
 #include "backends/cpu/codegen.h"
 #include "backends/cpu/native.h"
 #include "fluxion/error.h"
@@ -171,23 +173,26 @@ class ProgramEmitter {
   // pointers moved to its own partial results in the arena, then combines the parts in order.
   void split_call(const ir::Region& r, const RegionSchedule& s, const kernel::Kernel& k, llvm::Function* fn,
                   const std::vector<ir::ValueId>& bufs, const std::vector<Value*>& ptr, int64_t n0, Value* arena) {
-    std::vector<size_t> folded = kernel::split_reductions(r, k);
-    int64_t stride = kernel::split_partial_bytes(r, k);
+    kernel::SplitLayout layout = kernel::split_layout(r, k);
+    // Where each kernel buffer that is a folded reduction's result starts in a part's partial
+    // results (-1: every part shares the buffer). The buffers are the values that hold the bytes.
+    std::vector<int64_t> partial(bufs.size(), -1);
+    for (size_t f = 0; f < layout.reductions.size(); ++f) {
+      ir::ValueId v = r.nodes[layout.reductions[f]].results[0];
+      if (s.storage[static_cast<size_t>(v)] == Storage::Alias) v = s.alias_of[static_cast<size_t>(v)];
+      auto at = std::find(bufs.begin(), bufs.end(), v);
+      if (at != bufs.end()) partial[static_cast<size_t>(at - bufs.begin())] = layout.offsets[f];
+    }
     uint64_t nb = std::max<uint64_t>(1, bufs.size());
     Value* parts = entry_alloca(builder_.getPtrTy(), nb * static_cast<uint64_t>(k.split_chunks));
     Value* partials =
         builder_.CreateConstInBoundsGEP1_64(builder_.getInt8Ty(), arena, static_cast<uint64_t>(k.partials_offset));
     for (int64_t c = 0; c < k.split_chunks; ++c) {
       for (size_t i = 0; i < bufs.size(); ++i) {
-        Value* p = ptr[static_cast<size_t>(bufs[i])];
-        for (size_t f = 0; f < folded.size(); ++f) {
-          // The kernel's buffers are the values that hold the bytes (an alias's target).
-          size_t v = static_cast<size_t>(r.nodes[folded[f]].results[0]);
-          if ((s.storage[v] == Storage::Alias ? s.alias_of[v] : r.nodes[folded[f]].results[0]) != bufs[i]) continue;
-          p = builder_.CreateConstInBoundsGEP1_64(
-              builder_.getInt8Ty(), partials,
-              static_cast<uint64_t>(c * stride + kernel::split_partial_offset(r, k, f)));
-        }
+        Value* p = partial[i] < 0
+                       ? ptr[static_cast<size_t>(bufs[i])]
+                       : builder_.CreateConstInBoundsGEP1_64(builder_.getInt8Ty(), partials,
+                                                             static_cast<uint64_t>(c * layout.part_bytes + partial[i]));
         builder_.CreateStore(
             p, builder_.CreateConstInBoundsGEP1_64(builder_.getPtrTy(), parts, static_cast<uint64_t>(c) * nb + i));
       }

@@ -38,6 +38,12 @@ int default_threads() {
   return n ? static_cast<int>(n) : 1;
 }
 
+// Runs fn over [0, n) as `chunks` consecutive ranges on the calling thread; range i gets the
+// buffers at bufs + i * stride.
+void run_serially(KernelFn fn, void** bufs, int64_t stride, int64_t n, int64_t chunks) {
+  for (int64_t i = 0; i < chunks; ++i) fn(bufs + i * stride, n * i / chunks, n * (i + 1) / chunks);
+}
+
 // Spins on an atomic for up to `budget` before giving up, so that a hand-off between kernels
 // that follow each other closely costs no system call.
 template <class Ready>
@@ -86,7 +92,7 @@ class Pool {
   void run(KernelFn fn, void** bufs, int64_t stride, int64_t n, int64_t chunks) {
     std::unique_lock<std::mutex> busy(busy_, std::try_to_lock);
     if (!busy.owns_lock() || workers_.empty()) {
-      for (int64_t i = 0; i < chunks; ++i) fn(bufs + i * stride, n * i / chunks, n * (i + 1) / chunks);
+      run_serially(fn, bufs, stride, n, chunks);
       return;
     }
     fn_ = fn;
@@ -240,7 +246,7 @@ void parallel_for(KernelFn fn, void** bufs, int64_t n, int64_t work_per_item) {
 
 void parallel_parts(KernelFn fn, void** parts, int64_t buffers, int64_t n, int64_t count) {
   if (num_threads() == 1) {
-    for (int64_t i = 0; i < count; ++i) fn(parts + i * buffers, n * i / count, n * (i + 1) / count);
+    run_serially(fn, parts, buffers, n, count);
     return;
   }
   pool()->run(fn, parts, buffers, n, count);

@@ -537,7 +537,7 @@ class Fuser {
     k.root = g.root >= 0 ? static_cast<size_t>(g.root) : 0;
     // Threads split the outermost dimension unless a reduction folds it.
     k.parallel = !k.space.empty() && k.space[0] > 1;
-    if (!split_reductions(region_, k).empty()) {
+    if (!split_layout(region_, k).reductions.empty()) {
       k.parallel = false;
       if (options_.split_reductions) k.split_chunks = split_chunk_count(k);
     }
@@ -550,9 +550,8 @@ class Fuser {
   // straight-line kernels.
   int64_t split_chunk_count(const Kernel& k) const {
     if (k.kind == KernelKind::StraightLine || k.space.empty() || k.space[0] < 2) return 0;
-    std::vector<size_t> folded = split_reductions(region_, k);
     int64_t partial_elements = 0;
-    for (size_t f : folded) {
+    for (size_t f : split_layout(region_, k).reductions) {
       ir::ValueId v = region_.nodes[f].results[0];
       partial_elements += region_.type(v).numel();
       for (const std::vector<size_t>* nodes : {&k.nodes, &k.recomputed}) {

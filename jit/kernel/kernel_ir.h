@@ -41,7 +41,7 @@ struct Kernel {
   bool parallel = false;           // the outermost dimension may be split across threads
   // A kernel whose reductions fold the outermost dimension (so it is not `parallel`) may still
   // run as `split_chunks` (> 1) parts of that dimension, each accumulating into its own partial
-  // results at `partials_offset` in the region's arena (`split_partial_bytes` per part), which
+  // results at `partials_offset` in the region's arena (`split_layout`'s part_bytes per part), which
   // are then combined in part order. The number of parts depends on the shapes alone, never on
   // the thread count, so results are the same bits on any number of threads.
   int64_t split_chunks = 0;
@@ -117,12 +117,15 @@ inline constexpr int64_t kMinSplitMatmulRows = 128;
 // sums over every image and pixel), else the elements of its index space times the scalar
 // operations computed at each (OpInfo::cost).
 int64_t kernel_work(const ir::Region& r, const Kernel& k);
-// The reductions of kernel k (node indices) that fold its outermost dimension, in node order;
-// split kernels accumulate these into partial results.
-std::vector<size_t> split_reductions(const ir::Region& r, const Kernel& k);
-// Bytes of one part's partial results, and where reduction `i` of split_reductions starts in them.
-int64_t split_partial_bytes(const ir::Region& r, const Kernel& k);
-int64_t split_partial_offset(const ir::Region& r, const Kernel& k, size_t i);
+// The reductions of a kernel that fold its outermost dimension (node indices, in node order),
+// which a split kernel accumulates into partial results: where each one's partial result starts
+// within a part's bytes, and a part's bytes.
+struct SplitLayout {
+  std::vector<size_t> reductions;
+  std::vector<int64_t> offsets;
+  int64_t part_bytes = 0;
+};
+SplitLayout split_layout(const ir::Region& r, const Kernel& k);
 
 // Splits `r` into kernels and steps (fuse.cpp). `top_level`: results may be written in place into
 // the caller's output buffers.

@@ -91,7 +91,7 @@ void plan_memory(const ir::Region& r, RegionSchedule& s) {
     Kernel& k = s.kernels[st.index];
     if (k.split_chunks > 1)
       intervals.push_back({static_cast<int64_t>(t), static_cast<int64_t>(t),
-                           aligned(k.split_chunks * split_partial_bytes(r, k)), &k.partials_offset});
+                           aligned(k.split_chunks * split_layout(r, k).part_bytes), &k.partials_offset});
   }
   std::stable_sort(intervals.begin(), intervals.end(), [](const Interval& a, const Interval& b) { return a.bytes > b.bytes; });
   std::vector<const Interval*> placed;

@@ -47,26 +47,18 @@ int64_t kernel_work(const ir::Region& r, const Kernel& k) {
   return std::max<int64_t>(1, p.batch) * p.M * p.N * p.K();
 }
 
-std::vector<size_t> split_reductions(const ir::Region& r, const Kernel& k) {
-  std::vector<size_t> out;
+SplitLayout split_layout(const ir::Region& r, const Kernel& k) {
+  SplitLayout out;
   for (size_t i : k.nodes) {
     const ir::Node& n = r.nodes[i];
-    if (ir::op_info(n.op).cls == ir::OpClass::Reduce &&
-        std::find(n.attrs.axes.begin(), n.attrs.axes.end(), 0) != n.attrs.axes.end())
-      out.push_back(i);
+    if (ir::op_info(n.op).cls != ir::OpClass::Reduce ||
+        std::find(n.attrs.axes.begin(), n.attrs.axes.end(), 0) == n.attrs.axes.end())
+      continue;
+    out.reductions.push_back(i);
+    out.offsets.push_back(out.part_bytes);
+    out.part_bytes += partial_bytes(r, i);
   }
   return out;
-}
-
-int64_t split_partial_offset(const ir::Region& r, const Kernel& k, size_t i) {
-  std::vector<size_t> folded = split_reductions(r, k);
-  int64_t offset = 0;
-  for (size_t j = 0; j < i && j < folded.size(); ++j) offset += partial_bytes(r, folded[j]);
-  return offset;
-}
-
-int64_t split_partial_bytes(const ir::Region& r, const Kernel& k) {
-  return split_partial_offset(r, k, split_reductions(r, k).size());
 }
 
 }  // namespace fluxion::kernel

@@ -95,6 +95,8 @@ TEST(SplitReductions, AKernelWithReductionsKeepingAndFoldingDimensionZero) {
   };
   Array x = random({2048, 96}, 5);
   auto cpu = fx::jit(f, fx::Backend::Cpu);
+  std::string kernels = cpu.lower(x).kernels();
+  EXPECT_TRUE(std::regex_search(kernels, std::regex("split [0-9]+: tanh reduce_sum reduce_sum reduce_sum"))) << kernels;
   auto got = same_at_every_thread_count([&] {
     auto [a, b, c] = cpu(x);
     return std::vector<Array>{a, b, c};
