@@ -414,8 +414,8 @@ llvm::Function* KernelEmitter::emit_combine(const std::string& name) {
     const TensorType& t = region_.type(out);
     llvm::Type* et = mem_type(context_, t.dtype);
     auto part = [&](int64_t c, Value* e) {
-      Value* base = builder_.CreateConstInBoundsGEP1_64(builder_.getInt8Ty(), partials,
-                                                        static_cast<uint64_t>(layout.offsets[i] + c * layout.part_bytes));
+      Value* base = builder_.CreateConstInBoundsGEP1_64(
+          builder_.getInt8Ty(), partials, static_cast<uint64_t>(layout.offsets[i] + c * layout.part_bytes));
       Value* x = builder_.CreateLoad(et, builder_.CreateInBoundsGEP(et, base, e));
       return t.dtype == DType::boolean ? builder_.CreateTrunc(x, builder_.getInt1Ty()) : x;
     };
