@@ -86,7 +86,7 @@ class KernelEmitter {
   // combined in part order, into its own buffer; `bufs` holds buffers()' pointers.
   llvm::Function* emit_combine(const std::string& name);
   // After emit: which code path it took ("tiles", "transposed-tiles", "sliding", "im2col",
-  // "block", "scalar", "flat", "pool-windows", "nest"; docs/cpu.md), Kernel::strategy's value.
+  // "block", "scalar", "flat", "pool-windows", "pieces", "nest"; docs/cpu.md), Kernel::strategy's value.
   const std::string& strategy() const { return strategy_; }
 
   // The value of v at index `idx` (one i64 per dimension of v's type).
@@ -104,6 +104,7 @@ class KernelEmitter {
   llvm::Value* load(ir::ValueId v, const Index& idx);
   llvm::Value* pointer(ir::ValueId v);
   llvm::Value* flat(const Index& idx, const Shape& shape);
+  llvm::Value* address(ir::ValueId v, const Index& idx, const TensorType& t);
   llvm::Value* constant(DType t, double v);
   llvm::Value* math(std::string_view name, DType t, std::vector<llvm::Value*> args);
   llvm::Value* intrinsic(llvm::Intrinsic::ID id, std::vector<llvm::Value*> args);
@@ -119,6 +120,9 @@ class KernelEmitter {
   // A Loop kernel holding a max-pooling gradient whose windows tile its input exactly runs
   // window by window instead of element by element (pool_grad_windows.cpp); false if it does not.
   bool pool_grad_by_windows(llvm::Value* lo, llvm::Value* hi);
+  // A Loop kernel that stores a concatenation along an axis other than 0 runs one loop nest per
+  // part (concat_pieces.cpp); false if it has none.
+  bool concat_by_pieces(llvm::Value* lo, llvm::Value* hi);
   // Whether the kernel reads and writes only arrays of its own element count, elementwise (and
   // reduces only over every axis): then it runs as one flat loop.
   bool collapsible() const;

@@ -147,6 +147,16 @@ Value* KernelEmitter::pointer(ir::ValueId v) {
   return p;
 }
 
+Value* KernelEmitter::address(ir::ValueId v, const Index& idx, const TensorType& t) {
+  llvm::Type* elem = mem_type(context_, t.dtype);
+  if (idx.size() < 2 || (collapsed_ && idx.size() == 1))
+    return builder_.CreateInBoundsGEP(elem, pointer(v), flat(idx, t.shape));
+  Index outer(idx.begin(), idx.end() - 1);
+  Shape outer_shape(t.shape.begin(), t.shape.end() - 1);
+  Value* row = builder_.CreateMul(flat(outer, outer_shape), i64(t.shape.back()), "", true, true);
+  return builder_.CreateInBoundsGEP(elem, builder_.CreateInBoundsGEP(elem, pointer(v), row), idx.back());
+}
+
 Value* KernelEmitter::load(ir::ValueId v, const Index& idx) {
   const TensorType& t = region_.type(v);
   ir::ValueId base = schedule_.storage[static_cast<size_t>(v)] == kernel::Storage::Alias
@@ -156,14 +166,14 @@ Value* KernelEmitter::load(ir::ValueId v, const Index& idx) {
       schedule_.storage[static_cast<size_t>(base)] == kernel::Storage::View) {
     detail::fail("cpu codegen", "internal error: value %" + std::to_string(v) + " is read but has no storage");
   }
-  Value* p = builder_.CreateInBoundsGEP(mem_type(context_, t.dtype), pointer(v), flat(idx, t.shape));
+  Value* p = address(v, idx, t);
   Value* x = builder_.CreateLoad(mem_type(context_, t.dtype), p);
   return t.dtype == DType::boolean ? builder_.CreateICmpNE(x, builder_.getInt8(0)) : x;
 }
 
 void KernelEmitter::store(ir::ValueId v, const Index& idx, Value* x) {
   const TensorType& t = region_.type(v);
-  Value* p = builder_.CreateInBoundsGEP(mem_type(context_, t.dtype), pointer(v), flat(idx, t.shape));
+  Value* p = address(v, idx, t);
   if (t.dtype == DType::boolean) x = builder_.CreateZExt(x, builder_.getInt8Ty());
   builder_.CreateStore(x, p);
 }
@@ -370,8 +380,11 @@ llvm::Function* KernelEmitter::emit(const std::string& name) {
     } else {
       strategy_ = "pool-windows";
       if (!pool_grad_by_windows(lo, hi)) {
-        strategy_ = "nest";
-        nest(kernel_.space, lo, hi, [&](const Index& idx) { body_at(idx); });
+        strategy_ = "pieces";
+        if (!concat_by_pieces(lo, hi)) {
+          strategy_ = "nest";
+          nest(kernel_.space, lo, hi, [&](const Index& idx) { body_at(idx); });
+        }
       }
     }
   }

@@ -144,6 +144,9 @@ class Fuser {
       groups_[static_cast<size_t>(c)].nodes.push_back(pn);
       groups_[static_cast<size_t>(c)].preds = bases;
       group_of_[pn] = c;
+      // Materialized now: later strided views of it read its buffer (a product reading the
+      // transpose of a concatenation another product stored).
+      for (ValueId res : region_.nodes[pn].results) probe_.storage[static_cast<size_t>(res)] = Storage::Slot;
     }
     must_[static_cast<size_t>(v)] = true;
     int g = group_of_value(v);

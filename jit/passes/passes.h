@@ -27,8 +27,12 @@ bool remove_stop_gradients(ir::Region& r);
 // matters only while differentiating), so backends never see them.
 bool inline_custom_rules(ir::Region& r);
 
-// Removes stop_gradients and custom rules, then runs folding, CSE and DCE until none changes
-// the program.
+// Rewrites transpose(a @ b) of 2-D operands, where the product has no other use, as
+// transpose(b) @ transpose(a) (a transpose of a transpose being its operand).
+bool rewrite_transposed_products(ir::Region& r);
+
+// Removes stop_gradients and custom rules, rewrites transposed products, then runs folding, CSE and DCE until none
+// changes the program.
 void simplify(ir::Program& p);
 
 }  // namespace fluxion::passes

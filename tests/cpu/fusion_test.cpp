@@ -4,6 +4,7 @@
 
 #include <fluxion/fluxion.h>
 
+#include "common/test_util.h"
 #include "cpu/lstm_cell.h"
 
 #include <cmath>
@@ -94,4 +95,22 @@ TEST(Fusion, CheapValuesAreRecomputedExpensiveOnesStored) {
   auto r = f(Array(std::vector<float>(128, 0.5f), {8, 16}), Array(std::vector<float>(128, 2.0f), {8, 16}));
   float e = std::exp(0.5f);
   EXPECT_NEAR(r.to_vector<float>()[5], (1.0f - (1.0f + e)) * e, 1e-5);
+}
+
+TEST(Fusion, ADenseWeightGradientIsComputedInTheWeightsLayout) {
+  // y = x W^T: W's gradient transpose(x^T dy) is computed as dy^T x, straight into W's [out, in]
+  // layout, not as [in, out] and then copied transposed.
+  auto loss = [](Tensor W, Tensor x) { return fx::sum(fx::tanh(fx::matmul(x, fx::transpose(W)))); };
+  auto f = fx::jit(fx::grad(loss, {0}), fx::Backend::Cpu);
+  Array W = fx::testing::make(fx::f32, fx::testing::random_doubles(16 * 32, -1, 1, 7), {16, 32});
+  Array x = fx::testing::make(fx::f32, fx::testing::random_doubles(64 * 32, -1, 1, 8), {64, 32});
+  std::string text = f.lower(W, x).kernels();
+  auto k = lines(text);
+  ASSERT_EQ(k.size(), 2u) << text;
+  EXPECT_EQ(k[1].rfind("kernel 1 matmul [16,32]", 0), 0u) << text;
+  EXPECT_EQ(text.find("transpose"), std::string::npos) << text;
+  std::vector<double> got = f(W, x)[0].to_doubles();
+  std::vector<double> want = fx::jit(fx::grad(loss, {0}), fx::Backend::Interp)(W, x)[0].to_doubles();
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i) EXPECT_NEAR(got[i], want[i], 1e-5) << i;
 }

@@ -1,0 +1,40 @@
+// A kernel that materializes a concatenation along an inner axis, run one part at a time.
+#include "backends/cpu/codegen.h"
+
+namespace fluxion::cpu {
+
+using llvm::Value;
+
+// Element by element, a concatenation reads every part at a clamped index and selects one,
+// which LLVM can only vectorize with gathers (an LSTM's gate gradients joined into [B, 4H]).
+// Run the kernel as one loop nest per part instead, with the concatenation's value at each
+// index known to be its part's element there: plain loads, consecutive along the axis.
+// Dimension 0 is left whole, so threads split the kernel as before.
+bool KernelEmitter::concat_by_pieces(Value* lo, Value* hi) {
+  const ir::Node* concat = nullptr;
+  for (size_t i : kernel_.nodes) {
+    const ir::Node& n = region_.nodes[i];
+    if (n.op == ir::Op::Concat && n.attrs.axes[0] > 0 && region_.type(n.results[0]).shape == kernel_.space) {
+      concat = &n;
+      break;
+    }
+  }
+  if (!concat) return false;
+  size_t ax = static_cast<size_t>(concat->attrs.axes[0]);
+  int64_t offset = 0;
+  for (ir::ValueId part : concat->operands) {
+    Shape piece = kernel_.space;
+    piece[ax] = region_.type(part).shape[ax];
+    if (piece[ax] == 0) continue;
+    nest(piece, lo, hi, [&](const Index& local) {
+      Value* x = at(part, local);
+      Index idx = local;
+      idx[ax] = builder_.CreateAdd(local[ax], i64(offset), "", false, true);
+      body_at(idx, {{concat->results[0], x}});
+    });
+    offset += piece[ax];
+  }
+  return true;
+}
+
+}  // namespace fluxion::cpu
