@@ -7,8 +7,8 @@
 // convolution's im2col is formed there and nowhere else); each MR x NR tile of the result
 // (NR = two vector widths) is accumulated in vector registers over the k-block, and after the
 // last k-block the kernel's epilogue (bias, activation, reductions...) runs on the tile while
-// it is in L1. Threads split the outermost batch dimension, or the rows; each packs the panels
-// it uses.
+// it is in L1. Threads split the outermost batch dimension, the rows or the panels (a wide
+// product); each packs the panels it uses.
 #include <algorithm>
 
 #include "backends/cpu/codegen.h"
@@ -56,7 +56,14 @@ class KernelEmitter::GemmEmitter {
   }
 
   void run(Value* lo, Value* hi) {
-    if (product_.batch.empty()) {
+    if (product_.batch.empty() && splits_columns()) {
+      // The kernel's range of rows [lo, hi) stands for the same share of the panels (as in
+      // matmul_transposed.cpp): consecutive row ranges give consecutive panel ranges.
+      int64_t panels = (product_.N + panel_columns_ - 1) / panel_columns_;
+      p0_ = builder_.CreateSDiv(builder_.CreateMul(lo, i64(panels)), i64(product_.M));
+      p1_ = builder_.CreateSDiv(builder_.CreateMul(hi, i64(panels)), i64(product_.M));
+      product(i64(0), i64(product_.M));
+    } else if (product_.batch.empty()) {
       product(lo, hi);
     } else {
       emitter_.nest(product_.batch, lo, hi, [&](const Index& b) {
@@ -84,38 +91,62 @@ class KernelEmitter::GemmEmitter {
         {i64(product_.kc), builder_.CreateSub(i64(product_.K), builder_.CreateMul(kb, i64(product_.kc)))});
   }
 
-  // Rows [r0, r1) of the product of batch_.
-  void product(Value* r0, Value* r1) {
-    if (product_.N < lanes_) return dot_products(r0, r1);
-    // Rows that fit one register tile are one tile: rows left over after full tiles run one
-    // at a time, each a chain of dependent multiply-adds, where a product of 10 rows would
-    // spend most of its time.
+  // Rows that fit one register tile are one tile: rows left over after full tiles run one
+  // at a time, each a chain of dependent multiply-adds, where a product of 10 rows would spend
+  // most of its time.
+  int tile_rows() const {
     int64_t M = product_.M;
     bool wide = emitter_.target_.vector_registers >= 32;
     int max_rows = wide ? kRowsMax : kRows;
-    tile_rows_ = M <= max_rows                ? static_cast<int>(std::max<int64_t>(1, M))
-                 : wide && M % kRowsWide == 0 ? kRowsWide
-                                              : kRows;
+    return M <= max_rows ? static_cast<int>(std::max<int64_t>(1, M)) : wide && M % kRowsWide == 0 ? kRowsWide : kRows;
+  }
+
+  // Threads split the rows, each packing every panel of B, or, for a matmul at least as wide
+  // (in panels) as it is tall (in row tiles), the panels, each thread packing only its own and
+  // reading all of A, which is not packed. Not with a reduction in the epilogue: a row's sum
+  // (a bias gradient) would then be shared between threads.
+  bool splits_columns() const {
+    const ir::Region& r = emitter_.region_;
+    if (r.nodes[emitter_.kernel_.root].op != ir::Op::MatMul || product_.N < 2 * panel_columns_) return false;
+    for (size_t i : emitter_.kernel_.nodes) {
+      if (ir::op_info(r.nodes[i].op).cls == ir::OpClass::Reduce) return false;
+    }
+    int64_t row_tiles = (product_.M + tile_rows() - 1) / tile_rows();
+    return product_.N / panel_columns_ >= row_tiles;
+  }
+
+  // The columns of this call's panels: all of them, or [p0_, p1_) panels' when it splits them.
+  Value* first_column() { return p0_ ? builder_.CreateMul(p0_, i64(panel_columns_)) : i64(0); }
+  Value* end_column() {
+    return p1_ ? emitter_.intrinsic(llvm::Intrinsic::smin,
+                                    {builder_.CreateMul(p1_, i64(panel_columns_)), i64(product_.N)})
+               : i64(product_.N);
+  }
+
+  // Rows [r0, r1) of the product of batch_.
+  void product(Value* r0, Value* r1) {
+    if (product_.N < lanes_) return dot_products(r0, r1);
+    tile_rows_ = tile_rows();
     r0_ = r0, r1_ = r1;
     full_tiles_ = builder_.CreateSDiv(builder_.CreateSub(r1, r0), i64(tile_rows_));
     full_rows_end_ = builder_.CreateAdd(r0, builder_.CreateMul(full_tiles_, i64(tile_rows_)));
     if (product_.blocks == 1) {
       k_block(i64(0), true, true);
-      if (whole_epilogue_) epilogue(r0, r1, i64(0), i64(product_.N));
+      if (whole_epilogue_) epilogue(r0, r1, first_column(), end_column());
       return;
     }
     // Several k-blocks: C starts at zero, every block accumulates into it, the last one also
     // runs the epilogue.
     for_each(r0, r1, [&](Value* i) {
-      for_each(i64(0), i64(product_.N), [&](Value* j) { builder_.CreateStore(zero(), c_element(i, j)); });
+      for_each(first_column(), end_column(), [&](Value* j) { builder_.CreateStore(zero(), c_element(i, j)); });
     });
     if (product_.blocks == 0) {  // an empty sum (a convolution over no channels or no images): zeros
-      if (epilogue_) epilogue(r0, r1, i64(0), i64(product_.N));
+      if (epilogue_) epilogue(r0, r1, first_column(), end_column());
       return;
     }
     for_each(i64(0), i64(product_.blocks - 1), [&](Value* kb) { k_block(kb, false, false); });
     k_block(i64(product_.blocks - 1), false, true);
-    if (whole_epilogue_) epilogue(r0, r1, i64(0), i64(product_.N));
+    if (whole_epilogue_) epilogue(r0, r1, first_column(), end_column());
   }
 
   // Too narrow for a vector of columns (a dot product, a matrix-vector product): one scalar
@@ -159,10 +190,17 @@ class KernelEmitter::GemmEmitter {
     const int NR = panel_columns_;
     int64_t N = product_.N;
     if (N / NR > 0) {
-      for_each(i64(0), i64(N / NR),
-               [&](Value* jp) { panel(kb, length, builder_.CreateMul(jp, i64(NR)), NR, first, last); });
+      Value* from = p0_ ? p0_ : i64(0);
+      Value* to = p1_ ? emitter_.intrinsic(llvm::Intrinsic::smin, {p1_, i64(N / NR)}) : i64(N / NR);
+      for_each(from, to, [&](Value* jp) { panel(kb, length, builder_.CreateMul(jp, i64(NR)), NR, first, last); });
     }
-    if (N % NR) panel(kb, length, i64(N / NR * NR), static_cast<int>(N % NR), first, last);
+    if (N % NR == 0) return;
+    auto rest = [&] { panel(kb, length, i64(N / NR * NR), static_cast<int>(N % NR), first, last); };
+    if (p1_) {
+      emit_if(builder_, builder_.CreateICmpEQ(p1_, i64(N / NR + 1)), rest);
+    } else {
+      rest();
+    }
   }
 
   // Columns [j0, j0 + columns) of k-block kb: B's panel packed, then every row tile.
@@ -323,6 +361,7 @@ class KernelEmitter::GemmEmitter {
   // The batch and rows being emitted, and their row tiles.
   Index batch_;
   Value *r0_ = nullptr, *r1_ = nullptr, *full_tiles_ = nullptr, *full_rows_end_ = nullptr;
+  Value *p0_ = nullptr, *p1_ = nullptr;  // this call's panels, when threads split them
   int tile_rows_ = 1;
 };
 

@@ -8,6 +8,7 @@
 #include <functional>
 #include <regex>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "common/test_util.h"
@@ -125,3 +126,16 @@ TEST(SplitReductions, ASplitKernelInsideAScan) {
 }
 
 }  // namespace
+
+TEST(WideProducts, ThreadsSplitTheirPanelsAndGetTheSameBits) {
+  // Wider (in panels) than tall (in row tiles): threads take shares of B's panels, the last
+  // one narrower than a panel, over several k-blocks; the epilogue runs over all of a small
+  // result at once, and tile by tile over a larger one.
+  auto f = [](Tensor a, Tensor b, Tensor bias) { return fx::tanh(fx::matmul(a, b) + bias); };
+  for (auto [m, n, k] : {std::tuple<int64_t, int64_t, int64_t>{24, 200, 600}, {48, 400, 300}}) {
+    Array a = random({m, k}, 11), b = random({k, n}, 12, 0.1), bias = random({1, n}, 13);
+    auto cpu = fx::jit(f, fx::Backend::Cpu);
+    auto got = same_at_every_thread_count([&] { return std::vector<Array>{cpu(a, b, bias)}; });
+    expect_near_all(got[0], fx::jit(f, fx::Backend::Interp)(a, b, bias).to_doubles(), 1e-5);
+  }
+}
