@@ -104,7 +104,7 @@ class KernelEmitter {
   llvm::Value* load(ir::ValueId v, const Index& idx);
   llvm::Value* pointer(ir::ValueId v);
   llvm::Value* flat(const Index& idx, const Shape& shape);
-  llvm::Value* address(ir::ValueId v, const Index& idx, const TensorType& t);
+  llvm::Value* address(ir::ValueId v, const Index& idx);
   llvm::Value* constant(DType t, double v);
   llvm::Value* math(std::string_view name, DType t, std::vector<llvm::Value*> args);
   llvm::Value* intrinsic(llvm::Intrinsic::ID id, std::vector<llvm::Value*> args);
@@ -126,6 +126,9 @@ class KernelEmitter {
   // Whether the kernel reads and writes only arrays of its own element count, elementwise (and
   // reduces only over every axis): then it runs as one flat loop.
   bool collapsible() const;
+  // Whether a node of the kernel is a reduction: a product that splits its columns across
+  // threads must not have one in its epilogue (a row's sum would be shared between threads).
+  bool reduces() const;
   void init_reductions(llvm::Value* lo, llvm::Value* hi);
   llvm::Function* begin_function(const std::string& name, const std::vector<llvm::Type*>& rest);
   // StraightLine kernels (straight_line.cpp): every element of every stored value, at constant indices;

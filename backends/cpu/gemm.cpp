@@ -106,11 +106,9 @@ class KernelEmitter::GemmEmitter {
   // reading all of A, which is not packed. Not with a reduction in the epilogue: a row's sum
   // (a bias gradient) would then be shared between threads.
   bool splits_columns() const {
-    const ir::Region& r = emitter_.region_;
-    if (r.nodes[emitter_.kernel_.root].op != ir::Op::MatMul || product_.N < 2 * panel_columns_) return false;
-    for (size_t i : emitter_.kernel_.nodes) {
-      if (ir::op_info(r.nodes[i].op).cls == ir::OpClass::Reduce) return false;
-    }
+    if (emitter_.region_.nodes[emitter_.kernel_.root].op != ir::Op::MatMul || product_.N < 2 * panel_columns_ ||
+        emitter_.reduces())
+      return false;
     int64_t row_tiles = (product_.M + tile_rows() - 1) / tile_rows();
     return product_.N / panel_columns_ >= row_tiles;
   }

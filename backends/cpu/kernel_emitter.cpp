@@ -147,10 +147,13 @@ Value* KernelEmitter::pointer(ir::ValueId v) {
   return p;
 }
 
-Value* KernelEmitter::address(ir::ValueId v, const Index& idx, const TensorType& t) {
+// The row's start and the last index as two steps: one flat sum of integer adds becomes 'or'
+// chains in LLVM whose flags are later dropped, and a column slice at an offset then loads with
+// gathers instead of consecutive vectors.
+Value* KernelEmitter::address(ir::ValueId v, const Index& idx) {
+  const TensorType& t = region_.type(v);
   llvm::Type* elem = mem_type(context_, t.dtype);
-  if (idx.size() < 2 || (collapsed_ && idx.size() == 1))
-    return builder_.CreateInBoundsGEP(elem, pointer(v), flat(idx, t.shape));
+  if (idx.size() < 2) return builder_.CreateInBoundsGEP(elem, pointer(v), flat(idx, t.shape));
   Index outer(idx.begin(), idx.end() - 1);
   Shape outer_shape(t.shape.begin(), t.shape.end() - 1);
   Value* row = builder_.CreateMul(flat(outer, outer_shape), i64(t.shape.back()), "", true, true);
@@ -166,14 +169,14 @@ Value* KernelEmitter::load(ir::ValueId v, const Index& idx) {
       schedule_.storage[static_cast<size_t>(base)] == kernel::Storage::View) {
     detail::fail("cpu codegen", "internal error: value %" + std::to_string(v) + " is read but has no storage");
   }
-  Value* p = address(v, idx, t);
+  Value* p = address(v, idx);
   Value* x = builder_.CreateLoad(mem_type(context_, t.dtype), p);
   return t.dtype == DType::boolean ? builder_.CreateICmpNE(x, builder_.getInt8(0)) : x;
 }
 
 void KernelEmitter::store(ir::ValueId v, const Index& idx, Value* x) {
   const TensorType& t = region_.type(v);
-  Value* p = address(v, idx, t);
+  Value* p = address(v, idx);
   if (t.dtype == DType::boolean) x = builder_.CreateZExt(x, builder_.getInt8Ty());
   builder_.CreateStore(x, p);
 }
@@ -217,6 +220,11 @@ Value* KernelEmitter::at_flat(ir::ValueId v, Value* f) {
     if (d > 0) f = builder_.CreateUDiv(f, i64(t.shape[d]));
   }
   return at(v, idx);
+}
+
+bool KernelEmitter::reduces() const {
+  return std::any_of(kernel_.nodes.begin(), kernel_.nodes.end(),
+                     [&](size_t i) { return ir::op_info(region_.nodes[i].op).cls == ir::OpClass::Reduce; });
 }
 
 bool KernelEmitter::collapsible() const {

@@ -1,7 +1,7 @@
 // What a node computes per element, from the shared lowering (jit/kernel/lowering.h) rendered
-// as LLVM values (renderer.h), and the math calls it renders to: LLVM intrinsics, libm, or
-// libmvec on vectors. The semantics follow the reference evaluator's exactly; only the rounding
-// of transcendental functions differs.
+// as LLVM values (renderer.h), and the math calls it renders to: LLVM intrinsics for exact
+// operations, and scalar_math's functions (libmvec, or libm where it has none) for the rest. The semantics follow the
+// reference evaluator's exactly; only the rounding of transcendental functions differs.
 #include "backends/cpu/native.h"
 #include "backends/cpu/renderer.h"
 #include "jit/kernel/node_lowering.h"
@@ -12,31 +12,13 @@ using ir::Op;
 using llvm::Value;
 
 Value* KernelEmitter::intrinsic(llvm::Intrinsic::ID id, std::vector<Value*> args) {
-  if (lanes_ > 0) {
-    // LLVM's code generator expands these on vectors into a scalar call per lane.
-    DType t = args[0]->getType()->getScalarType()->isDoubleTy() ? DType::f64 : DType::f32;
-    switch (id) {
-      case llvm::Intrinsic::exp: return vector_math("exp", t, args);
-      case llvm::Intrinsic::log: return vector_math("log", t, args);
-      case llvm::Intrinsic::sin: return vector_math("sin", t, args);
-      case llvm::Intrinsic::cos: return vector_math("cos", t, args);
-      case llvm::Intrinsic::pow: return vector_math("pow", t, args);
-      default: break;
-    }
-  }
   return builder_.CreateIntrinsic(id, {args[0]->getType()}, args);
 }
 
 Value* KernelEmitter::math(std::string_view name, DType t, std::vector<Value*> args) {
   if (lanes_ > 0) return vector_math(name, t, args);
-  llvm::Type* ty = reg_type(context_, t);
-  std::vector<llvm::Type*> params(args.size(), ty);
-  llvm::FunctionCallee f = module_.getOrInsertFunction(libm_name(name, t), llvm::FunctionType::get(ty, params, false));
-  if (auto* fn = llvm::dyn_cast<llvm::Function>(f.getCallee())) {
-    fn->setDoesNotThrow();
-    fn->setDoesNotAccessMemory();
-  }
-  return builder_.CreateCall(f, args);
+  return builder_.CreateCall(
+      scalar_math(module_, libm_name(name, t), reg_type(context_, t), static_cast<int>(args.size())), args);
 }
 
 Value* KernelEmitter::is_nan(Value* x) { return builder_.CreateFCmpUNO(x, x); }

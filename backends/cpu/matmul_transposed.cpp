@@ -29,10 +29,8 @@ bool KernelEmitter::gemm_transposed(const Gemm& g, Value* lo, Value* hi) {
   const int tile_columns = std::min(kMaxTileColumns, W);
   // Threads split C's columns, so an epilogue reduction that keeps C's rows (a bias gradient,
   // zeroed and accumulated by rows) would be shared between them: not here.
-  bool reduces = std::any_of(kernel_.nodes.begin(), kernel_.nodes.end(),
-                             [&](size_t i) { return ir::op_info(region_.nodes[i].op).cls == ir::OpClass::Reduce; });
   if (!g.batch.empty() || !g.a_row_address || !g.b_column_address || g.blocks != 1 || W < 8 || M <= W || M > 2 * W ||
-      N < tile_columns || K % W != 0 || reduces)
+      N < tile_columns || K % W != 0 || reduces())
     return false;
   auto [et, vt, ealign, valign] = vector_types(context_, ct, W);
   Value* cp = pointer(cv);

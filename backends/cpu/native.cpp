@@ -50,49 +50,24 @@ std::string vector_abi_name(char isa, int lanes, int args, const std::string& na
   return "_ZGV" + std::string(1, isa) + "N" + std::to_string(lanes) + std::string(static_cast<size_t>(args), 'v') + "_" + name;
 }
 
-// Vector variants in glibc's libmvec that LLVM 19's LIBMVEC-X86 table lacks: the functions it
-// does not map at all (tanh, expm1, log1p, erf, atan2), and the AVX-512 ('e') variants of every
-// function, which it does not map either. ISA letters: 'b' SSE, 'd' AVX2, 'e' AVX-512.
-// Built once per process (the host does not change): the table and the names it points into.
-const std::vector<llvm::VecDesc>& more_libmvec_functions(int vector_bytes) {
-  struct Fn {
-    const char* f32;
-    const char* f64;
-    int args;
-    bool llvm_maps_narrow;  // LLVM already maps the 'b' and 'd' variants
-  };
-  static const Fn fns[] = {
-      {"tanhf", "tanh", 1, false}, {"expm1f", "expm1", 1, false}, {"log1pf", "log1p", 1, false},
-      {"erff", "erf", 1, false},   {"atan2f", "atan2", 2, false}, {"expf", "exp", 1, true},
-      {"logf", "log", 1, true},    {"sinf", "sin", 1, true},      {"cosf", "cos", 1, true},
-      {"powf", "pow", 2, true},    {"llvm.exp.f32", "llvm.exp.f64", 1, true},
-      {"llvm.log.f32", "llvm.log.f64", 1, true}, {"llvm.sin.f32", "llvm.sin.f64", 1, true},
-      {"llvm.cos.f32", "llvm.cos.f64", 1, true}, {"llvm.pow.f32", "llvm.pow.f64", 2, true},
-  };
-  static std::deque<std::string> names;  // stable addresses for the StringRefs below
-  static std::vector<llvm::VecDesc> v;
-  static std::once_flag once;
-  std::call_once(once, [&] {
-  auto keep = [&](std::string s) -> llvm::StringRef { return names.emplace_back(std::move(s)); };
-  auto add = [&](const char* name, char isa, int lanes, int args) {
-    std::string scalar = name;
-    std::string base = scalar.rfind("llvm.", 0) == 0 ? scalar.substr(5, scalar.find('.', 5) - 5) + (scalar.back() == '2' ? "f" : "")
-                                                     : scalar;
-    std::string params(static_cast<size_t>(args), 'v');
-    std::string vec = vector_abi_name(isa, lanes, args, base);
-    std::string abi = "_ZGV_LLVM_N" + std::to_string(lanes) + params;
-    v.emplace_back(keep(scalar), keep(vec), llvm::ElementCount::getFixed(static_cast<unsigned>(lanes)), false, keep(abi));
-  };
-  for (const Fn& f : fns) {
-    if (!f.llvm_maps_narrow) {
-      add(f.f32, 'b', 4, f.args);
-      add(f.f64, 'b', 2, f.args);
-      if (vector_bytes >= 32) add(f.f32, 'd', 8, f.args), add(f.f64, 'd', 4, f.args);
-    }
-    if (vector_bytes >= 64) add(f.f32, 'e', 16, f.args), add(f.f64, 'e', 8, f.args);
+// What scalar_math's functions carry: the libmvec variant the vectorizer may use for them.
+constexpr const char* kVectorVariantAttr = "fluxion-vector-variant";
+
+// The vectorizer's mapping of each scalar_math function of m to its vector variant; the names
+// live in `names` for as long as the mapping is used.
+std::vector<llvm::VecDesc> scalar_math_variants(const llvm::Module& m, std::deque<std::string>& names) {
+  std::vector<llvm::VecDesc> out;
+  for (const llvm::Function& f : m) {
+    if (!f.hasFnAttribute(kVectorVariantAttr)) continue;
+    auto* vt = llvm::cast<llvm::FixedVectorType>(
+        m.getFunction(f.getFnAttribute(kVectorVariantAttr).getValueAsString())->getReturnType());
+    unsigned lanes = vt->getNumElements();
+    llvm::StringRef scalar = names.emplace_back(f.getName().str());
+    llvm::StringRef vector = names.emplace_back(f.getFnAttribute(kVectorVariantAttr).getValueAsString().str());
+    llvm::StringRef abi = names.emplace_back("_ZGV_LLVM_N" + std::to_string(lanes) + std::string(f.arg_size(), 'v'));
+    out.emplace_back(scalar, vector, llvm::ElementCount::getFixed(lanes), false, abi);
   }
-  });
-  return v;
+  return out;
 }
 
 [[noreturn]] void fail_llvm(const std::string& what, llvm::Error e) {
@@ -130,10 +105,8 @@ void optimize(llvm::Module& m, llvm::TargetMachine& tm) {
   pto.SLPVectorization = true;
   llvm::PassBuilder pb(&tm, pto);
   llvm::TargetLibraryInfoImpl tlii(llvm::Triple(m.getTargetTriple()));
-  if (libmvec_loaded()) {
-    tlii.addVectorizableFunctionsFromVecLib(llvm::TargetLibraryInfoImpl::LIBMVEC_X86, llvm::Triple(m.getTargetTriple()));
-    tlii.addVectorizableFunctions(more_libmvec_functions(host().vector_bytes));
-  }
+  std::deque<std::string> names;
+  tlii.addVectorizableFunctions(scalar_math_variants(m, names));
   fam.registerPass([&] { return llvm::TargetLibraryAnalysis(tlii); });
   pb.registerModuleAnalyses(mam);
   pb.registerCGSCCAnalyses(cgam);
@@ -243,6 +216,44 @@ std::string libmvec_variant(const std::string& name, int lanes, int elem_bytes, 
   // glibc before 2.35 lacks some (tanh, erf, expm1, log1p, atan2): only name what links.
   std::string variant = vector_abi_name(isa, lanes, args, name);
   return llvm::sys::DynamicLibrary::SearchForAddressOfSymbol(variant) ? variant : "";
+}
+
+llvm::Function* scalar_math(llvm::Module& m, const std::string& name, llvm::Type* ty, int args) {
+  std::string fname = "fluxion_math_" + name;
+  if (llvm::Function* f = m.getFunction(fname)) return f;
+  llvm::LLVMContext& c = m.getContext();
+  std::vector<llvm::Type*> params(static_cast<size_t>(args), ty);
+  // External and never inlined: the vectorizer must see calls of this exact signature (it
+  // widens calls, not bodies), and an internal function loses an argument that every call
+  // passes as the same constant (atan2(x, 2)).
+  auto* f =
+      llvm::Function::Create(llvm::FunctionType::get(ty, params, false), llvm::Function::ExternalLinkage, fname, m);
+  f->addFnAttr(llvm::Attribute::NoInline);
+  f->setDoesNotThrow();
+  f->setDoesNotAccessMemory();
+  llvm::IRBuilder<> b(llvm::BasicBlock::Create(c, "entry", f));
+  int elem_bytes = static_cast<int>(ty->getPrimitiveSizeInBits() / 8);
+  int lanes = host().vector_bytes / elem_bytes;
+  std::string variant = libmvec_variant(name, lanes, elem_bytes, args);
+  auto declare = [&](const std::string& callee, llvm::Type* t) {
+    llvm::FunctionCallee fc =
+        m.getOrInsertFunction(callee, llvm::FunctionType::get(t, std::vector<llvm::Type*>(params.size(), t), false));
+    auto* fn = llvm::cast<llvm::Function>(fc.getCallee());
+    fn->setDoesNotThrow();
+    fn->setDoesNotAccessMemory();
+    return fc;
+  };
+  std::vector<llvm::Value*> in;
+  for (llvm::Argument& a : f->args()) in.push_back(&a);
+  if (variant.empty()) {
+    b.CreateRet(b.CreateCall(declare(name, ty), in));
+    return f;
+  }
+  auto* vt = llvm::FixedVectorType::get(ty, static_cast<unsigned>(lanes));
+  for (llvm::Value*& x : in) x = b.CreateVectorSplat(static_cast<unsigned>(lanes), x);
+  b.CreateRet(b.CreateExtractElement(b.CreateCall(declare(variant, vt), in), uint64_t{0}));
+  f->addFnAttr(kVectorVariantAttr, variant);
+  return f;
 }
 
 std::unique_ptr<NativeCode> build_native(const std::string& key, const std::function<void(llvm::Module&)>& emit) {

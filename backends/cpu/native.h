@@ -12,7 +12,9 @@
 #include "fluxion/dtype.h"
 
 namespace llvm {
+class Function;
 class Module;
+class Type;
 }
 
 namespace fluxion::cpu {
@@ -55,6 +57,15 @@ std::string libm_name(std::string_view name, DType t);
 // elements of `elem_bytes` bytes with `args` vector arguments (its vector-ABI name, e.g.
 // _ZGVeN16v_expf), or "" when libmvec is missing or the host lacks that vector width.
 std::string libmvec_variant(const std::string& name, int lanes, int elem_bytes, int args);
+
+// The function of module m that computes the math function `name` ("expf", "tanh", ...) of one
+// element of type ty with `args` arguments. Every element a kernel computes, in a vectorized
+// loop or in its scalar remainder, gets the same bits from it: it runs libmvec's variant at the
+// host's full vector width on lane 0 (libm where libmvec has none), and optimize() tells the
+// vectorizer that this very variant is its vector form. A thread's range of a kernel ends where
+// a scalar remainder starts, so the results do not depend on the thread count (with glibc's
+// scalar expf against libmvec's, they did).
+llvm::Function* scalar_math(llvm::Module& m, const std::string& name, llvm::Type* ty, int args);
 
 // Produces native code for the program whose cache key is `key`: from the on-disk cache when it
 // holds the object, otherwise by calling `emit` to fill a module, optimising it (O3, host CPU)

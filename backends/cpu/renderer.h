@@ -60,13 +60,11 @@ class KernelEmitter::Renderer {
   V min(V a, V b, DType t) {
     return emitter_.intrinsic(is_float(t) ? llvm::Intrinsic::minimum : llvm::Intrinsic::smin, {a, b});
   }
-  // LLVM's own intrinsics where it has them (it folds and vectorises those), the C library's
-  // function otherwise.
+  // LLVM's own intrinsics for the correctly rounded operations (one result, scalar or vector),
+  // the math library's functions otherwise (KernelEmitter::math).
   V math(std::string_view f, DType t, std::vector<V> args) {
-    static const std::pair<std::string_view, llvm::Intrinsic::ID> kIntrinsics[] = {
-        {"exp", llvm::Intrinsic::exp},    {"log", llvm::Intrinsic::log}, {"sqrt", llvm::Intrinsic::sqrt},
-        {"sin", llvm::Intrinsic::sin},    {"cos", llvm::Intrinsic::cos}, {"pow", llvm::Intrinsic::pow},
-        {"floor", llvm::Intrinsic::floor}};
+    static const std::pair<std::string_view, llvm::Intrinsic::ID> kIntrinsics[] = {{"sqrt", llvm::Intrinsic::sqrt},
+                                                                                   {"floor", llvm::Intrinsic::floor}};
     for (const auto& [name, id] : kIntrinsics) {
       if (name == f) return emitter_.intrinsic(id, std::move(args));
     }

@@ -107,10 +107,10 @@ struct FusionOptions {
 inline constexpr int64_t kMaxSplitChunks = 64;
 // Below this much work (kernel_work) a kernel runs on the calling thread, whole: a hand-off
 // costs more than it saves (W1's primal, 2 x 100,352 units, took 1.8 us on one thread and
-// 2.1-2.3 us on two with a threshold of 2^16 and workers that slept between kernels). 2^15
-// with spinning workers took W6's step on two threads from 1.60x to 1.70x, but then LeNet's
-// parameters after 100 steps differed at 4 threads: some kernel's arithmetic depends on the
-// range it is given, which must be found before the threshold can go down.
+// 2.1-2.3 us on two with a threshold of 2^16 and workers that slept between kernels). With
+// spinning workers 2^15 measured mixed in one paired run on two cores: W6's step 1.60x ->
+// 1.70x its one-thread speed, W3's gradient 1.82x -> 1.77x (its small products then cost a
+// hand-off each).
 inline constexpr int64_t kMinParallelWork = int64_t{1} << 18;
 // The least work of one part of a split reduction: 2^16 cut an LSTM step's gradient kernels
 // into parts of a few hundred elements, and rnn_train ran slower on two threads than on one.

@@ -50,12 +50,11 @@ bool rewrite_transposed_products(ir::Region& r) {
     auto transposed = [&](ir::ValueId x) {
       const ir::Node* q = visited_producer(x);
       if (q && swaps_two_axes(*q)) return q->operands[0];
-      TensorType t{r.type(x).dtype, {r.type(x).shape[1], r.type(x).shape[0]}};
       ir::Node view;
       view.op = ir::Op::Transpose;
       view.operands = {x};
       view.attrs.perm = {1, 0};
-      view.results = {r.new_value(std::move(t))};
+      view.results = {r.new_value(ir::infer_types(view.op, {r.type(x)}, view.attrs, {}, {})[0])};
       view.file = n.file;
       view.line = n.line;
       out.push_back(std::move(view));

@@ -125,8 +125,6 @@ TEST(SplitReductions, ASplitKernelInsideAScan) {
   expect_near_all(got[0], fx::jit(f, fx::Backend::Interp)(x).to_doubles(), 1e-4);
 }
 
-}  // namespace
-
 TEST(WideProducts, ThreadsSplitTheirPanelsAndGetTheSameBits) {
   // Wider (in panels) than tall (in row tiles): threads take shares of B's panels, the last
   // one narrower than a panel, over several k-blocks; the epilogue runs over all of a small
@@ -139,3 +137,17 @@ TEST(WideProducts, ThreadsSplitTheirPanelsAndGetTheSameBits) {
     expect_near_all(got[0], fx::jit(f, fx::Backend::Interp)(a, b, bias).to_doubles(), 1e-5);
   }
 }
+
+// Math functions give one result per element whether a thread's range puts it in a vectorized
+// loop body or in a scalar remainder: rows of an odd length put the ranges' ends anywhere.
+TEST(ThreadRanges, TranscendentalFunctionsGiveTheSameBitsWhereverARangeEnds) {
+  auto f = [](Tensor x) { return fx::exp(x) + fx::tanh(x * 0.5) + fx::log(fx::abs(x) + 1.0) + fx::sigmoid(x); };
+  for (const fx::Shape& shape : {fx::Shape{3, 100003}, fx::Shape{7, 4099}}) {
+    Array x = random(shape, 21, 5);
+    auto cpu = fx::jit(f, fx::Backend::Cpu);
+    auto got = same_at_every_thread_count([&] { return std::vector<Array>{cpu(x)}; });
+    expect_near_all(got[0], fx::jit(f, fx::Backend::Interp)(x).to_doubles(), 1e-5);
+  }
+}
+
+}  // namespace
