@@ -140,7 +140,8 @@ bench::Record record(const std::string& workload, const std::string& system, int
 [[noreturn]] void usage(const char* why) {
   std::fprintf(stderr,
                "fluxion_train_bench: %s\nusage: fluxion_train_bench [--threads N|all] [--epochs N] "
-               "[--models mlp,lenet,lstm] [--backend cpu|vulkan] [--json PATH [--append]]\n",
+               "[--models mlp,lenet,lstm] [--systems fluxion,libtorch] [--backend cpu|vulkan] "
+               "[--json PATH [--append]]\n",
                why);
   std::exit(2);
 }
@@ -151,7 +152,13 @@ int main(int argc, char** argv) {
   int threads = 1, epochs = 3;
   std::string json, backend_name = "cpu";
   bool append = false;
-  std::set<std::string> models{"mlp", "lenet", "lstm"};
+  std::set<std::string> models{"mlp", "lenet", "lstm"}, systems{"fluxion", "libtorch"};
+  auto split = [](const std::string& list) {
+    std::set<std::string> out;
+    std::stringstream in(list);
+    for (std::string m; std::getline(in, m, ',');) out.insert(m);
+    return out;
+  };
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     auto value = [&]() -> std::string {
@@ -164,9 +171,9 @@ int main(int argc, char** argv) {
     } else if (a == "--epochs") {
       epochs = std::atoi(value().c_str());
     } else if (a == "--models") {
-      models.clear();
-      std::stringstream in(value());
-      for (std::string m; std::getline(in, m, ',');) models.insert(m);
+      models = split(value());
+    } else if (a == "--systems") {
+      systems = split(value());
     } else if (a == "--backend") {
       backend_name = value();
     } else if (a == "--json") {
@@ -195,8 +202,10 @@ int main(int argc, char** argv) {
   auto run = [&](const std::string& name, const std::string& workload, auto fluxion_model, auto torch_run) {
     if (!models.count(name)) return;
     std::fprintf(stderr, "  %s ...\n", workload.c_str());
-    records.push_back(record(workload, fx_system, threads, time_fluxion(fluxion_model, batches, epochs, backend)));
-    if (backend == fx::Backend::Cpu) records.push_back(record(workload, "libtorch", threads, torch_run()));
+    if (systems.count("fluxion"))
+      records.push_back(record(workload, fx_system, threads, time_fluxion(fluxion_model, batches, epochs, backend)));
+    if (backend == fx::Backend::Cpu && systems.count("libtorch"))
+      records.push_back(record(workload, "libtorch", threads, torch_run()));
   };
   run("mlp", "train-mlp", samples::mlp_model(32), [&] { return time_torch<TorchMlp>(batches, epochs); });
   run("lenet", "train-lenet", samples::lenet_model(), [&] { return time_torch<TorchLeNet>(batches, epochs); });

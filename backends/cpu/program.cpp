@@ -88,14 +88,24 @@ class ProgramEmitter {
   }
 
   // Emits the steps of region r (schedule s, arena at `arena`) and returns its results' pointers.
-  std::vector<Value*> region(const ir::Region& r, const RegionSchedule& s, Value* arena, const std::vector<Value*>& params) {
+  // `destinations`: where result j is wanted (null: anywhere). A result stored in an arena slot
+  // is computed there directly instead of being copied after the region, unless it is also an
+  // earlier result; region() returns where each result is.
+  std::vector<Value*> region(const ir::Region& r, const RegionSchedule& s, Value* arena,
+                             const std::vector<Value*>& params, const std::vector<Value*>& destinations = {}) {
     std::vector<Value*> ptr(r.types.size(), nullptr);
     std::vector<int32_t> producer = kernel::producers(r);
     for (size_t i = 0; i < r.params.size(); ++i) ptr[static_cast<size_t>(r.params[i])] = params[i];
+    for (size_t j = 0; j < destinations.size(); ++j) {
+      size_t v = static_cast<size_t>(r.results[j]);
+      if (destinations[j] && s.storage[v] == Storage::Slot && !ptr[v]) ptr[v] = destinations[j];
+    }
     for (size_t v = 0; v < r.types.size(); ++v) {
       switch (s.storage[v]) {
         case Storage::Slot:
-          ptr[v] = builder_.CreateConstInBoundsGEP1_64(builder_.getInt8Ty(), arena, static_cast<uint64_t>(s.offset[v]));
+          if (!ptr[v])
+            ptr[v] =
+                builder_.CreateConstInBoundsGEP1_64(builder_.getInt8Ty(), arena, static_cast<uint64_t>(s.offset[v]));
           break;
         case Storage::Output: ptr[v] = io_ptr(r.params.size() + static_cast<size_t>(s.output_index[v])); break;
         case Storage::Global:
@@ -255,14 +265,19 @@ class ProgramEmitter {
                }
                for (size_t j = nc + nx; j < n.operands.size(); ++j)
                  params.push_back(ptr[static_cast<size_t>(n.operands[j])]);
-               std::vector<Value*> res = region(body, sub, arena, params);
-               // Per-step outputs first: one may be a carry parameter, which the update overwrites.
+               // Per-step outputs are computed in their step's slice of the stacked result.
+               std::vector<Value*> slices(n.results.size(), nullptr);
                for (size_t j = nc; j < n.results.size(); ++j) {
                  int64_t slice = bytes(body.type(body.results[j]));
-                 Value* dst =
+                 slices[j] =
                      builder_.CreateInBoundsGEP(builder_.getInt8Ty(), ptr[static_cast<size_t>(n.results[j])],
                                                 builder_.CreateMul(t, builder_.getInt64(static_cast<uint64_t>(slice))));
-                 copy(dst, res[j], slice);
+               }
+               std::vector<Value*> res = region(body, sub, arena, params, slices);
+               // The other per-step outputs first: one may be a carry parameter, which the update
+               // overwrites.
+               for (size_t j = nc; j < n.results.size(); ++j) {
+                 if (res[j] != slices[j]) copy(slices[j], res[j], bytes(body.type(body.results[j])));
                }
                update_carries(body, 1, res, carries);
                return std::vector<Value*>{};

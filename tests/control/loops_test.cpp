@@ -92,6 +92,29 @@ TEST_P(Loops, ScanCumulativeSumStacksOutputs) {
   EXPECT_ARRAY(ys, {3, 2}, {0, 0, 10, 20, 40, 60});
 }
 
+// Per-step outputs are computed in their slice of the stacked result where they can be: one that
+// is also the new carry, one returned twice, an input slice, a reshape, and one read again by
+// a later kernel of the same step.
+TEST_P(Loops, ScanOutputsSharedWithCarriesInputsAndEachOther) {
+  auto f = fx::jit(
+      [](fx::Tensor xs) {
+        auto body = [](fx::Tensor c, fx::Tensor x) {
+          fx::Tensor n = c + x, y = n * 2.0;
+          return std::make_pair(n, std::make_tuple(n, n, x, y, fx::reshape(y, {2, 1}), y + n));
+        };
+        return fx::scan(body, fx::zeros({2}), xs);
+      },
+      backend());
+  auto [carry, ys] = f(fx::Array(std::vector<float>{1, 2, 3, 4, 5, 6}, {3, 2}));
+  EXPECT_ARRAY(carry, {2}, {9, 12});
+  EXPECT_ARRAY(std::get<0>(ys), {3, 2}, {1, 2, 4, 6, 9, 12});
+  EXPECT_ARRAY(std::get<1>(ys), {3, 2}, {1, 2, 4, 6, 9, 12});
+  EXPECT_ARRAY(std::get<2>(ys), {3, 2}, {1, 2, 3, 4, 5, 6});
+  EXPECT_ARRAY(std::get<3>(ys), {3, 2}, {2, 4, 8, 12, 18, 24});
+  EXPECT_ARRAY(std::get<4>(ys), {3, 2, 1}, {2, 4, 8, 12, 18, 24});
+  EXPECT_ARRAY(std::get<5>(ys), {3, 2}, {3, 6, 12, 18, 27, 36});
+}
+
 TEST_P(Loops, ScanReverseKeepsStepOrderOfOutputs) {
   auto f = fx::jit([](fx::Tensor xs) {
     return fx::scan([](fx::Tensor c, fx::Tensor x) { return std::make_pair(c + x, c + x); }, fx::scalar(0), xs,
