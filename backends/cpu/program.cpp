@@ -223,7 +223,7 @@ class ProgramEmitter {
     builder_.CreateCall(combine, {cargs, partials});
   }
 
-  // Copies a region's results into loop carries (kernel::carry_updates), staging on the stack.
+  // Copies a while loop's results into its carries (kernel::carry_updates), staging on the stack.
   void update_carries(const ir::Region& body, size_t first_param, const std::vector<Value*>& res, const std::vector<Value*>& carries) {
     std::vector<kernel::CarryUpdate> plan = kernel::carry_updates(body, carries.size(), first_param);
     std::vector<Value*> src(res.begin(), res.begin() + static_cast<long>(carries.size()));
@@ -239,14 +239,23 @@ class ProgramEmitter {
     }
   }
 
+  // A scan keeps each carry in two buffers, the result's and a second one in its arena
+  // (kernel::scan_carry_buffers), and alternates them: an even step reads the first and computes
+  // the new carries in the second, an odd step the other way round. A step never writes what it
+  // reads, so carries are neither copied back nor staged (a swap of carries included); a result
+  // that is not computed in place (a parameter, a value that is two results) is copied. Per-step
+  // outputs are computed in their step's slice of the stacked result.
   void scan(const ir::Region& r, const ir::Node& n, const RegionSchedule& sub, Value* arena, std::vector<Value*>& ptr) {
     const ir::Attrs& a = n.attrs;
     size_t nc = static_cast<size_t>(a.carries), nx = static_cast<size_t>(a.xs);
     const ir::Region& body = n.regions[0];
-    std::vector<Value*> carries;
+    kernel::ScanCarryBuffers second = kernel::scan_carry_buffers(r, n, sub.arena_bytes);
+    std::vector<Value*> first, other;
     for (size_t j = 0; j < nc; ++j) {
-      carries.push_back(ptr[static_cast<size_t>(n.results[j])]);
-      copy(carries[j], ptr[static_cast<size_t>(n.operands[j])], bytes(r.type(n.operands[j])));
+      first.push_back(ptr[static_cast<size_t>(n.results[j])]);
+      other.push_back(
+          builder_.CreateConstInBoundsGEP1_64(builder_.getInt8Ty(), arena, static_cast<uint64_t>(second.offsets[j])));
+      copy(first[j], ptr[static_cast<size_t>(n.operands[j])], bytes(r.type(n.operands[j])));
     }
     Value* index = entry_alloca(builder_.getInt32Ty(), 1);
     emit_for(builder_, builder_.getInt64(0), builder_.getInt64(static_cast<uint64_t>(a.length)), {},
@@ -254,8 +263,12 @@ class ProgramEmitter {
                Value* t =
                    a.reverse ? builder_.CreateSub(builder_.getInt64(static_cast<uint64_t>(a.length - 1)), step) : step;
                builder_.CreateStore(builder_.CreateTrunc(t, builder_.getInt32Ty()), index);
-               std::vector<Value*> params{index};
-               params.insert(params.end(), carries.begin(), carries.end());
+               Value* odd = builder_.CreateTrunc(step, builder_.getInt1Ty());
+               std::vector<Value*> params{index}, wanted(n.results.size(), nullptr);
+               for (size_t j = 0; j < nc; ++j) {
+                 params.push_back(builder_.CreateSelect(odd, other[j], first[j]));
+                 wanted[j] = builder_.CreateSelect(odd, first[j], other[j]);
+               }
                for (size_t j = 0; j < nx; ++j) {
                  ir::ValueId xs = n.operands[nc + j];
                  int64_t slice = bytes(r.type(xs)) / std::max<int64_t>(1, a.length);
@@ -265,23 +278,21 @@ class ProgramEmitter {
                }
                for (size_t j = nc + nx; j < n.operands.size(); ++j)
                  params.push_back(ptr[static_cast<size_t>(n.operands[j])]);
-               // Per-step outputs are computed in their step's slice of the stacked result.
-               std::vector<Value*> slices(n.results.size(), nullptr);
                for (size_t j = nc; j < n.results.size(); ++j) {
                  int64_t slice = bytes(body.type(body.results[j]));
-                 slices[j] =
+                 wanted[j] =
                      builder_.CreateInBoundsGEP(builder_.getInt8Ty(), ptr[static_cast<size_t>(n.results[j])],
                                                 builder_.CreateMul(t, builder_.getInt64(static_cast<uint64_t>(slice))));
                }
-               std::vector<Value*> res = region(body, sub, arena, params, slices);
-               // The other per-step outputs first: one may be a carry parameter, which the update
-               // overwrites.
-               for (size_t j = nc; j < n.results.size(); ++j) {
-                 if (res[j] != slices[j]) copy(slices[j], res[j], bytes(body.type(body.results[j])));
+               std::vector<Value*> res = region(body, sub, arena, params, wanted);
+               for (size_t j = 0; j < n.results.size(); ++j) {
+                 if (res[j] != wanted[j]) copy(wanted[j], res[j], bytes(body.type(body.results[j])));
                }
-               update_carries(body, 1, res, carries);
                return std::vector<Value*>{};
              });
+    if (a.length % 2 == 1) {
+      for (size_t j = 0; j < nc; ++j) copy(first[j], other[j], bytes(r.type(n.operands[j])));
+    }
   }
 
   void while_loop(const ir::Region& r, const ir::Node& n, const std::vector<RegionSchedule>& subs, Value* arena,

@@ -80,6 +80,7 @@ class VulkanExecutable final : public backends::Executable {
     options.mixed_reductions = false;
     options.straight_line_regions = false;
     options.split_reductions = false;
+    options.double_buffered_scan_carries = false;
     const char* loop_kernels = std::getenv("FLUXION_VULKAN_LOOP_KERNELS");
     options_.loop_kernels = !(loop_kernels && std::string(loop_kernels) == "0");
     // llvmpipe (lavapipe's shader compiler) ends any invocation after 65535 loop iterations, loop

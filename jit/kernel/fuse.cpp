@@ -617,7 +617,7 @@ bool is_direct_conv(const ir::Region& r, const ir::Node& n) {
 RegionSchedule schedule(const ir::Region& r, bool top_level, const FusionOptions& options) {
   if (!top_level && options.straight_line_regions && straight_line_region(r)) {
     RegionSchedule s = straight_line_schedule(r);
-    plan_memory(r, s);
+    plan_memory(r, s, options);
     return s;
   }
   RegionSchedule s = Fuser(r, top_level, options).run();
@@ -625,7 +625,7 @@ RegionSchedule schedule(const ir::Region& r, bool top_level, const FusionOptions
     if (!has_regions(r.nodes[i].op)) continue;
     for (const ir::Region& sub : r.nodes[i].regions) s.nested[i].push_back(schedule(sub, false, options));
   }
-  plan_memory(r, s);
+  plan_memory(r, s, options);
   return s;
 }
 

@@ -97,6 +97,9 @@ struct FusionOptions {
   // Kernels reducing over their outermost dimension are split into partial results (the CPU,
   // whose threads split the outermost dimension; a GPU reduces within workgroups instead).
   bool split_reductions = true;
+  // A scan's carries get a second buffer each in the scan's arena (scan_carry_buffers), so that
+  // the CPU alternates them by step instead of copying each step's new carries back.
+  bool double_buffered_scan_carries = true;
 };
 
 // Splitting a reduction over the outermost dimension: at most kMaxSplitChunks parts, each with
@@ -145,7 +148,7 @@ RegionSchedule straight_line_schedule(const ir::Region& r);
 
 // Assigns arena offsets to every Slot value and nested arena (memory_plan.cpp):
 // slots whose lifetimes do not overlap share bytes.
-void plan_memory(const ir::Region& r, RegionSchedule& s);
+void plan_memory(const ir::Region& r, RegionSchedule& s, const FusionOptions& options);
 
 // How a loop's carries are updated from its body's results (the first `carries` results),
 // the same for every backend: a result that is the carry's own parameter needs nothing; one
@@ -154,6 +157,13 @@ void plan_memory(const ir::Region& r, RegionSchedule& s);
 // parameter of carry 0 (a scan body's parameter 0 is its iteration index).
 enum class CarryUpdate : uint8_t { Unchanged, Staged, Direct };
 std::vector<CarryUpdate> carry_updates(const ir::Region& body, size_t carries, size_t first_param);
+// The second buffers of a scan's carries (FusionOptions::double_buffered_scan_carries): each
+// carry's offset in the scan's nested arena, after the body's arena, and the arena's bytes.
+struct ScanCarryBuffers {
+  std::vector<int64_t> offsets;
+  int64_t bytes = 0;
+};
+ScanCarryBuffers scan_carry_buffers(const ir::Region& r, const ir::Node& scan, int64_t body_arena_bytes);
 
 // The strided views a MatMul kernel reads its operands through (views.cpp).
 struct StridedView;

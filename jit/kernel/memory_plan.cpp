@@ -21,7 +21,7 @@ struct Interval {
 
 }  // namespace
 
-void plan_memory(const ir::Region& r, RegionSchedule& s) {
+void plan_memory(const ir::Region& r, RegionSchedule& s, const FusionOptions& options) {
   std::vector<int32_t> producer = producers(r);
   size_t nsteps = s.steps.size();
   // The step at which each node runs (views and inline constants: when read).
@@ -80,6 +80,8 @@ void plan_memory(const ir::Region& r, RegionSchedule& s) {
     if (st.kind == Step::Kind::Control) {
       int64_t bytes = 0;
       for (const RegionSchedule& sub : s.nested[st.index]) bytes = std::max(bytes, sub.arena_bytes);
+      const ir::Node& n = r.nodes[st.index];
+      if (n.op == ir::Op::Scan && options.double_buffered_scan_carries) bytes = scan_carry_buffers(r, n, bytes).bytes;
       s.nested_offset[st.index] = 0;
       if (bytes > 0) intervals.push_back({static_cast<int64_t>(t), static_cast<int64_t>(t), aligned(bytes), &s.nested_offset[st.index]});
     }
