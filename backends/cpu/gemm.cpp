@@ -10,6 +10,7 @@
 // it is in L1. Threads split the outermost batch dimension, the rows or the panels (a wide
 // product); each packs the panels it uses.
 #include <algorithm>
+#include <bit>
 
 #include "backends/cpu/codegen.h"
 
@@ -209,8 +210,16 @@ class KernelEmitter::GemmEmitter {
            last);
       return std::vector<Value*>{};
     });
-    // The rows left over, one vector row at a time.
-    for_each(full_rows_end_, r1_, [&](Value* i) { tile(kb, length, i, 1, j0, columns, first, last); });
+    // The rows left over (fewer than a tile, and how many depends on the thread's range) as
+    // tiles of 4, 2 and 1 rows: one row alone is a chain of dependent multiply-adds, which ran
+    // W5's product (4 rows left after 42 tiles of 6) 8% slower than OpenBLAS at AVX2.
+    Value* row = full_rows_end_;
+    for (int rows = static_cast<int>(std::bit_floor(static_cast<unsigned>(tile_rows_ - 1))); rows >= 1; rows /= 2) {
+      Value* fits = builder_.CreateICmpSGE(builder_.CreateSub(r1_, row), i64(rows));
+      Value* at = row;
+      emit_if(builder_, fits, [&] { tile(kb, length, at, rows, j0, columns, first, last); });
+      row = builder_.CreateSelect(fits, builder_.CreateAdd(row, i64(rows)), row);
+    }
   }
 
   // Packs B's k-block kb, columns [j0, j0 + columns), into the panel: row by row when B's
