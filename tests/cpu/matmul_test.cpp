@@ -45,13 +45,14 @@ struct Case {
 };
 
 // The rule of backends/cpu/matmul_transposed.cpp: A B^T with W < m <= 2W rows (W the tile's
-// vector lanes, at least 8), at least min(12, W) columns, one k-block (k <= 256, a multiple of
-// W) and no reduction in the epilogue is computed as transposed tiles; every other product as
-// register tiles over packed panels.
+// vector lanes, at least 8), at least min(12, W, (R - 3) / 2) columns (R the vector registers), one k-block (k <= 256,
+// a multiple of W) and no reduction in the epilogue is computed as transposed tiles; every other product as register
+// tiles over packed panels.
 std::string product_strategy(fx::DType t, Case c, bool right_transposed, bool reduces = false) {
   int64_t w = fx::testing::matmul_lanes(t);
   bool transposed = right_transposed && !reduces && w >= 8 && c.m > w && c.m <= 2 * w &&
-                    c.n >= std::min<int64_t>(12, w) && c.k <= 256 && c.k % w == 0;
+                    c.n >= std::min<int64_t>({12, w, (fx::testing::vector_registers() - 3) / 2}) && c.k <= 256 &&
+                    c.k % w == 0;
   return transposed ? "transposed-tiles" : "tiles";
 }
 

@@ -1,5 +1,6 @@
 // What the CPU strategy tests need to predict a kernel's code path: the kernel listing's
-// strategies and the vector lanes the matrix-product tiles have on this machine.
+// strategies, the vector lanes the matrix-product tiles have on this machine and its vector
+// registers.
 #pragma once
 
 #include <fluxion/fluxion.h>
@@ -11,5 +12,7 @@ namespace fluxion::testing {
 
 // Vector lanes of the CPU's matrix-product tiles for elements of dtype t.
 inline int matmul_lanes(DType t) { return cpu::host().matmul_vector_bytes / static_cast<int>(dtype_size(t)); }
+// The vector registers the CPU code may use.
+inline int vector_registers() { return cpu::host().vector_registers; }
 
 }  // namespace fluxion::testing
