@@ -116,7 +116,12 @@ class KernelEmitter {
   // Loop nest over dims [from, shape.size()) of `shape`, dim 0 restricted to [lo, hi).
   void nest(const Shape& shape, llvm::Value* lo, llvm::Value* hi, const std::function<void(const Index&)>& body);
   // `known`: values already computed at idx (used instead of computing them again).
-  void body_at(const Index& idx, const std::vector<std::pair<ir::ValueId, llvm::Value*>>& known = {});
+  // `accumulators`: reductions (by node index) accumulated in the given values, which are
+  // updated, instead of in their results' memory.
+  void body_at(const Index& idx, const std::vector<std::pair<ir::ValueId, llvm::Value*>>& known = {},
+               std::map<size_t, llvm::Value*>* accumulators = nullptr);
+  // The index of reduction `node`'s result at kernel index idx (idx without the folded axes).
+  static Index reduced_index(const ir::Node& node, const Index& idx);
   // A Loop kernel holding a max-pooling gradient whose windows tile its input exactly runs
   // window by window instead of element by element (pool_grad_windows.cpp); false if it does not.
   bool pool_grad_by_windows(llvm::Value* lo, llvm::Value* hi);

@@ -168,17 +168,43 @@ class KernelEmitter::GemmEmitter {
     if (epilogue_) epilogue(r0, r1, i64(0), i64(product_.N));
   }
 
-  // The epilogue at rows [i0, i1) x columns [j0, j1). The column loop stays a loop: a
-  // reduction along the row (a bias gradient) then vectorises.
+  // The epilogue at rows [i0, i1) x columns [j0, j1). The column loop stays a loop, and a
+  // reduction along the row (a bias gradient) is accumulated in a value it carries, stored
+  // after it, so that it vectorises: accumulated in memory, LLVM kept it scalar, and with it
+  // every exp of the epilogue (W5's gradient: 5.2 -> 10.3 ms for its product).
   void epilogue(Value* i0, Value* i1, Value* j0, Value* j1) {
+    const ir::Region& r = emitter_.region_;
+    int64_t last_axis = static_cast<int64_t>(emitter_.kernel_.space.size()) - 1;
+    // Only for a matmul, whose index is (batch..., i, j); a convolution's output pixels map j
+    // to several of its axes.
+    std::vector<size_t> along_rows;
+    bool matmul = r.nodes[emitter_.kernel_.root].op == ir::Op::MatMul;
+    for (size_t n : matmul ? emitter_.kernel_.nodes : std::vector<size_t>{}) {
+      const ir::Node& node = r.nodes[n];
+      if (ir::op_info(node.op).cls == ir::OpClass::Reduce &&
+          std::find(node.attrs.axes.begin(), node.attrs.axes.end(), last_axis) != node.attrs.axes.end())
+        along_rows.push_back(n);
+    }
     for_each(i0, i1, [&](Value* i) {
-      emit_for(
-          builder_, j0, j1, {},
-          [&](Value* j, const std::vector<Value*>&) {
-            emitter_.body_at(product_.c_index(batch_, i, j));
-            return std::vector<Value*>{};
+      Index row = product_.c_index(batch_, i, j0);
+      std::vector<Value*> init;
+      for (size_t n : along_rows)
+        init.push_back(emitter_.load(r.nodes[n].results[0], KernelEmitter::reduced_index(r.nodes[n], row)));
+      std::vector<Value*> sums = emit_for(
+          builder_, j0, j1, init,
+          [&](Value* j, const std::vector<Value*>& carried) {
+            std::map<size_t, Value*> acc;
+            for (size_t a = 0; a < along_rows.size(); ++a) acc[along_rows[a]] = carried[a];
+            emitter_.body_at(product_.c_index(batch_, i, j), {}, &acc);
+            std::vector<Value*> next;
+            for (size_t n : along_rows) next.push_back(acc.at(n));
+            return next;
           },
           LoopHint::Rolled);
+      for (size_t a = 0; a < along_rows.size(); ++a) {
+        const ir::Node& node = r.nodes[along_rows[a]];
+        emitter_.store(node.results[0], KernelEmitter::reduced_index(node, row), sums[a]);
+      }
     });
   }
 

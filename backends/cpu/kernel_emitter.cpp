@@ -302,22 +302,34 @@ void KernelEmitter::init_reductions(Value* lo, Value* hi) {
 
 // Everything the kernel owns at one index of its space: stores of materialized values and
 // accumulation of reductions.
-void KernelEmitter::body_at(const Index& idx, const std::vector<std::pair<ir::ValueId, Value*>>& known) {
+Index KernelEmitter::reduced_index(const ir::Node& node, const Index& idx) {
+  Index out;
+  for (size_t d = 0; d < idx.size(); ++d) {
+    if (std::find(node.attrs.axes.begin(), node.attrs.axes.end(), static_cast<int64_t>(d)) == node.attrs.axes.end()) {
+      out.push_back(idx[d]);
+    }
+  }
+  return out;
+}
+
+void KernelEmitter::body_at(const Index& idx, const std::vector<std::pair<ir::ValueId, Value*>>& known,
+                            std::map<size_t, Value*>* accumulators) {
   memo_.clear();
   for (const auto& [v, x] : known) memo_[{v, idx}] = x;
   for (size_t n : kernel_.nodes) {
     const ir::Node& node = region_.nodes[n];
     if (kernel_.kind == kernel::KernelKind::MatMul && n == kernel_.root) continue;
     if (ir::op_info(node.op).cls == ir::OpClass::Reduce) {
-      Index out;
-      for (size_t d = 0; d < idx.size(); ++d) {
-        if (std::find(node.attrs.axes.begin(), node.attrs.axes.end(), static_cast<int64_t>(d)) == node.attrs.axes.end()) {
-          out.push_back(idx[d]);
-        }
-      }
       ir::ValueId res = node.results[0];
       Value* x = at(node.operands[0], idx);
-      store(res, out, combine(node.op, region_.type(res).dtype, load(res, out), x));
+      DType t = region_.type(res).dtype;
+      auto acc = accumulators ? accumulators->find(n) : std::map<size_t, Value*>::iterator{};
+      if (accumulators && acc != accumulators->end()) {
+        acc->second = combine(node.op, t, acc->second, x);
+        continue;
+      }
+      Index out = reduced_index(node, idx);
+      store(res, out, combine(node.op, t, load(res, out), x));
       continue;
     }
     for (ir::ValueId v : node.results) {

@@ -71,6 +71,14 @@ TEST(CpuMatmul, ShapesAcrossTilesPanelsAndBlocks) {
       // Transposed left operand, with an epilogue.
       expect_same_as_interpreter([](Tensor x, Tensor y) { return fx::tanh(fx::matmul(fx::transpose(x), y)); }, at, b,
                                  c.k, "tiles");
+      // Row sums in the epilogue (accumulated in registers along each tile's row), beside a
+      // stored result.
+      expect_same_as_interpreter(
+          [](Tensor x, Tensor y) {
+            Tensor e = fx::exp(fx::matmul(x, y) * 0.1);
+            return fx::concat({fx::sum(e, {1}), fx::sum(e * e, {1})}, 0) + fx::sum(e);
+          },
+          a, b, c.k * c.n, "tiles");
     }
   }
 }
