@@ -229,6 +229,10 @@ llvm::Function* scalar_math(llvm::Module& m, const std::string& name, llvm::Type
   auto* f =
       llvm::Function::Create(llvm::FunctionType::get(ty, params, false), llvm::Function::ExternalLinkage, fname, m);
   f->addFnAttr(llvm::Attribute::NoInline);
+  // It returns, throws nothing and touches no memory: without `willreturn` a store after its
+  // call is not certain to run, so LICM kept a row sum's accumulator in memory and the loop
+  // stayed scalar (sum(exp(x), {1}) over 256 x 4096: 3.7 ms against 0.3 for exp alone).
+  f->addFnAttr(llvm::Attribute::WillReturn);
   f->setDoesNotThrow();
   f->setDoesNotAccessMemory();
   llvm::IRBuilder<> b(llvm::BasicBlock::Create(c, "entry", f));
@@ -239,6 +243,7 @@ llvm::Function* scalar_math(llvm::Module& m, const std::string& name, llvm::Type
     llvm::FunctionCallee fc =
         m.getOrInsertFunction(callee, llvm::FunctionType::get(t, std::vector<llvm::Type*>(params.size(), t), false));
     auto* fn = llvm::cast<llvm::Function>(fc.getCallee());
+    fn->addFnAttr(llvm::Attribute::WillReturn);
     fn->setDoesNotThrow();
     fn->setDoesNotAccessMemory();
     return fc;

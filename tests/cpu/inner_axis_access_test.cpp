@@ -10,28 +10,17 @@
 #include <vector>
 
 #include "common/kernel_listing.h"
-#include "common/scoped_env.h"
 #include "common/test_util.h"
+#include "cpu/cpu_checks.h"
 
 namespace fx = fluxion;
+using fx::testing::optimised_ir;
 using fx::Array;
 using fx::Tensor;
 
 namespace {
 
-Array uniform(const fx::Shape& shape, uint32_t seed) {
-  return fx::testing::make(fx::f32, fx::testing::random_doubles(fx::numel(shape), -2, 2, seed), shape);
-}
-
-// The optimised LLVM IR of f's program, compiled afresh (not from the disk cache).
-template <class F, class... A>
-std::string optimised_ir(F f, const A&... args) {
-  fx::testing::ScopedEnv no_cache("FLUXION_DISK_CACHE", "0");
-  fx::testing::ScopedEnv dump("FLUXION_DUMP_LLVM", "1");
-  ::testing::internal::CaptureStderr();
-  fx::jit(f, fx::Backend::Cpu)(args...);
-  return ::testing::internal::GetCapturedStderr();
-}
+Array uniform(const fx::Shape& shape, uint32_t seed) { return fx::testing::uniform_f32(shape, seed, 2); }
 
 // The strategy of the kernel that computes the concatenation (its parts are materialized by
 // kernels of their own: a concatenation is a view).
@@ -51,11 +40,7 @@ std::string concat_strategy(F f, const A&... args) {
 
 template <class F, class... A>
 void expect_same_as_interpreter(F f, const A&... args) {
-  std::vector<double> got = fx::jit(f, fx::Backend::Cpu)(args...).to_doubles();
-  std::vector<double> want = fx::jit(f, fx::Backend::Interp)(args...).to_doubles();
-  ASSERT_EQ(got.size(), want.size());
-  for (size_t i = 0; i < got.size(); ++i)
-    ASSERT_NEAR(got[i], want[i], 1e-6 * (1 + std::abs(want[i]))) << "element " << i;
+  fx::testing::expect_cpu_matches_interpreter(1e-6, f, args...);
 }
 
 // An LSTM cell's gates from one [B, 4H] array: four column slices at offsets 0, H, 2H, 3H.

@@ -1,0 +1,52 @@
+// Checks shared by the CPU code-generation tests: random f32 inputs, values against the
+// interpreter, and the optimised LLVM IR of a program (what the vectoriser made of a kernel).
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <fluxion/fluxion.h>
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "common/scoped_env.h"
+#include "common/test_util.h"
+
+namespace fluxion::testing {
+
+// f32 values uniform in [-range, range].
+inline Array uniform_f32(const Shape& shape, uint32_t seed, double range = 1) {
+  return make(f32, random_doubles(numel(shape), -range, range, seed), shape);
+}
+
+// f on the CPU backend equals f on the interpreter within `tolerance` relative to 1 + |value|.
+template <class F, class... A>
+void expect_cpu_matches_interpreter(double tolerance, F f, const A&... args) {
+  std::vector<double> got = jit(f, Backend::Cpu)(args...).to_doubles();
+  std::vector<double> want = jit(f, Backend::Interp)(args...).to_doubles();
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i)
+    ASSERT_NEAR(got[i], want[i], tolerance * (1 + std::abs(want[i]))) << "element " << i;
+}
+
+// The optimised LLVM IR of f's program, compiled afresh (not from the disk cache).
+template <class F, class... A>
+std::string optimised_ir(F f, const A&... args) {
+  ScopedEnv no_cache("FLUXION_DISK_CACHE", "0");
+  ScopedEnv dump("FLUXION_DUMP_LLVM", "1");
+  ::testing::internal::CaptureStderr();
+  jit(f, Backend::Cpu)(args...);
+  return ::testing::internal::GetCapturedStderr();
+}
+
+// The text of function `name` in IR printed by optimised_ir ("" if absent).
+inline std::string function_ir(const std::string& ir, const std::string& name) {
+  size_t begin = ir.find("@" + name + "(");
+  if (begin == std::string::npos) return "";
+  begin = ir.rfind("define", begin);
+  size_t end = ir.find("\n}", begin);
+  return ir.substr(begin, end == std::string::npos ? std::string::npos : end - begin);
+}
+
+}  // namespace fluxion::testing

@@ -1,0 +1,43 @@
+// Reductions along a row (a softmax's sum, a bias gradient) vectorise together with the math
+// functions beside them, in loop kernels and in a matrix product's epilogue: their optimised IR
+// calls a libmvec vector variant inside the kernel, and their values equal the interpreter's.
+#include <gtest/gtest.h>
+
+#include <fluxion/fluxion.h>
+
+#include <string>
+
+#include "cpu/cpu_checks.h"
+
+namespace fx = fluxion;
+using fx::Array;
+using fx::Tensor;
+
+namespace {
+
+// Kernel 0 of f's program calls a vector variant of a math function (`<N x float> @_ZGV...`).
+template <class F, class... A>
+void expect_vector_math_in_kernel0(F f, const A&... args) {
+  std::string kernel = fx::testing::function_ir(fx::testing::optimised_ir(f, args...), "kernel0");
+  ASSERT_FALSE(kernel.empty()) << "no kernel0 in the dumped IR";
+  EXPECT_NE(kernel.find(" x float> @_ZGV"), std::string::npos) << kernel;
+}
+
+}  // namespace
+
+TEST(VectorisedReductions, ARowSumOfExpInALoopKernel) {
+  auto f = [](Tensor x) { return fx::sum(fx::exp(x), {1}); };
+  Array x = fx::testing::uniform_f32({64, 200}, 1);
+  expect_vector_math_in_kernel0(f, x);
+  fx::testing::expect_cpu_matches_interpreter(1e-5, f, x);
+}
+
+TEST(VectorisedReductions, RowSumsInAMatrixProductsEpilogue) {
+  auto f = [](Tensor w, Tensor x) {
+    Tensor g = fx::exp(fx::matmul(w, x) * 0.1);
+    return fx::concat({fx::reshape(g, {-1}), fx::sum(g, {1}), fx::sum(fx::tanh(g), {1})}, 0);
+  };
+  Array w = fx::testing::uniform_f32({24, 40}, 2), x = fx::testing::uniform_f32({40, 300}, 3);
+  expect_vector_math_in_kernel0(f, w, x);
+  fx::testing::expect_cpu_matches_interpreter(1e-5, f, w, x);
+}
