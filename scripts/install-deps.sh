@@ -15,6 +15,8 @@ packages=(
   vulkan-validationlayers
   # shader tooling: glslang's C++ API, SPIRV-Tools
   glslang-dev glslang-tools spirv-tools spirv-headers
+  # fluxion::distributed: Open MPI (mpi.h, mpirun), whose tests run ranks on loopback
+  libopenmpi-dev openmpi-bin
   # tests, benchmarks, data loading, fuzzing and sanitizer runtimes
   libgtest-dev libgmock-dev libbenchmark-dev zlib1g-dev clang-19 libclang-rt-19-dev
   # Fashion-MNIST in gzipped IDX files under /usr/share/datasets/fashion-mnist

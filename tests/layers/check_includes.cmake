@@ -11,9 +11,10 @@ set(rules
   "jit/|fluxion/,support/,jit/"
   "backends/|fluxion/,support/,jit/,backends/,codegen_version.h"
   "driver/|fluxion/,support/,jit/,backends/counters.h,backends/backend.h,driver/"
-  "dsl/src/|fluxion/,support/,jit/,driver/,dsl/src/")
+  "dsl/src/|fluxion/,support/,jit/,driver/,dsl/src/"
+  "distributed/|fluxion/,support/,distributed/")
 file(GLOB_RECURSE files RELATIVE ${ROOT} ${ROOT}/dsl/*.h ${ROOT}/dsl/*.cpp ${ROOT}/support/*
-     ${ROOT}/jit/* ${ROOT}/backends/* ${ROOT}/driver/*)
+     ${ROOT}/jit/* ${ROOT}/backends/* ${ROOT}/driver/* ${ROOT}/distributed/*)
 set(violations "")
 foreach(file ${files})
   # The first rule whose folder holds the file applies (most specific first above).

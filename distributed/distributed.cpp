@@ -1,0 +1,145 @@
+// fluxion/distributed.h: joining and leaving an MPI job, and the host collectives on arrays.
+#include <fluxion/distributed.h>
+#include <fluxion/error.h>
+#include <mpi.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "distributed/mpi_communicator.h"
+#include "support/communicator.h"
+
+namespace fluxion::distributed {
+namespace {
+
+enum class State { Alone, Joined, Left };
+
+std::mutex& state_mutex() {
+  static std::mutex m;
+  return m;
+}
+State& state() {
+  static State s = State::Alone;
+  return s;
+}
+
+// MPI_THREAD_FUNNELED: every MPI call comes from the thread that initialised MPI. A collective
+// from another thread is refused instead of left to undefined behaviour.
+support::Communicator& joined(const char* op) {
+  if (state() == State::Left) detail::fail(op, "the job was left (distributed::finalize) before this collective");
+  if (state() == State::Joined) {
+    int main_thread = 0;
+    MPI_Is_thread_main(&main_thread);
+    if (!main_thread)
+      detail::fail(op,
+                   "collectives must be called from the thread that called distributed::init "
+                   "(MPI runs with MPI_THREAD_FUNNELED)");
+  }
+  return support::communicator();
+}
+
+void at_exit() { finalize(); }
+
+// Every rank checks that all ranks passed the same dtype and shape (one small exchange), so a
+// mismatch is an Error on every rank instead of a hang or garbage inside MPI.
+void check_same_arrays(support::Communicator& c, const char* op, const Array& x) {
+  constexpr size_t kMaxRank = 8;
+  std::vector<int64_t> mine(2 + kMaxRank, -1), all(mine.size() * static_cast<size_t>(c.size()));
+  mine[0] = static_cast<int64_t>(x.dtype());
+  mine[1] = static_cast<int64_t>(x.shape().size());
+  for (size_t d = 0; d < std::min(kMaxRank, x.shape().size()); ++d) mine[2 + d] = x.shape()[d];
+  int64_t bytes = static_cast<int64_t>(mine.size() * sizeof(int64_t));
+  c.all_gather(mine.data(), all.data(), bytes);
+  std::string differ;
+  for (int r = 0; r < c.size(); ++r) {
+    if (!std::equal(mine.begin(), mine.end(), all.begin() + static_cast<long>(r * mine.size())))
+      differ += (differ.empty() ? "" : ", ") + std::to_string(r);
+  }
+  if (!differ.empty())
+    detail::fail(op, "rank " + std::to_string(c.rank()) + " passed a " + TensorType{x.dtype(), x.shape()}.str() +
+                         " array and ranks " + differ +
+                         " passed another dtype or shape; every rank must pass the same");
+}
+
+}  // namespace
+
+void init() {
+  std::lock_guard<std::mutex> lock(state_mutex());
+  if (state() == State::Joined) return;
+  if (state() == State::Left) detail::fail("distributed::init", "a job cannot be joined again after finalize");
+  int already = 0;
+  MPI_Initialized(&already);
+  if (!already) {
+    int provided = 0;
+    if (MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided) != MPI_SUCCESS)
+      detail::fail("distributed::init", "MPI_Init_thread failed");
+    if (provided < MPI_THREAD_FUNNELED)
+      detail::fail("distributed::init",
+                   "MPI provides thread level " + std::to_string(provided) + "; Fluxion needs MPI_THREAD_FUNNELED");
+  }
+  support::install_communicator(make_mpi_communicator());
+  state() = State::Joined;
+  // Registered after the communicator's slot exists, so that at exit it runs before the slot
+  // is destroyed (exit handlers and static destructors run in reverse order of registration).
+  if (!already) std::atexit(at_exit);
+}
+
+bool initialized() {
+  std::lock_guard<std::mutex> lock(state_mutex());
+  return state() == State::Joined;
+}
+
+void finalize() {
+  std::lock_guard<std::mutex> lock(state_mutex());
+  if (state() != State::Joined) return;
+  support::install_communicator(nullptr);
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  if (!finalized) MPI_Finalize();
+  state() = State::Left;
+}
+
+int rank() { return support::communicator().rank(); }
+int size() { return support::communicator().size(); }
+std::string engine() { return support::communicator().engine(); }
+void barrier() { joined("barrier").barrier(); }
+
+void all_reduce(Array& x, ReduceOp op) {
+  support::Communicator& c = joined("all_reduce");
+  check_same_arrays(c, "all_reduce", x);
+  support::all_reduce(c, x.mutable_data(), x.size(), x.dtype(), op);
+}
+
+Array all_gather(const Array& x) {
+  support::Communicator& c = joined("all_gather");
+  check_same_arrays(c, "all_gather", x);
+  Shape shape{c.size()};
+  shape.insert(shape.end(), x.shape().begin(), x.shape().end());
+  Array out = Array::empty(x.dtype(), shape);
+  c.all_gather(x.data(), out.mutable_data(), x.size() * dtype_size(x.dtype()));
+  return out;
+}
+
+void broadcast(Array& x, int root) {
+  support::Communicator& c = joined("broadcast");
+  check_same_arrays(c, "broadcast", x);
+  c.broadcast(x.mutable_data(), x.size() * dtype_size(x.dtype()), root);
+}
+
+Array reduce_scatter(const Array& x, ReduceOp op) {
+  support::Communicator& c = joined("reduce_scatter");
+  check_same_arrays(c, "reduce_scatter", x);
+  if (x.shape().empty() || x.shape()[0] % c.size() != 0)
+    detail::fail("reduce_scatter", "the first axis of a " + TensorType{x.dtype(), x.shape()}.str() +
+                                       " array is not divisible by the job's " + std::to_string(c.size()) + " ranks");
+  Shape shape = x.shape();
+  shape[0] /= c.size();
+  Array out = Array::empty(x.dtype(), shape);
+  support::reduce_scatter(c, x.data(), out.mutable_data(), x.size(), x.dtype(), op);
+  return out;
+}
+
+}  // namespace fluxion::distributed

@@ -1,0 +1,165 @@
+// The one-rank communicator, the installed-communicator slot, and the collectives whose
+// reductions run in rank order on top of an engine's plain exchanges.
+#include "support/communicator.h"
+
+#include <fluxion/error.h>
+
+#include <algorithm>
+#include <cstring>
+#include <mutex>
+#include <type_traits>
+
+namespace fluxion {
+
+std::string_view reduce_op_name(ReduceOp op) {
+  switch (op) {
+    case ReduceOp::Sum: return "sum";
+    case ReduceOp::Mean: return "mean";
+    case ReduceOp::Max: return "max";
+    case ReduceOp::Min: return "min";
+  }
+  return "?";
+}
+
+namespace support {
+namespace {
+
+// A job of one rank: every exchange is a copy.
+class SelfCommunicator final : public Communicator {
+ public:
+  int rank() const override { return 0; }
+  int size() const override { return 1; }
+  std::string engine() const override { return "self"; }
+  void barrier() override {}
+  void all_gather(const void* send, void* recv, int64_t bytes) override { copy(recv, send, bytes); }
+  void all_to_all(const void* send, const std::vector<int64_t>& send_bytes, const std::vector<int64_t>& send_offsets,
+                  void* recv, const std::vector<int64_t>&, const std::vector<int64_t>& recv_offsets) override {
+    copy(static_cast<char*>(recv) + recv_offsets[0], static_cast<const char*>(send) + send_offsets[0], send_bytes[0]);
+  }
+  void all_gather_varying(const void* send, void* recv, const std::vector<int64_t>& bytes,
+                          const std::vector<int64_t>& offsets) override {
+    copy(static_cast<char*>(recv) + offsets[0], send, bytes[0]);
+  }
+  void broadcast(void*, int64_t, int root) override {
+    if (root != 0) detail::fail("broadcast", "root " + std::to_string(root) + " is not a rank of a job of 1 rank");
+  }
+
+ private:
+  static void copy(void* to, const void* from, int64_t bytes) {
+    if (bytes > 0 && to != from) std::memmove(to, from, static_cast<size_t>(bytes));
+  }
+};
+
+std::mutex& slot_mutex() {
+  static std::mutex m;
+  return m;
+}
+
+std::shared_ptr<Communicator>& slot() {
+  static std::shared_ptr<Communicator> installed = std::make_shared<SelfCommunicator>();
+  return installed;
+}
+
+// An integer sum wraps around (two's complement) instead of overflowing.
+template <class T>
+T add(T a, T b) {
+  if constexpr (std::is_integral_v<T>) {
+    using U = std::make_unsigned_t<T>;
+    return static_cast<T>(static_cast<U>(a) + static_cast<U>(b));
+  } else {
+    return a + b;
+  }
+}
+
+template <class T>
+void combine_into(T* acc, const T* x, int64_t n, ReduceOp op) {
+  for (int64_t i = 0; i < n; ++i) {
+    switch (op) {
+      case ReduceOp::Sum:
+      case ReduceOp::Mean: acc[i] = add(acc[i], x[i]); break;
+      case ReduceOp::Max: acc[i] = std::max(acc[i], x[i]); break;
+      case ReduceOp::Min: acc[i] = std::min(acc[i], x[i]); break;
+    }
+  }
+}
+
+template <class T>
+void scale(T* x, int64_t n, int ranks) {
+  for (int64_t i = 0; i < n; ++i) x[i] = x[i] / static_cast<T>(ranks);
+}
+
+// acc = acc (op) x over n elements of dtype t.
+void combine(void* acc, const void* x, int64_t n, DType t, ReduceOp op) {
+  switch (t) {
+    case DType::f32: combine_into(static_cast<float*>(acc), static_cast<const float*>(x), n, op); break;
+    case DType::f64: combine_into(static_cast<double*>(acc), static_cast<const double*>(x), n, op); break;
+    case DType::i32: combine_into(static_cast<int32_t*>(acc), static_cast<const int32_t*>(x), n, op); break;
+    case DType::boolean: detail::fail("all_reduce", "bool values cannot be reduced across ranks");
+  }
+}
+
+void check_reducible(std::string_view op_name, DType t, ReduceOp op) {
+  if (t == DType::boolean || (op == ReduceOp::Mean && !is_float(t)))
+    detail::fail(op_name, std::string("cannot take the ") + std::string(reduce_op_name(op)) + " of " + dtype_name(t) +
+                              " values across ranks");
+}
+
+std::vector<int64_t> offsets_of(const std::vector<int64_t>& bytes) {
+  std::vector<int64_t> out(bytes.size(), 0);
+  for (size_t i = 1; i < bytes.size(); ++i) out[i] = out[i - 1] + bytes[i - 1];
+  return out;
+}
+
+}  // namespace
+
+Communicator& communicator() {
+  std::lock_guard<std::mutex> lock(slot_mutex());
+  return *slot();
+}
+
+void install_communicator(std::shared_ptr<Communicator> c) {
+  std::lock_guard<std::mutex> lock(slot_mutex());
+  slot() = c ? std::move(c) : std::make_shared<SelfCommunicator>();
+}
+
+std::vector<int64_t> chunk_counts(int64_t count, int ranks) {
+  std::vector<int64_t> out(static_cast<size_t>(ranks), count / ranks);
+  for (int64_t r = 0; r < count % ranks; ++r) out[static_cast<size_t>(r)] += 1;
+  return out;
+}
+
+void reduce_scatter(Communicator& c, const void* send, void* recv, int64_t count, DType t, ReduceOp op) {
+  check_reducible("reduce_scatter", t, op);
+  int n = c.size(), me = c.rank();
+  int64_t es = dtype_size(t);
+  std::vector<int64_t> counts = chunk_counts(count, n), send_bytes(static_cast<size_t>(n));
+  for (int r = 0; r < n; ++r) send_bytes[static_cast<size_t>(r)] = counts[static_cast<size_t>(r)] * es;
+  int64_t mine = send_bytes[static_cast<size_t>(me)];
+  // Every rank's contribution to my chunk, in rank order, then summed in that order.
+  std::vector<char> staged(static_cast<size_t>(mine * n));
+  std::vector<int64_t> recv_bytes(static_cast<size_t>(n), mine), recv_offsets(static_cast<size_t>(n));
+  for (int r = 0; r < n; ++r) recv_offsets[static_cast<size_t>(r)] = r * mine;
+  c.all_to_all(send, send_bytes, offsets_of(send_bytes), staged.data(), recv_bytes, recv_offsets);
+  int64_t elements = counts[static_cast<size_t>(me)];
+  if (mine > 0) std::memcpy(recv, staged.data(), static_cast<size_t>(mine));
+  for (int r = 1; r < n; ++r) combine(recv, staged.data() + r * mine, elements, t, op);
+  if (op == ReduceOp::Mean) {
+    if (t == DType::f32) scale(static_cast<float*>(recv), elements, n);
+    if (t == DType::f64) scale(static_cast<double*>(recv), elements, n);
+  }
+}
+
+void all_reduce(Communicator& c, void* data, int64_t count, DType t, ReduceOp op) {
+  check_reducible("all_reduce", t, op);
+  int n = c.size();
+  if (n == 1) return;  // one rank's sum, mean, max or min is its own value
+  int64_t es = dtype_size(t);
+  std::vector<int64_t> counts = chunk_counts(count, n), bytes(static_cast<size_t>(n));
+  for (int r = 0; r < n; ++r) bytes[static_cast<size_t>(r)] = counts[static_cast<size_t>(r)] * es;
+  std::vector<char> mine(static_cast<size_t>(std::max<int64_t>(1, bytes[static_cast<size_t>(c.rank())])));
+  reduce_scatter(c, data, mine.data(), count, t, op);
+  c.all_gather_varying(mine.data(), data, bytes, offsets_of(bytes));
+}
+
+}  // namespace support
+}  // namespace fluxion
