@@ -4,6 +4,7 @@
 #include <mpi.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <mutex>
 #include <string>
@@ -43,6 +44,21 @@ support::Communicator& joined(const char* op) {
 
 void at_exit() { finalize(); }
 
+std::string describe(const Array& x) { return TensorType{x.dtype(), x.shape()}.str(); }
+
+std::chrono::milliseconds collective_timeout(const Options& options) {
+  if (options.collective_timeout.count() > 0) return options.collective_timeout;
+  if (const char* env = std::getenv("FLUXION_COLLECTIVE_TIMEOUT"); env && *env) {
+    char* end = nullptr;
+    double seconds = std::strtod(env, &end);
+    if (end == env || *end != '\0' || !(seconds > 0))
+      detail::fail("distributed::init",
+                   std::string("FLUXION_COLLECTIVE_TIMEOUT='") + env + "' is not a positive number of seconds");
+    return std::chrono::milliseconds(std::llround(seconds * 1000));
+  }
+  return std::chrono::minutes(5);
+}
+
 // Every rank checks that all ranks passed the same dtype and shape (one small exchange), so a
 // mismatch is an Error on every rank instead of a hang or garbage inside MPI.
 void check_same_arrays(support::Communicator& c, const char* op, const Array& x) {
@@ -59,17 +75,17 @@ void check_same_arrays(support::Communicator& c, const char* op, const Array& x)
       differ += (differ.empty() ? "" : ", ") + std::to_string(r);
   }
   if (!differ.empty())
-    detail::fail(op, "rank " + std::to_string(c.rank()) + " passed a " + TensorType{x.dtype(), x.shape()}.str() +
-                         " array and ranks " + differ +
+    detail::fail(op, "rank " + std::to_string(c.rank()) + " passed a " + describe(x) + " array and ranks " + differ +
                          " passed another dtype or shape; every rank must pass the same");
 }
 
 }  // namespace
 
-void init() {
+void init(const Options& options) {
   std::lock_guard<std::mutex> lock(state_mutex());
   if (state() == State::Joined) return;
   if (state() == State::Left) detail::fail("distributed::init", "a job cannot be joined again after finalize");
+  std::chrono::milliseconds timeout = collective_timeout(options);
   int already = 0;
   MPI_Initialized(&already);
   if (!already) {
@@ -80,7 +96,7 @@ void init() {
       detail::fail("distributed::init",
                    "MPI provides thread level " + std::to_string(provided) + "; Fluxion needs MPI_THREAD_FUNNELED");
   }
-  support::install_communicator(make_mpi_communicator());
+  support::install_communicator(make_mpi_communicator(timeout));
   state() = State::Joined;
   // Registered after the communicator's slot exists, so that at exit it runs before the slot
   // is destroyed (exit handlers and static destructors run in reverse order of registration).
@@ -105,16 +121,21 @@ void finalize() {
 int rank() { return support::communicator().rank(); }
 int size() { return support::communicator().size(); }
 std::string engine() { return support::communicator().engine(); }
-void barrier() { joined("barrier").barrier(); }
+void barrier() {
+  support::CollectiveLabel label("barrier");
+  joined("barrier").barrier();
+}
 
 void all_reduce(Array& x, ReduceOp op) {
   support::Communicator& c = joined("all_reduce");
+  support::CollectiveLabel label("all_reduce (" + std::string(reduce_op_name(op)) + ") of " + describe(x));
   check_same_arrays(c, "all_reduce", x);
   support::all_reduce(c, x.mutable_data(), x.size(), x.dtype(), op);
 }
 
 Array all_gather(const Array& x) {
   support::Communicator& c = joined("all_gather");
+  support::CollectiveLabel label("all_gather of " + describe(x));
   check_same_arrays(c, "all_gather", x);
   Shape shape{c.size()};
   shape.insert(shape.end(), x.shape().begin(), x.shape().end());
@@ -125,16 +146,18 @@ Array all_gather(const Array& x) {
 
 void broadcast(Array& x, int root) {
   support::Communicator& c = joined("broadcast");
+  support::CollectiveLabel label("broadcast from rank " + std::to_string(root) + " of " + describe(x));
   check_same_arrays(c, "broadcast", x);
   c.broadcast(x.mutable_data(), x.size() * dtype_size(x.dtype()), root);
 }
 
 Array reduce_scatter(const Array& x, ReduceOp op) {
   support::Communicator& c = joined("reduce_scatter");
+  support::CollectiveLabel label("reduce_scatter (" + std::string(reduce_op_name(op)) + ") of " + describe(x));
   check_same_arrays(c, "reduce_scatter", x);
   if (x.shape().empty() || x.shape()[0] % c.size() != 0)
-    detail::fail("reduce_scatter", "the first axis of a " + TensorType{x.dtype(), x.shape()}.str() +
-                                       " array is not divisible by the job's " + std::to_string(c.size()) + " ranks");
+    detail::fail("reduce_scatter", "the first axis of a " + describe(x) + " array is not divisible by the job's " +
+                                       std::to_string(c.size()) + " ranks");
   Shape shape = x.shape();
   shape[0] /= c.size();
   Array out = Array::empty(x.dtype(), shape);

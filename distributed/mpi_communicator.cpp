@@ -1,12 +1,18 @@
 // Communicator over MPI: byte exchanges on a duplicate of MPI_COMM_WORLD whose errors return
-// (MPI_ERRORS_RETURN) and become Error naming the call and MPI's message.
+// (MPI_ERRORS_RETURN) and become Error naming the call and MPI's message. Every exchange is a
+// non-blocking MPI call waited on under a deadline (the watchdog): one that a rank never joins
+// (it crashed, stopped, or runs another program) ends the job instead of hanging it.
 #include "distributed/mpi_communicator.h"
 
 #include <fluxion/error.h>
 #include <mpi.h>
 
+#include <algorithm>
+#include <chrono>
 #include <climits>
+#include <cstdio>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace fluxion::distributed {
@@ -37,7 +43,7 @@ std::vector<int> counts_of(const std::vector<int64_t>& bytes, const char* call) 
 
 class MpiCommunicator final : public support::Communicator {
  public:
-  MpiCommunicator() {
+  explicit MpiCommunicator(std::chrono::milliseconds timeout) : timeout_(timeout) {
     check(MPI_Comm_dup(MPI_COMM_WORLD, &comm_), "MPI_Comm_dup");
     check(MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler");
     check(MPI_Comm_rank(comm_, &rank_), "MPI_Comm_rank");
@@ -54,45 +60,90 @@ class MpiCommunicator final : public support::Communicator {
   int rank() const override { return rank_; }
   int size() const override { return size_; }
   std::string engine() const override { return "mpi"; }
-  void barrier() override { check(MPI_Barrier(comm_), "MPI_Barrier"); }
+  void barrier() override {
+    MPI_Request r;
+    check(MPI_Ibarrier(comm_, &r), "MPI_Ibarrier");
+    wait(r, "barrier");
+  }
 
   void all_gather(const void* send, void* recv, int64_t bytes) override {
-    int n = count_of(bytes, "MPI_Allgather");
-    check(MPI_Allgather(send, n, MPI_BYTE, recv, n, MPI_BYTE, comm_), "MPI_Allgather");
+    int n = count_of(bytes, "MPI_Iallgather");
+    MPI_Request r;
+    check(MPI_Iallgather(send, n, MPI_BYTE, recv, n, MPI_BYTE, comm_, &r), "MPI_Iallgather");
+    wait(r, "all-gather");
   }
 
   void all_to_all(const void* send, const std::vector<int64_t>& send_bytes, const std::vector<int64_t>& send_offsets,
                   void* recv, const std::vector<int64_t>& recv_bytes,
                   const std::vector<int64_t>& recv_offsets) override {
-    const char* call = "MPI_Alltoallv";
+    const char* call = "MPI_Ialltoallv";
     std::vector<int> sc = counts_of(send_bytes, call), so = counts_of(send_offsets, call),
                      rc = counts_of(recv_bytes, call), ro = counts_of(recv_offsets, call);
-    check(MPI_Alltoallv(send, sc.data(), so.data(), MPI_BYTE, recv, rc.data(), ro.data(), MPI_BYTE, comm_), call);
+    MPI_Request r;
+    check(MPI_Ialltoallv(send, sc.data(), so.data(), MPI_BYTE, recv, rc.data(), ro.data(), MPI_BYTE, comm_, &r), call);
+    wait(r, "all-to-all (the first half of a reduction)");
   }
 
   void all_gather_varying(const void* send, void* recv, const std::vector<int64_t>& bytes,
                           const std::vector<int64_t>& offsets) override {
-    const char* call = "MPI_Allgatherv";
+    const char* call = "MPI_Iallgatherv";
     std::vector<int> counts = counts_of(bytes, call), displs = counts_of(offsets, call);
-    check(MPI_Allgatherv(send, counts[static_cast<size_t>(rank_)], MPI_BYTE, recv, counts.data(), displs.data(),
-                         MPI_BYTE, comm_),
+    MPI_Request r;
+    check(MPI_Iallgatherv(send, counts[static_cast<size_t>(rank_)], MPI_BYTE, recv, counts.data(), displs.data(),
+                          MPI_BYTE, comm_, &r),
           call);
+    wait(r, "all-gather (the second half of a reduction)");
   }
 
   void broadcast(void* data, int64_t bytes, int root) override {
     if (root < 0 || root >= size_)
       detail::fail("broadcast",
                    "root " + std::to_string(root) + " is not a rank of a job of " + std::to_string(size_) + " ranks");
-    check(MPI_Bcast(data, count_of(bytes, "MPI_Bcast"), MPI_BYTE, root, comm_), "MPI_Bcast");
+    MPI_Request r;
+    check(MPI_Ibcast(data, count_of(bytes, "MPI_Ibcast"), MPI_BYTE, root, comm_, &r), "MPI_Ibcast");
+    wait(r, "broadcast");
   }
 
  private:
+  // Polls the request: spinning first (the ranks of a step usually arrive together), then
+  // sleeping between polls. Past the deadline the job is aborted: the other ranks may be inside
+  // the same collective and would never return, so raising an Error here would only move the
+  // hang elsewhere.
+  void wait(MPI_Request& r, const char* what) const {
+    using clock = std::chrono::steady_clock;
+    auto start = clock::now();
+    auto pause = std::chrono::microseconds(0);
+    for (;;) {
+      int done = 0;
+      check(MPI_Test(&r, &done, MPI_STATUS_IGNORE), "MPI_Test");
+      if (done) return;
+      auto waited = clock::now() - start;
+      if (waited > timeout_) {
+        const std::string& label = support::CollectiveLabel::current();
+        std::string subject = label.empty() ? what : label + " (its " + what + ")";
+        std::fprintf(stderr,
+                     "fluxion: rank %d of %d: %s did not complete within %.3g s (the collective timeout): a rank "
+                     "stopped, crashed or runs a different program; aborting the job\n",
+                     rank_, size_, subject.c_str(), std::chrono::duration<double>(timeout_).count());
+        std::fflush(stderr);
+        MPI_Abort(MPI_COMM_WORLD, 3);
+      }
+      if (waited > std::chrono::milliseconds(1)) {
+        pause = std::min(std::chrono::microseconds(1000), pause + std::chrono::microseconds(20));
+        std::this_thread::sleep_for(pause);
+      }
+    }
+  }
+
   MPI_Comm comm_ = MPI_COMM_NULL;
   int rank_ = 0, size_ = 1;
+  std::chrono::milliseconds timeout_;
 };
 
 }  // namespace
 
-std::shared_ptr<support::Communicator> make_mpi_communicator() { return std::make_shared<MpiCommunicator>(); }
+std::shared_ptr<support::Communicator> make_mpi_communicator(std::chrono::milliseconds timeout) {
+  return std::make_shared<MpiCommunicator>(timeout);
+}
 
 }  // namespace fluxion::distributed

@@ -110,7 +110,15 @@ std::vector<int64_t> offsets_of(const std::vector<int64_t>& bytes) {
   return out;
 }
 
+thread_local std::string current_label;
+
 }  // namespace
+
+CollectiveLabel::CollectiveLabel(std::string what) : previous_(std::move(current_label)) {
+  current_label = std::move(what);
+}
+CollectiveLabel::~CollectiveLabel() { current_label = std::move(previous_); }
+const std::string& CollectiveLabel::current() { return current_label; }
 
 Communicator& communicator() {
   std::lock_guard<std::mutex> lock(slot_mutex());

@@ -36,6 +36,20 @@ class Communicator {
   virtual void broadcast(void* data, int64_t bytes, int root) = 0;
 };
 
+// What the calling thread's collective is, for messages (the watchdog's): set for the scope of
+// a collective ("all_reduce of f32[1000]"), "" outside one.
+class CollectiveLabel {
+ public:
+  explicit CollectiveLabel(std::string what);
+  ~CollectiveLabel();
+  CollectiveLabel(const CollectiveLabel&) = delete;
+  CollectiveLabel& operator=(const CollectiveLabel&) = delete;
+  static const std::string& current();
+
+ private:
+  std::string previous_;
+};
+
 // The installed communicator (a one-rank one until another is installed).
 Communicator& communicator();
 // Installs `c` for the whole process (nullptr: back to one rank).

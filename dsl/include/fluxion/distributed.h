@@ -15,14 +15,24 @@
 #include <fluxion/array.h>
 #include <fluxion/collectives.h>
 
+#include <chrono>
 #include <string>
 
 namespace fluxion::distributed {
 
+struct Options {
+  // The watchdog: a collective that has not completed after this long (a rank crashed,
+  // stopped, or runs another program) prints which rank waited on which exchange and aborts
+  // the whole job (MPI_Abort) instead of hanging it. Zero: FLUXION_COLLECTIVE_TIMEOUT (seconds)
+  // when set, else 300 s.
+  std::chrono::milliseconds collective_timeout{0};
+};
+
 // Joins the job the launcher started (MPI_Init_thread), or a job of one rank when the process
-// was started alone. Idempotent; also registers finalize() to run at exit. Raises Error when
-// MPI cannot start or lacks the thread support Fluxion needs.
-void init();
+// was started alone. Idempotent (a second call keeps the first options); also registers
+// finalize() to run at exit. Raises Error when MPI cannot start or lacks the thread support
+// Fluxion needs.
+void init(const Options& options = {});
 bool initialized();
 // Leaves the job (MPI_Finalize): call it on every rank, after the last collective. Collectives
 // afterwards raise Error; a job cannot be joined again in the same process.
