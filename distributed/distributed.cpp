@@ -26,10 +26,17 @@ State& state() {
   static State s = State::Alone;
   return s;
 }
+// Whether init started MPI (and finalize therefore ends it): a program that initialised MPI
+// itself keeps it.
+bool& owns_mpi() {
+  static bool owns = false;
+  return owns;
+}
 
 // MPI_THREAD_FUNNELED: every MPI call comes from the thread that initialised MPI. A collective
 // from another thread is refused instead of left to undefined behaviour.
 support::Communicator& joined(const char* op) {
+  std::lock_guard<std::mutex> lock(state_mutex());
   if (state() == State::Left) detail::fail(op, "the job was left (distributed::finalize) before this collective");
   if (state() == State::Joined) {
     int main_thread = 0;
@@ -86,16 +93,17 @@ void init(const Options& options) {
   if (state() == State::Joined) return;
   if (state() == State::Left) detail::fail("distributed::init", "a job cannot be joined again after finalize");
   std::chrono::milliseconds timeout = collective_timeout(options);
-  int already = 0;
+  int already = 0, provided = 0;
   MPI_Initialized(&already);
-  if (!already) {
-    int provided = 0;
-    if (MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided) != MPI_SUCCESS)
-      detail::fail("distributed::init", "MPI_Init_thread failed");
-    if (provided < MPI_THREAD_FUNNELED)
-      detail::fail("distributed::init",
-                   "MPI provides thread level " + std::to_string(provided) + "; Fluxion needs MPI_THREAD_FUNNELED");
+  if (already) {
+    MPI_Query_thread(&provided);
+  } else if (MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided) != MPI_SUCCESS) {
+    detail::fail("distributed::init", "MPI_Init_thread failed");
   }
+  owns_mpi() = !already;
+  if (provided < MPI_THREAD_FUNNELED)
+    detail::fail("distributed::init",
+                 "MPI provides thread level " + std::to_string(provided) + "; Fluxion needs MPI_THREAD_FUNNELED");
   support::install_communicator(make_mpi_communicator(timeout));
   state() = State::Joined;
   // Registered after the communicator's slot exists, so that at exit it runs before the slot
@@ -114,7 +122,7 @@ void finalize() {
   support::install_communicator(nullptr);
   int finalized = 0;
   MPI_Finalized(&finalized);
-  if (!finalized) MPI_Finalize();
+  if (owns_mpi() && !finalized) MPI_Finalize();
   state() = State::Left;
 }
 

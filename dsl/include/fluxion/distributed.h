@@ -28,14 +28,16 @@ struct Options {
   std::chrono::milliseconds collective_timeout{0};
 };
 
-// Joins the job the launcher started (MPI_Init_thread), or a job of one rank when the process
-// was started alone. Idempotent (a second call keeps the first options); also registers
+// Joins the job the launcher started (MPI_Init_thread; a program that initialised MPI itself
+// keeps its MPI, which must provide MPI_THREAD_FUNNELED or more), or a job of one rank when the
+// process was started alone. Idempotent (a second call keeps the first options); also registers
 // finalize() to run at exit. Raises Error when MPI cannot start or lacks the thread support
 // Fluxion needs.
 void init(const Options& options = {});
 bool initialized();
-// Leaves the job (MPI_Finalize): call it on every rank, after the last collective. Collectives
-// afterwards raise Error; a job cannot be joined again in the same process.
+// Leaves the job (MPI_Finalize, unless the program had initialised MPI itself before init):
+// call it on every rank, after the last collective. Collectives afterwards raise Error; a job
+// cannot be joined again in the same process.
 void finalize();
 
 // This process's rank in [0, size()) and the number of ranks (0 and 1 before init()).
