@@ -11,6 +11,7 @@
 // product); each packs the panels it uses.
 #include <algorithm>
 #include <bit>
+#include <iterator>
 
 #include "backends/cpu/codegen.h"
 
@@ -179,12 +180,13 @@ class KernelEmitter::GemmEmitter {
     // Only for a matmul, whose index is (batch..., i, j); a convolution's output pixels map j
     // to several of its axes.
     std::vector<size_t> along_rows;
-    bool matmul = r.nodes[emitter_.kernel_.root].op == ir::Op::MatMul;
-    for (size_t n : matmul ? emitter_.kernel_.nodes : std::vector<size_t>{}) {
-      const ir::Node& node = r.nodes[n];
-      if (ir::op_info(node.op).cls == ir::OpClass::Reduce &&
-          std::find(node.attrs.axes.begin(), node.attrs.axes.end(), last_axis) != node.attrs.axes.end())
-        along_rows.push_back(n);
+    if (r.nodes[emitter_.kernel_.root].op == ir::Op::MatMul) {
+      std::copy_if(
+          emitter_.kernel_.nodes.begin(), emitter_.kernel_.nodes.end(), std::back_inserter(along_rows), [&](size_t n) {
+            const ir::Node& node = r.nodes[n];
+            return ir::op_info(node.op).cls == ir::OpClass::Reduce &&
+                   std::find(node.attrs.axes.begin(), node.attrs.axes.end(), last_axis) != node.attrs.axes.end();
+          });
     }
     for_each(i0, i1, [&](Value* i) {
       Index row = product_.c_index(batch_, i, j0);

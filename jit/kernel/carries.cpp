@@ -21,17 +21,4 @@ std::vector<CarryUpdate> carry_updates(const ir::Region& body, size_t carries, s
   return out;
 }
 
-ScanCarryBuffers scan_carry_buffers(const ir::Region& r, const ir::Node& scan, int64_t body_arena_bytes) {
-  constexpr int64_t kAlign = 64;
-  auto aligned = [](int64_t n) { return (n + kAlign - 1) / kAlign * kAlign; };
-  ScanCarryBuffers out;
-  out.bytes = aligned(body_arena_bytes);
-  for (int64_t j = 0; j < scan.attrs.carries; ++j) {
-    const TensorType& t = r.type(scan.operands[static_cast<size_t>(j)]);
-    out.offsets.push_back(out.bytes);
-    out.bytes += aligned(t.numel() * dtype_size(t.dtype));
-  }
-  return out;
-}
-
 }  // namespace fluxion::kernel

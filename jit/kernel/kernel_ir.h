@@ -111,9 +111,9 @@ inline constexpr int64_t kMaxSplitChunks = 64;
 // Below this much work (kernel_work) a kernel runs on the calling thread, whole: a hand-off
 // costs more than it saves (W1's primal, 2 x 100,352 units, took 1.8 us on one thread and
 // 2.1-2.3 us on two with a threshold of 2^16 and workers that slept between kernels). With
-// spinning workers 2^15 measured mixed in one paired run on two cores: W6's step 1.60x ->
-// 1.70x its one-thread speed, W3's gradient 1.82x -> 1.77x (its small products then cost a
-// hand-off each).
+// spinning workers 2^15 measured mixed on two cores (W3's gradient 1.82x -> 1.77x: its small
+// products then cost a hand-off each); W6's memory-bound per-step kernels, which 2^15 would
+// have split, are split instead by counting at least 4 operations an element (splitting.cpp).
 inline constexpr int64_t kMinParallelWork = int64_t{1} << 18;
 // The least work of one part of a split reduction: 2^16 cut an LSTM step's gradient kernels
 // into parts of a few hundred elements, and rnn_train ran slower on two threads than on one.
@@ -149,6 +149,13 @@ RegionSchedule straight_line_schedule(const ir::Region& r);
 // Assigns arena offsets to every Slot value and nested arena (memory_plan.cpp):
 // slots whose lifetimes do not overlap share bytes.
 void plan_memory(const ir::Region& r, RegionSchedule& s, const FusionOptions& options);
+// The second buffers of a scan's carries (FusionOptions::double_buffered_scan_carries; memory_plan.cpp):
+// each carry's offset in the scan's nested arena, after the body's arena, and the arena's bytes.
+struct ScanCarryBuffers {
+  std::vector<int64_t> offsets;
+  int64_t bytes = 0;
+};
+ScanCarryBuffers scan_carry_buffers(const ir::Region& r, const ir::Node& scan, int64_t body_arena_bytes);
 
 // How a loop's carries are updated from its body's results (the first `carries` results),
 // the same for every backend: a result that is the carry's own parameter needs nothing; one
@@ -157,13 +164,6 @@ void plan_memory(const ir::Region& r, RegionSchedule& s, const FusionOptions& op
 // parameter of carry 0 (a scan body's parameter 0 is its iteration index).
 enum class CarryUpdate : uint8_t { Unchanged, Staged, Direct };
 std::vector<CarryUpdate> carry_updates(const ir::Region& body, size_t carries, size_t first_param);
-// The second buffers of a scan's carries (FusionOptions::double_buffered_scan_carries): each
-// carry's offset in the scan's nested arena, after the body's arena, and the arena's bytes.
-struct ScanCarryBuffers {
-  std::vector<int64_t> offsets;
-  int64_t bytes = 0;
-};
-ScanCarryBuffers scan_carry_buffers(const ir::Region& r, const ir::Node& scan, int64_t body_arena_bytes);
 
 // The strided views a MatMul kernel reads its operands through (views.cpp).
 struct StridedView;

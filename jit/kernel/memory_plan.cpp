@@ -21,6 +21,17 @@ struct Interval {
 
 }  // namespace
 
+ScanCarryBuffers scan_carry_buffers(const ir::Region& r, const ir::Node& scan, int64_t body_arena_bytes) {
+  ScanCarryBuffers out;
+  out.bytes = aligned(body_arena_bytes);
+  for (int64_t j = 0; j < scan.attrs.carries; ++j) {
+    const TensorType& t = r.type(scan.operands[static_cast<size_t>(j)]);
+    out.offsets.push_back(out.bytes);
+    out.bytes += aligned(t.numel() * dtype_size(t.dtype));
+  }
+  return out;
+}
+
 void plan_memory(const ir::Region& r, RegionSchedule& s, const FusionOptions& options) {
   std::vector<int32_t> producer = producers(r);
   size_t nsteps = s.steps.size();
