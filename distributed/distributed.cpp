@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -35,7 +36,7 @@ bool& owns_mpi() {
 
 // MPI_THREAD_FUNNELED: every MPI call comes from the thread that initialised MPI. A collective
 // from another thread is refused instead of left to undefined behaviour.
-support::Communicator& joined(const char* op) {
+std::shared_ptr<support::Communicator> joined(const char* op) {
   std::lock_guard<std::mutex> lock(state_mutex());
   if (state() == State::Left) detail::fail(op, "the job was left (distributed::finalize) before this collective");
   if (state() == State::Joined) {
@@ -126,23 +127,25 @@ void finalize() {
   state() = State::Left;
 }
 
-int rank() { return support::communicator().rank(); }
-int size() { return support::communicator().size(); }
-std::string engine() { return support::communicator().engine(); }
+int rank() { return support::communicator()->rank(); }
+int size() { return support::communicator()->size(); }
+std::string engine() { return support::communicator()->engine(); }
 void barrier() {
   support::CollectiveLabel label("barrier");
-  joined("barrier").barrier();
+  joined("barrier")->barrier();
 }
 
 void all_reduce(Array& x, ReduceOp op) {
-  support::Communicator& c = joined("all_reduce");
+  std::shared_ptr<support::Communicator> held = joined("all_reduce");
+  support::Communicator& c = *held;
   support::CollectiveLabel label("all_reduce (" + std::string(reduce_op_name(op)) + ") of " + describe(x));
   check_same_arrays(c, "all_reduce", x);
   support::all_reduce(c, x.mutable_data(), x.size(), x.dtype(), op);
 }
 
 Array all_gather(const Array& x) {
-  support::Communicator& c = joined("all_gather");
+  std::shared_ptr<support::Communicator> held = joined("all_gather");
+  support::Communicator& c = *held;
   support::CollectiveLabel label("all_gather of " + describe(x));
   check_same_arrays(c, "all_gather", x);
   Shape shape{c.size()};
@@ -153,14 +156,16 @@ Array all_gather(const Array& x) {
 }
 
 void broadcast(Array& x, int root) {
-  support::Communicator& c = joined("broadcast");
+  std::shared_ptr<support::Communicator> held = joined("broadcast");
+  support::Communicator& c = *held;
   support::CollectiveLabel label("broadcast from rank " + std::to_string(root) + " of " + describe(x));
   check_same_arrays(c, "broadcast", x);
   c.broadcast(x.mutable_data(), x.size() * dtype_size(x.dtype()), root);
 }
 
 Array reduce_scatter(const Array& x, ReduceOp op) {
-  support::Communicator& c = joined("reduce_scatter");
+  std::shared_ptr<support::Communicator> held = joined("reduce_scatter");
+  support::Communicator& c = *held;
   support::CollectiveLabel label("reduce_scatter (" + std::string(reduce_op_name(op)) + ") of " + describe(x));
   check_same_arrays(c, "reduce_scatter", x);
   if (x.shape().empty() || x.shape()[0] % c.size() != 0)

@@ -120,9 +120,9 @@ CollectiveLabel::CollectiveLabel(std::string what) : previous_(std::move(current
 CollectiveLabel::~CollectiveLabel() { current_label = std::move(previous_); }
 const std::string& CollectiveLabel::current() { return current_label; }
 
-Communicator& communicator() {
+std::shared_ptr<Communicator> communicator() {
   std::lock_guard<std::mutex> lock(slot_mutex());
-  return *slot();
+  return slot();
 }
 
 void install_communicator(std::shared_ptr<Communicator> c) {

@@ -50,8 +50,9 @@ class CollectiveLabel {
   std::string previous_;
 };
 
-// The installed communicator (a one-rank one until another is installed).
-Communicator& communicator();
+// The installed communicator (a one-rank one until another is installed), held by the caller
+// for as long as it uses it (another may be installed meanwhile).
+std::shared_ptr<Communicator> communicator();
 // Installs `c` for the whole process (nullptr: back to one rank).
 void install_communicator(std::shared_ptr<Communicator> c);
 
