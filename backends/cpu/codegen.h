@@ -38,8 +38,9 @@ struct Target {
 ModuleInfo emit_program(const ir::Program& p, const kernel::RegionSchedule& s, const Target& target, llvm::Module& m);
 
 // Run-time error codes returned by the entry point: kWhileMaxIters + m when a while loop with
-// max_iters = m would start iteration m + 1.
-enum ErrorCode : int32_t { kOk = 0, kWhileMaxIters = 1 };
+// max_iters = m would start iteration m + 1; kCollectiveFailed when a collective raised an Error
+// (runtime.h keeps it for the calling thread).
+enum ErrorCode : int32_t { kOk = 0, kWhileMaxIters = 1, kCollectiveFailed = -1 };
 
 using Index = std::vector<llvm::Value*>;
 

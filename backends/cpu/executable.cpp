@@ -91,6 +91,7 @@ class CpuExecutable final : public backends::Executable {
       }
     }
     give_arena(std::move(arena));
+    if (rc == kCollectiveFailed) std::rethrow_exception(take_collective_failure());
     if (rc >= kWhileMaxIters) {
       detail::fail("while", "the loop exceeded max_iters=" + std::to_string(rc - kWhileMaxIters) +
                                 " (its condition was still true)");

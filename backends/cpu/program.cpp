@@ -6,6 +6,7 @@
 #include "backends/cpu/codegen.h"
 #include "backends/cpu/native.h"
 #include "fluxion/error.h"
+#include "jit/eval/collective.h"
 
 namespace fluxion::cpu {
 
@@ -123,6 +124,10 @@ class ProgramEmitter {
         continue;
       }
       const ir::Node& n = r.nodes[st.index];
+      if (ir::is_collective(n.op)) {
+        collective(r, n, ptr);
+        continue;
+      }
       Value* sub_arena = builder_.CreateConstInBoundsGEP1_64(builder_.getInt8Ty(), arena,
                                                              static_cast<uint64_t>(s.nested_offset.at(st.index)));
       const auto& subs = s.nested.at(st.index);
@@ -221,6 +226,30 @@ class ProgramEmitter {
                            builder_.CreateConstInBoundsGEP1_64(builder_.getPtrTy(), cargs, i));
     }
     builder_.CreateCall(combine, {cargs, partials});
+  }
+
+  // Calls the runtime's fx_collective for collective node n, and returns its error code from
+  // the entry point when it fails.
+  void collective(const ir::Region& r, const ir::Node& n, const std::vector<Value*>& ptr) {
+    TensorType operand = n.operands.empty() ? r.type(n.results[0]) : r.type(n.operands[0]);
+    interp::CollectiveCall call = interp::collective_call(n, operand);
+    Value* in = n.operands.empty() ? llvm::ConstantPointerNull::get(builder_.getPtrTy())
+                                   : ptr[static_cast<size_t>(n.operands[0])];
+    Value* out = ptr[static_cast<size_t>(n.results[0])];
+    if (!in || !out) detail::fail("cpu codegen", "internal error: a collective's operand or result has no storage");
+    auto i64 = [&](int64_t v) { return builder_.getInt64(static_cast<uint64_t>(v)); };
+    auto fn = module_.getOrInsertFunction("fx_collective", builder_.getInt32Ty(), builder_.getInt32Ty(),
+                                          builder_.getInt32Ty(), builder_.getInt64Ty(), builder_.getInt64Ty(),
+                                          builder_.getInt64Ty(), builder_.getPtrTy(), builder_.getPtrTy());
+    Value* rc = builder_.CreateCall(
+        fn, {builder_.getInt32(static_cast<uint32_t>(call.op)), builder_.getInt32(static_cast<uint32_t>(call.dtype)),
+             i64(call.count), i64(call.ranks), i64(call.root), in, out});
+    auto* fail = llvm::BasicBlock::Create(context_, "collective.fail", entry_);
+    auto* next = llvm::BasicBlock::Create(context_, "collective.done", entry_);
+    builder_.CreateCondBr(builder_.CreateICmpNE(rc, builder_.getInt32(kOk)), fail, next);
+    builder_.SetInsertPoint(fail);
+    builder_.CreateRet(rc);
+    builder_.SetInsertPoint(next);
   }
 
   // Copies a while loop's results into its carries (kernel::carry_updates), staging on the stack.

@@ -11,9 +11,12 @@
 #include <numbers>
 #include <string>
 #include <thread>
+#include <utility>
 
+#include "backends/cpu/codegen.h"
 #include "fluxion/error.h"
 #include "fluxion/runtime.h"
+#include "jit/eval/collective.h"
 #include "jit/eval/philox.h"
 
 namespace fluxion::cpu {
@@ -183,6 +186,19 @@ extern "C" void fx_parallel_parts(KernelFn fn, void** parts, int64_t buffers, in
   parallel_parts(fn, parts, buffers, n, count);
 }
 
+thread_local std::exception_ptr collective_failure;
+
+extern "C" int32_t fx_collective(int32_t op, int32_t dtype, int64_t count, int64_t ranks, int64_t root, const void* in,
+                                 void* out) {
+  try {
+    interp::run_collective({static_cast<ir::Op>(op), static_cast<DType>(dtype), count, ranks, root}, in, out);
+    return kOk;
+  } catch (...) {
+    collective_failure = std::current_exception();
+    return kCollectiveFailed;
+  }
+}
+
 // rng_uniform (kind 0: f32, 1: f64) and rng_normal (kind 2) element `index` for `key`: the
 // recipes of docs/ir.md, as the interpreter computes them.
 extern "C" double fx_rng(int32_t k0, int32_t k1, int64_t index, int32_t kind) {
@@ -222,9 +238,12 @@ std::vector<ProfileMark>& profile_marks() {
   return marks;
 }
 
+std::exception_ptr take_collective_failure() { return std::exchange(collective_failure, nullptr); }
+
 const std::vector<RuntimeSymbol>& runtime_symbols() {
   static const std::vector<RuntimeSymbol> symbols{
       {"fx_parallel_for", reinterpret_cast<void*>(&fx_parallel_for)},
+      {"fx_collective", reinterpret_cast<void*>(&fx_collective)},
       {"fx_parallel_parts", reinterpret_cast<void*>(&fx_parallel_parts)},
       {"fx_profile_mark", reinterpret_cast<void*>(&fx_profile_mark)},
       {"fx_rng", reinterpret_cast<void*>(&fx_rng)},

@@ -1,10 +1,11 @@
 // What generated code calls at run time: the thread pool that splits a kernel's outermost
-// dimension, the random-number helpers (the same Philox recipes as the interpreter), and the
+// dimension, the collectives, the random-number helpers (the same Philox recipes as the interpreter), and the
 // timestamps of a profiled program.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <exception>
 #include <vector>
 
 namespace fluxion::cpu {
@@ -24,6 +25,10 @@ void parallel_for(KernelFn fn, void** bufs, int64_t n, int64_t work_per_item);
 // at parts + i * buffers, on as many of the pool's threads as there are parts. The parts do not
 // depend on the thread count (split kernels: jit/kernel/kernel_ir.h).
 void parallel_parts(KernelFn fn, void** parts, int64_t buffers, int64_t n, int64_t count);
+
+// What the calling thread's last failed fx_collective raised (generated code then returns
+// kCollectiveFailed), taken: the next call returns nullptr until another fails.
+std::exception_ptr take_collective_failure();
 
 // A profiled program (Target::profile) calls fx_profile_mark(kernel) before and after every
 // kernel; the marks of the calling thread's current call, in order. At most kMaxProfileMarks

@@ -2,8 +2,9 @@
 //
 // A call copies the inputs into the program's device buffers, submits the one command buffer
 // (uploads, every dispatch with barriers only where a dispatch reads or overwrites what an
-// earlier one wrote, readbacks), waits once, and copies the results out. The user's arrays are
-// written only after the device reports success.
+// earlier one wrote, readbacks), waits once, and copies the results out. A program with
+// collectives is one command buffer per segment between them, the host running each collective
+// between two submissions. The user's arrays are written only after the device reports success.
 #include "backends/vulkan/executable.h"
 
 #include <algorithm>
@@ -108,11 +109,6 @@ class VulkanExecutable final : public backends::Executable {
     pi.flags = VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT;
     pi.queueFamilyIndex = ctx_.queue_family;
     check(vkCreateCommandPool(ctx_.device, &pi, nullptr, &pool_), "vkCreateCommandPool");
-    auto ai = vk_struct<VkCommandBufferAllocateInfo>(VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO);
-    ai.commandPool = pool_;
-    ai.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
-    ai.commandBufferCount = 1;
-    check(vkAllocateCommandBuffers(ctx_.device, &ai, &cmd_), "vkAllocateCommandBuffers");
     auto fi = vk_struct<VkFenceCreateInfo>(VK_STRUCTURE_TYPE_FENCE_CREATE_INFO);
     check(vkCreateFence(ctx_.device, &fi, nullptr, &fence_), "vkCreateFence");
     try {
@@ -187,7 +183,14 @@ class VulkanExecutable final : public backends::Executable {
     for (;;) {
       std::memcpy(host_io_ ? io_table_->mapped : io_staging_->mapped, io.data(), io.size() * 8);
       std::memcpy(status_->mapped, &kStatusOk, 4);
-      submit_and_wait(cmd_);
+      int32_t status = kStatusOk;
+      size_t segment = 0;
+      for (; segment < cmds_.size(); ++segment) {
+        submit_and_wait(cmds_[segment]);
+        std::memcpy(&status, status_->mapped, 4);
+        if (status != kStatusOk || segment == recording_.host_steps.size()) break;
+        run_host_step(recording_.host_steps[segment], resident, results);
+      }
       c.native_calls++;
       c.kernel_launches += recording_.dispatches.size();
       if (queries_) report_times();
@@ -195,12 +198,16 @@ class VulkanExecutable final : public backends::Executable {
         backends::report_untimed("Vulkan device " + ctx_.info.name +
                                  " has no timestamps on its compute queue (timestampValidBits = 0, or disabled)");
       }
-      int32_t status;
-      std::memcpy(&status, status_->mapped, 4);
       if (status == kStatusOk) break;
       if (status > 0) {
         detail::fail("while_loop", "the loop ran past max_iters = " + std::to_string(status - kWhileMaxIters) +
                                        " iterations (raise max_iters, or check the loop condition)");
+      }
+      // Running again would repeat the collectives already run, which the other ranks do not.
+      if (segment > 0) {
+        detail::fail("while_loop",
+                     "an unbounded while loop ran out of recorded iterations after a collective had run; "
+                     "give it max_iters to run it with collectives on the Vulkan backend");
       }
       // An unbounded while loop needs more recorded iterations: grow its capacity and run again.
       int id = -status - 1;
@@ -211,6 +218,34 @@ class VulkanExecutable final : public backends::Executable {
       io[io.size() - 2] = consts_->address;  // the constants moved with the new recording
     }
     return results;
+  }
+
+  // The bytes at `l` for this call: an io-table entry's allocation, from byte l.off.
+  Allocation located(const Loc& l, int64_t n, const std::vector<std::shared_ptr<const VulkanBuffer>>& resident,
+                     const std::vector<std::shared_ptr<VulkanBuffer>>& results) const {
+    size_t e = static_cast<size_t>(l.io), np = inputs_.size(), nr = results.size();
+    Allocation a = e < np        ? (resident[e] ? resident[e]->allocation() : inputs_[e].get())
+                   : e < np + nr ? results[e - np]->allocation()
+                   : static_cast<int32_t>(e) == arena_entry(program_) ? arena_.get()
+                                                                      : consts_.get();
+    a.offset += static_cast<VkDeviceSize>(l.off);
+    a.address += static_cast<VkDeviceAddress>(l.off);
+    if (a.mapped) a.mapped += l.off;
+    a.size = static_cast<VkDeviceSize>(n);
+    return a;
+  }
+
+  // A collective between two segments of the command buffer: its operand read back, the
+  // exchange on the host, its result written to the device.
+  void run_host_step(const HostStep& h, const std::vector<std::shared_ptr<const VulkanBuffer>>& resident,
+                     const std::vector<std::shared_ptr<VulkanBuffer>>& results) const {
+    std::vector<std::byte> in(static_cast<size_t>(std::max<int64_t>(h.in_bytes, 1)));
+    std::vector<std::byte> out(static_cast<size_t>(std::max<int64_t>(h.out_bytes, 1)));
+    if (h.in_bytes > 0)
+      download(ctx_, located(h.in, h.in_bytes, resident, results), in.data(), static_cast<size_t>(h.in_bytes));
+    interp::run_collective(h.call, in.data(), out.data());
+    if (h.out_bytes > 0)
+      upload(ctx_, located(h.out, h.out_bytes, resident, results), out.data(), static_cast<size_t>(h.out_bytes));
   }
 
   void release() const {
@@ -311,28 +346,49 @@ class VulkanExecutable final : public backends::Executable {
     ready_ = true;
   }
 
+  // One command buffer per segment of the dispatches between host steps (one for a program
+  // without collectives).
   void record_commands() const {
-    check(vkResetCommandBuffer(cmd_, 0), "vkResetCommandBuffer");
+    size_t segments = recording_.host_steps.size() + 1;
+    if (cmds_.size() < segments) {
+      std::vector<VkCommandBuffer> more(segments - cmds_.size());
+      auto ai = vk_struct<VkCommandBufferAllocateInfo>(VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO);
+      ai.commandPool = pool_;
+      ai.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
+      ai.commandBufferCount = static_cast<uint32_t>(more.size());
+      check(vkAllocateCommandBuffers(ctx_.device, &ai, more.data()), "vkAllocateCommandBuffers");
+      cmds_.insert(cmds_.end(), more.begin(), more.end());
+    }
+    cmds_.resize(segments);
+    for (size_t k = 0; k < segments; ++k) {
+      size_t first = k == 0 ? 0 : recording_.host_steps[k - 1].dispatch;
+      size_t last = k + 1 < segments ? recording_.host_steps[k].dispatch : recording_.dispatches.size();
+      record_segment(cmds_[k], k == 0, first, last);
+    }
+  }
+
+  void record_segment(VkCommandBuffer cmd, bool first_segment, size_t first, size_t last) const {
+    check(vkResetCommandBuffer(cmd, 0), "vkResetCommandBuffer");
     auto bi = vk_struct<VkCommandBufferBeginInfo>(VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO);
-    check(vkBeginCommandBuffer(cmd_, &bi), "vkBeginCommandBuffer");
+    check(vkBeginCommandBuffer(cmd, &bi), "vkBeginCommandBuffer");
     auto barrier = [&](VkPipelineStageFlags from, VkAccessFlags src, VkPipelineStageFlags to, VkAccessFlags dst) {
       auto mb = vk_struct<VkMemoryBarrier>(VK_STRUCTURE_TYPE_MEMORY_BARRIER);
       mb.srcAccessMask = src;
       mb.dstAccessMask = dst;
-      vkCmdPipelineBarrier(cmd_, from, to, 0, 1, &mb, 0, nullptr, 0, nullptr);
+      vkCmdPipelineBarrier(cmd, from, to, 0, 1, &mb, 0, nullptr, 0, nullptr);
     };
-    // Writes of earlier submissions (uploads, programs whose results are inputs here) become
-    // visible to this one.
+    // Writes of earlier submissions (uploads, programs whose results are inputs here, a host
+    // step's result) become visible to this one.
     barrier(VK_PIPELINE_STAGE_ALL_COMMANDS_BIT, VK_ACCESS_MEMORY_WRITE_BIT, VK_PIPELINE_STAGE_TRANSFER_BIT | VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
             VK_ACCESS_MEMORY_READ_BIT | VK_ACCESS_MEMORY_WRITE_BIT);
-    if (!host_io_) {
+    if (first_segment && !host_io_) {
       // The io table and the inputs given from the host (an input already on the device is
       // read in place; its staging copy is then unused).
       VkBufferCopy io_region{io_staging_->offset, io_table_->offset, io_table_->size};
-      vkCmdCopyBuffer(cmd_, io_staging_->buffer, io_table_->buffer, 1, &io_region);
+      vkCmdCopyBuffer(cmd, io_staging_->buffer, io_table_->buffer, 1, &io_region);
       for (size_t i = 0; i < inputs_.size(); ++i) {
         VkBufferCopy region{input_staging_[i]->offset, inputs_[i]->offset, inputs_[i]->size};
-        vkCmdCopyBuffer(cmd_, input_staging_[i]->buffer, inputs_[i]->buffer, 1, &region);
+        vkCmdCopyBuffer(cmd, input_staging_[i]->buffer, inputs_[i]->buffer, 1, &region);
       }
       barrier(VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
               VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT);
@@ -340,11 +396,11 @@ class VulkanExecutable final : public backends::Executable {
     VkPipelineLayout layout = pipeline_layout(ctx_);
     if (ctx_.descriptors) {
       VkDescriptorSet set = ctx_.descriptors->current(&descriptors_bound_);
-      vkCmdBindDescriptorSets(cmd_, VK_PIPELINE_BIND_POINT_COMPUTE, layout, 0, 1, &set, 0, nullptr);
+      vkCmdBindDescriptorSets(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, layout, 0, 1, &set, 0, nullptr);
     }
     VkPipeline bound = VK_NULL_HANDLE;
-    if (queries_) vkCmdResetQueryPool(cmd_, queries_, 0, 2 * profiled_);
-    for (size_t i = 0; i < recording_.dispatches.size(); ++i) {
+    if (first_segment && queries_) vkCmdResetQueryPool(cmd, queries_, 0, 2 * profiled_);
+    for (size_t i = first; i < last; ++i) {
       const Dispatch& d = recording_.dispatches[i];
       bool timed = i < profiled_;
       if (d.barrier_before) {
@@ -352,18 +408,19 @@ class VulkanExecutable final : public backends::Executable {
                 VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT);
       }
       if (d.pipeline != bound) {
-        vkCmdBindPipeline(cmd_, VK_PIPELINE_BIND_POINT_COMPUTE, d.pipeline);
+        vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, d.pipeline);
         bound = d.pipeline;
       }
       uint64_t push[2] = {io_table_->address, device_words_->address + 8 * static_cast<uint64_t>(d.args_word)};
-      vkCmdPushConstants(cmd_, layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof push, push);
-      if (timed) vkCmdWriteTimestamp(cmd_, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, queries_, static_cast<uint32_t>(2 * i));
-      vkCmdDispatch(cmd_, d.groups[0], d.groups[1], d.groups[2]);
-      if (timed) vkCmdWriteTimestamp(cmd_, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, queries_, static_cast<uint32_t>(2 * i + 1));
+      vkCmdPushConstants(cmd, layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof push, push);
+      if (timed) vkCmdWriteTimestamp(cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, queries_, static_cast<uint32_t>(2 * i));
+      vkCmdDispatch(cmd, d.groups[0], d.groups[1], d.groups[2]);
+      if (timed)
+        vkCmdWriteTimestamp(cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, queries_, static_cast<uint32_t>(2 * i + 1));
     }
     barrier(VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_ACCESS_SHADER_WRITE_BIT, VK_PIPELINE_STAGE_HOST_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT,
             VK_ACCESS_HOST_READ_BIT | VK_ACCESS_TRANSFER_READ_BIT);
-    check(vkEndCommandBuffer(cmd_), "vkEndCommandBuffer");
+    check(vkEndCommandBuffer(cmd), "vkEndCommandBuffer");
   }
 
   ir::Program program_;
@@ -380,7 +437,7 @@ class VulkanExecutable final : public backends::Executable {
   mutable RecordOptions options_;
   mutable Recording recording_;
   VkCommandPool pool_ = VK_NULL_HANDLE;
-  VkCommandBuffer cmd_ = VK_NULL_HANDLE;
+  mutable std::vector<VkCommandBuffer> cmds_;  // one per segment between host steps
   VkFence fence_ = VK_NULL_HANDLE;
   mutable bool ready_ = false;  // the command buffer matches the recording
   mutable bool profile_ = profiling();  // the setting the command buffer was recorded with

@@ -176,6 +176,10 @@ class Recorder {
         continue;
       }
       const ir::Node& n = r.nodes[st.index];
+      if (ir::is_collective(n.op)) {
+        host_step(r, n, loc, has, top);
+        continue;
+      }
       Loc sub_arena = arena + s.nested_offset.at(st.index);
       const auto& subs = s.nested.at(st.index);
       if (use_loop_kernel(n, subs)) {
@@ -195,6 +199,33 @@ class Recorder {
       results.push_back(loc[static_cast<size_t>(v)]);
     }
     return results;
+  }
+
+  // A collective: the host runs it between the dispatches recorded so far and the rest. (The
+  // recorded hazards carry on across it: the barriers they add are redundant with the
+  // segment's own, and keep each segment correct on its own for the barrier audit.)
+  void host_step(const ir::Region& r, const ir::Node& n, const std::vector<Loc>& loc, const std::vector<bool>& has,
+                 bool top) {
+    if (!top) {
+      detail::fail(ir::op_name(n.op),
+                   "the Vulkan backend runs collectives at the top level of a program, not inside "
+                   "scan, while_loop or cond (the CPU backend runs them anywhere)");
+    }
+    HostStep h;
+    h.dispatch = out_.dispatches.size();
+    TensorType operand = n.operands.empty() ? r.type(n.results[0]) : r.type(n.operands[0]);
+    h.call = interp::collective_call(n, operand);
+    if (!n.operands.empty()) {
+      if (!has[static_cast<size_t>(n.operands[0])])
+        detail::fail("vulkan", "internal error: a collective's operand has no storage");
+      h.in = loc[static_cast<size_t>(n.operands[0])];
+      h.in_bytes = bytes(operand);
+    }
+    if (!has[static_cast<size_t>(n.results[0])])
+      detail::fail("vulkan", "internal error: a collective's result has no storage");
+    h.out = loc[static_cast<size_t>(n.results[0])];
+    h.out_bytes = bytes(r.type(n.results[0]));
+    out_.host_steps.push_back(h);
   }
 
   int name_of(const std::string& name) {
@@ -252,6 +283,9 @@ class Recorder {
   // loop, max_iters bounds it (under the cap of a device that caps loop iterations).
   bool use_loop_kernel(const ir::Node& n, const std::vector<RegionSchedule>& subs) {
     if (!options_.loop_kernels || !fits_one_workgroup(n, subs)) return false;
+    for (const ir::Region& sub : n.regions) {
+      if (ir::has_collectives(sub)) return false;  // recorded iteration by iteration, which reports them
+    }
     if (n.op == ir::Op::Scan) return true;
     // An unbounded loop in one dispatch could run past a GPU driver's watchdog (device lost):
     // it is recorded iteration by iteration instead.

@@ -16,6 +16,7 @@
 
 #include "backends/vulkan/glsl.h"
 #include "backends/vulkan/glsl_loop.h"
+#include "jit/eval/collective.h"
 #include "jit/ir/ir.h"
 #include "jit/kernel/kernel_ir.h"
 
@@ -47,9 +48,20 @@ struct Access {
   std::vector<Range> reads, writes;
 };
 
+// A collective, run by the host between the dispatches before `dispatch` and the rest: the
+// executable submits the dispatches in segments and, between them, reads `in`, runs the
+// collective and writes `out`.
+struct HostStep {
+  size_t dispatch = 0;
+  interp::CollectiveCall call;
+  Loc in, out;
+  int64_t in_bytes = 0, out_bytes = 0;
+};
+
 struct Recording {
   std::vector<int64_t> args;      // every dispatch's argument table, concatenated
   std::vector<Dispatch> dispatches;
+  std::vector<HostStep> host_steps;  // in dispatch order
   std::vector<Access> accesses;   // per dispatch, when RecordOptions::keep_accesses
   std::vector<std::byte> consts;  // initial bytes of the kConsts buffer
   std::vector<std::string> names; // kernel names with the graph ops they contain

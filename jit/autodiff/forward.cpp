@@ -62,6 +62,14 @@ std::vector<ValueId> jvp_node(Builder& b, const ir::Node& n, const std::vector<V
       ValueId count = b.reduce_sum(b.convert(hit, b.type(t[0]).dtype), axes);
       return {b.div(b.reduce_sum(b.mask(hit, t[0]), axes), count)};
     }
+    case Op::AllReduceMax:
+    case Op::AllReduceMin: {
+      // The mean of the tangent over the ranks holding the extreme, as the reverse rule shares.
+      ValueId hit = b.binary(Op::Eq, n.operands[0], n.results[0]);
+      int64_t ranks = n.attrs.ranks;
+      ValueId count = collective(b, Op::AllReduceSum, b.convert(hit, b.type(t[0]).dtype), ranks);
+      return {b.div(collective(b, Op::AllReduceSum, b.mask(hit, t[0]), ranks), count)};
+    }
     case Op::MatMul:
     case Op::Conv2d:
     case Op::Conv2dInputGrad:
@@ -76,7 +84,7 @@ std::vector<ValueId> jvp_node(Builder& b, const ir::Node& n, const std::vector<V
       for (size_t i = 0; i < parts.size(); ++i) parts[i] = t[i] >= 0 ? t[i] : b.splat_like(0, parts[i]);
       return {b.op(Op::Concat, parts, n.attrs)};
     }
-    default:  // linear in operand 0 (views, reduce_sum, pad, gather, take, avg pooling)
+    default:  // linear in operand 0 (views, reduce_sum, pad, gather, take, avg pooling, collectives)
       return {t[0] >= 0 ? apply_to(b, n, 0, t[0]) : -1};
   }
 }

@@ -123,6 +123,11 @@ std::vector<ir::ValueId> emit_vjp(ir::Region& target, const ir::Region& f, const
   if (outputs) *outputs = results;
   if (inlined_nodes) *inlined_nodes = node_index;
 
+  // With collectives, which values are the same on every rank (vjp_collective.cpp).
+  bool collectives = ir::has_collectives(f);
+  std::vector<bool> invariant = collectives ? invariant_values(f) : std::vector<bool>(f.types.size(), false);
+  int64_t ranks = collectives ? job_ranks(f) : 1;
+
   // Adjoint contributions, keyed by f's value ids, holding target's value ids.
   Builder b(target);
   std::unordered_map<ir::ValueId, std::vector<ir::ValueId>> contributions;
@@ -145,11 +150,29 @@ std::vector<ir::ValueId> emit_vjp(ir::Region& target, const ir::Region& f, const
     if (!any) continue;
     std::vector<bool> want;
     for (ir::ValueId v : fn.operands) want.push_back(active[static_cast<size_t>(v)]);
+    for (const ir::Region& sub : fn.regions) {
+      if (ir::has_collectives(sub)) {
+        detail::fail(ir::op_name(fn.op),
+                     "reverse mode through collectives inside scan, while_loop, cond or a custom "
+                     "rule is not supported (forward mode is); move the collective out of the region");
+      }
+    }
     // A copy: rules append to target.nodes, which would invalidate a reference into it.
     ir::Node n = target.nodes[node_index[k]];
-    std::vector<ir::ValueId> grads = vjp(b, n, node_index[k], adjoints, want);
+    bool is_collective = ir::is_collective(n.op);
+    std::vector<ir::ValueId> grads =
+        is_collective
+            ? vjp_collective(b, n, adjoints[0], !fn.operands.empty() && invariant[static_cast<size_t>(fn.operands[0])])
+            : vjp(b, n, node_index[k], adjoints, want);
     for (size_t j = 0; j < grads.size(); ++j) {
-      if (grads[j] >= 0) contributions[fn.operands[j]].push_back(grads[j]);
+      if (grads[j] < 0) continue;
+      // An invariant operand of a varying computation was used on every rank: its adjoint is
+      // the sum of the ranks' contributions.
+      bool implicit_broadcast = !is_collective && !fn.results.empty() &&
+                                invariant[static_cast<size_t>(fn.operands[j])] &&
+                                !invariant[static_cast<size_t>(fn.results[0])];
+      contributions[fn.operands[j]].push_back(implicit_broadcast ? collective(b, ir::Op::AllReduceSum, grads[j], ranks)
+                                                                 : grads[j]);
     }
   }
   std::vector<ir::ValueId> input_adjoints;

@@ -14,6 +14,17 @@ namespace fluxion::autodiff {
 std::vector<ir::ValueId> vjp(Builder& b, const ir::Node& n, size_t index, const std::vector<ir::ValueId>& adjoints,
                              const std::vector<bool>& want);
 
+// Collectives (vjp_collective.cpp, which states the semantics). Which values of f hold the same
+// bits on every rank; parameters are taken as varying.
+std::vector<bool> invariant_values(const ir::Region& f);
+// The job size f's collectives were traced for (1 without any).
+int64_t job_ranks(const ir::Region& f);
+// Collective `op` (all_reduce_sum, all_gather...) of v over `ranks` ranks.
+ir::ValueId collective(Builder& b, ir::Op op, ir::ValueId v, int64_t ranks);
+// The adjoint contribution to a collective's operand from its result's adjoint g; `invariant`:
+// whether the operand is invariant.
+std::vector<ir::ValueId> vjp_collective(Builder& b, const ir::Node& n, ir::ValueId g, bool invariant);
+
 // The families, one file each.
 std::vector<ir::ValueId> vjp_elementwise(Builder& b, const ir::Node& n, ir::ValueId g, const std::vector<bool>& want);
 std::vector<ir::ValueId> vjp_structural(Builder& b, const ir::Node& n, ir::ValueId g, const std::vector<bool>& want);

@@ -5,6 +5,7 @@
 #include <memory>
 #include <vector>
 
+#include "fluxion/array.h"
 #include "fluxion/dtype.h"
 #include "jit/ir/ir.h"
 
@@ -27,6 +28,9 @@ Buffer zeros(const TensorType& t);
 std::vector<int64_t> unravel(int64_t i, const Shape& s);
 int64_t ravel(const std::vector<int64_t>& idx, const Shape& s);
 
+// A buffer's elements in an Array of its dtype.
+Array to_array(const Buffer& b);
+
 // One rule per op family; each returns the node's single result of type `out`.
 Buffer eval_elementwise(const ir::Node& n, const std::vector<Value>& in, const TensorType& out);
 Buffer eval_reduce(const ir::Node& n, const Buffer& x, const TensorType& out);
@@ -37,6 +41,8 @@ Buffer eval_conv(const ir::Node& n, const Buffer& a, const Buffer& b, const Tens
 Buffer eval_pool(const ir::Node& n, const std::vector<Value>& in, const TensorType& out);
 Buffer eval_movement(const ir::Node& n, const std::vector<Value>& in, const TensorType& out);
 Buffer eval_random(const ir::Node& n, const std::vector<Value>& in, const TensorType& out);
+// The collectives, through the installed communicator (collective.h).
+Buffer eval_collective(const ir::Node& n, const std::vector<Value>& in, const TensorType& out);
 // scan, while, cond: run their regions.
 std::vector<Value> eval_control(const ir::Node& n, const std::vector<Value>& in);
 

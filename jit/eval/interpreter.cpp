@@ -45,6 +45,24 @@ int64_t ravel(const std::vector<int64_t>& idx, const Shape& s) {
   return f;
 }
 
+Array to_array(const Buffer& b) {
+  switch (b.type.dtype) {
+    case DType::f32: return Array(std::vector<float>(b.v.begin(), b.v.end()), b.type.shape);
+    case DType::f64: return Array(b.v, b.type.shape);
+    case DType::i32: {
+      std::vector<int32_t> v(b.v.size());
+      for (size_t i = 0; i < v.size(); ++i) v[i] = static_cast<int32_t>(b.v[i]);
+      return Array(v, b.type.shape);
+    }
+    case DType::boolean: {
+      std::vector<bool> v(b.v.size());
+      for (size_t i = 0; i < v.size(); ++i) v[i] = b.v[i] != 0;
+      return Array(v, b.type.shape);
+    }
+  }
+  return Array();
+}
+
 namespace {
 
 std::vector<Value> eval_node(const ir::Node& n, const std::vector<Value>& in, const std::vector<TensorType>& out) {
@@ -74,6 +92,7 @@ std::vector<Value> eval_node(const ir::Node& n, const std::vector<Value>& in, co
     case ir::OpClass::Take: return one(eval_movement(n, in, out[0]));
     case ir::OpClass::Random:
     case ir::OpClass::RngFold: return one(eval_random(n, in, out[0]));
+    case ir::OpClass::Collective: return one(eval_collective(n, in, out[0]));
     case ir::OpClass::Scan:
     case ir::OpClass::While:
     case ir::OpClass::Cond:
@@ -86,24 +105,6 @@ std::vector<Value> eval_node(const ir::Node& n, const std::vector<Value>& in, co
 Value from_array(const Array& a) {
   Buffer b{a.type(), a.to_doubles()};
   return std::make_shared<const Buffer>(std::move(b));
-}
-
-Array to_array(const Buffer& b) {
-  switch (b.type.dtype) {
-    case DType::f32: return Array(std::vector<float>(b.v.begin(), b.v.end()), b.type.shape);
-    case DType::f64: return Array(b.v, b.type.shape);
-    case DType::i32: {
-      std::vector<int32_t> v(b.v.size());
-      for (size_t i = 0; i < v.size(); ++i) v[i] = static_cast<int32_t>(b.v[i]);
-      return Array(v, b.type.shape);
-    }
-    case DType::boolean: {
-      std::vector<bool> v(b.v.size());
-      for (size_t i = 0; i < v.size(); ++i) v[i] = b.v[i] != 0;
-      return Array(v, b.type.shape);
-    }
-  }
-  return Array();
 }
 
 // The search of first_non_finite: the stack of (region, node) being evaluated, and where the

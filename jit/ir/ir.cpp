@@ -40,6 +40,7 @@ OpRole op_role(Op op) {
     case OpClass::PoolGrad:
     case OpClass::Random:
     case OpClass::RngFold: return OpRole::Gathering;
+    case OpClass::Collective: return OpRole::Collective;
     case OpClass::Reshape:
     case OpClass::Transpose:
     case OpClass::Broadcast:
@@ -55,6 +56,16 @@ OpRole op_role(Op op) {
     case OpClass::CustomJvp: return OpRole::Control;
   }
   return OpRole::Control;
+}
+
+bool has_collectives(const Region& r) {
+  for (const Node& n : r.nodes) {
+    if (is_collective(n.op)) return true;
+    for (const Region& sub : n.regions) {
+      if (has_collectives(sub)) return true;
+    }
+  }
+  return false;
 }
 
 bool op_from_name(std::string_view name, Op* out) {

@@ -22,8 +22,36 @@ enum class Op : uint16_t {
 
 // How an op's shape rule and kernels are organised.
 enum class OpClass : uint8_t {
-  Unary, Binary, Compare, Select, Convert, Constant, Iota, Reduce, ArgReduce, MatMul, Conv, Pool, ConvGrad, PoolGrad,
-  Reshape, Transpose, Broadcast, Slice, Pad, Concat, Gather, Take, Random, RngFold, Scan, While, Cond, CustomVjp, CustomJvp,
+  Unary,
+  Binary,
+  Compare,
+  Select,
+  Convert,
+  Constant,
+  Iota,
+  Reduce,
+  ArgReduce,
+  MatMul,
+  Conv,
+  Pool,
+  ConvGrad,
+  PoolGrad,
+  Reshape,
+  Transpose,
+  Broadcast,
+  Slice,
+  Pad,
+  Concat,
+  Gather,
+  Take,
+  Random,
+  RngFold,
+  Collective,
+  Scan,
+  While,
+  Cond,
+  CustomVjp,
+  CustomJvp,
 };
 
 // Which operand dtypes an op accepts: floats only, any but bool, bool only, any.
@@ -61,13 +89,15 @@ bool op_from_name(std::string_view name, Op* out);
 // View: data movement without arithmetic (reshape, transpose, slice, gather...), folded into
 //   the index math of its readers.
 // Control: a loop or branch with regions.
-enum class OpRole : uint8_t { Elementwise, Creation, Reduce, Gathering, View, Control };
+// Collective: an exchange between the ranks of a job, run by the host between kernels.
+enum class OpRole : uint8_t { Elementwise, Creation, Reduce, Gathering, View, Control, Collective };
 OpRole op_role(Op op);
 
 inline bool is_elementwise(Op op) { return op_role(op) == OpRole::Elementwise; }
 inline bool has_regions(Op op) { return op_role(op) == OpRole::Control; }
 inline bool is_view(Op op) { return op_role(op) == OpRole::View; }
 inline bool is_gathering(Op op) { return op_role(op) == OpRole::Gathering; }
+inline bool is_collective(Op op) { return op_role(op) == OpRole::Collective; }
 // Elementwise ops cheap enough to recompute in a later kernel instead of storing the result.
 inline bool is_cheap(Op op) { return op_info(op).cost == 1; }
 inline bool is_differentiable(Op op) { return op_info(op).derivative == Derivative::Grad; }
@@ -89,6 +119,8 @@ struct Attrs {
   int64_t xs = 0;                 // scan: number of per-step inputs
   int64_t max_iters = -1;         // while: bound on the trip count, -1 for none
   bool reverse = false;           // scan: iterate from length-1 down to 0
+  int64_t ranks = 1;              // collectives: the job size the program was traced for
+  int64_t root = 0;               // broadcast_from: the rank whose operand every rank gets
   std::vector<double> data;       // constant: one value (splat) or numel values, row-major
   friend bool operator==(const Attrs&, const Attrs&) = default;
 };
@@ -143,6 +175,9 @@ struct Region {
                                   std::vector<Region> regions = {},
                                   const std::source_location* loc = nullptr);
 };
+
+// Whether r or a region nested in it holds a collective.
+bool has_collectives(const Region& r);
 
 // Appends copies of r's nodes to `target`, with r's parameters bound to `args` (ids of target),
 // and returns r's results as ids of target. Source locations are kept. When `node_index` is

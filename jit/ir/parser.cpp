@@ -238,6 +238,8 @@ class Parser {
       else if (key == "carries") a.carries = integer();
       else if (key == "xs") a.xs = integer();
       else if (key == "max_iters") a.max_iters = integer();
+      else if (key == "ranks") a.ranks = integer();
+      else if (key == "root") a.root = integer();
       else if (key == "reverse") a.reverse = boolean();
       else if (key == "data") a.data = list<double>([&] { return number(); });
       else error("unknown attribute '" + key + "'");

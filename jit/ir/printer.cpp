@@ -61,6 +61,8 @@ void put_attrs(std::string& out, const Attrs& a) {
   num("carries", a.carries, d.carries);
   num("xs", a.xs, d.xs);
   num("max_iters", a.max_iters, d.max_iters);
+  num("ranks", a.ranks, d.ranks);
+  num("root", a.root, d.root);
   if (a.reverse) sep(), s += "reverse=true";
   if (!a.data.empty()) sep(), s += "data=", put_list(s, a.data);
   if (!s.empty()) out += " " + s + "}";

@@ -394,6 +394,30 @@ std::vector<TensorType> custom_jvp(const Ctx& c) {
   return res;
 }
 
+std::vector<TensorType> collective(const Ctx& c) {
+  c.require(c.a.ranks >= 1, "ranks must be at least 1, got " + std::to_string(c.a.ranks));
+  if (c.op == Op::RankIndex) return {kI32Scalar};
+  check_operand_dtype(c, 0);
+  TensorType t = c.in[0];
+  switch (c.op) {
+    case Op::AllGather:
+      c.require(t.rank() >= 1, "expected an operand of rank 1 or more (stacked along dimension 0)");
+      t.shape[0] *= c.a.ranks;
+      break;
+    case Op::ReduceScatterSum:
+      c.require(t.rank() >= 1 && t.shape[0] % c.a.ranks == 0,
+                "dimension 0 must be a multiple of ranks=" + std::to_string(c.a.ranks));
+      t.shape[0] /= c.a.ranks;
+      break;
+    case Op::BroadcastFrom:
+      c.require(c.a.root >= 0 && c.a.root < c.a.ranks,
+                "root " + std::to_string(c.a.root) + " is not a rank of a job of " + std::to_string(c.a.ranks));
+      break;
+    default: break;
+  }
+  return {t};
+}
+
 std::vector<TensorType> declared_op(const Ctx& c) {
   const TensorType& t = c.one_declared();
   switch (op_info(c.op).cls) {
@@ -524,6 +548,7 @@ std::vector<TensorType> rule(const Ctx& c) {
     case OpClass::RngFold:
       c.require(in[0] == kKeyType && in[1] == kI32Scalar, "expected rng_fold(i32[2], i32[])");
       return {kKeyType};
+    case OpClass::Collective: return collective(c);
     case OpClass::Scan: return scan(c);
     case OpClass::While: return while_loop(c);
     case OpClass::Cond: return cond(c);

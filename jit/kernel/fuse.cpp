@@ -32,7 +32,8 @@ constexpr int kMaxRecomputedNodes = 6;
 Role role_of(const ir::Region& r, const ir::Node& n) {
   if (n.op == Op::Constant) return n.attrs.data.size() == 1 ? Role::Inline : Role::Global;
   if (ir::is_view(n.op)) return Role::View;
-  if (has_regions(n.op)) return Role::Control;
+  // Collectives run on the host between kernels, like a control-flow step without regions.
+  if (has_regions(n.op) || ir::is_collective(n.op)) return Role::Control;
   bool is_float_result = is_float(r.type(n.results[0]).dtype);
   if (n.op == Op::MatMul) return is_float_result ? Role::MatMul : Role::Gathering;
   // Convolutions without groups run as the MatMul kernel, reading their input as im2col.

@@ -23,11 +23,12 @@ std::vector<double> compact(std::vector<double> v) {
   return v;
 }
 
-// Worth folding: not a region op (its body may be large, and loops stay loops), not an op
+// Worth folding: not a region op (its body may be large, and loops stay loops), not a
+// collective (its value depends on the other ranks, met at run time), not an op
 // without operands (constant itself, and iota, which is as cheap to generate as to load), one
 // result of 1 to kMaxFoldedElements elements (an empty result has nothing to compute).
 bool foldable_shape(const ir::Region& r, const ir::Node& n) {
-  if (n.operands.empty() || ir::has_regions(n.op) || n.results.size() != 1) return false;
+  if (n.operands.empty() || ir::has_regions(n.op) || ir::is_collective(n.op) || n.results.size() != 1) return false;
   int64_t size = r.type(n.results[0]).numel();
   return size > 0 && size <= kMaxFoldedElements;
 }

@@ -213,6 +213,15 @@ std::vector<Sample> samples() {
       {"rng_fold",
        program("%0: i32[2], %1: i32[]", "i32[2]", "  %2 = rng_fold %0, %1 : i32[2]\n", "%2"),
        {kKey, integral(0, 1000)}},
+      // Collectives, in a job of one rank (tests/distributed/ runs them on several ranks).
+      unary("all_reduce_sum", any, "f64[2,3]", Tol::arith()),
+      unary("all_reduce_mean", any, "f64[2,3]", Tol::arith()),
+      unary("all_reduce_max", any, "f64[2,3]", Tol::arith()),
+      unary("all_reduce_min", any, "f64[2,3]", Tol::arith()),
+      unary("all_gather", any, "f64[2,3]", Tol::arith()),
+      unary("reduce_scatter_sum", any, "f64[2,3]", Tol::arith()),
+      unary("broadcast_from", any, "f64[2,3]", Tol::arith()),
+      {"rank_index", program("", "i32[]", "  %0 = rank_index : i32[]\n", "%0"), {}},
       // Control flow: a carry, a per-step input and a capture.
       {"scan",
        program("%0: f64[2], %1: f64[3,2], %2: f64[2]", "f64[2], f64[3]",

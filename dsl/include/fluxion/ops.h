@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "fluxion/array.h"
+#include "fluxion/collectives.h"
 #include "fluxion/tensor.h"
 
 namespace fluxion {
@@ -179,5 +180,23 @@ Tensor uniform(const Tensor& key, std::vector<int64_t> shape, DType dtype = DTyp
 Tensor normal(const Tensor& key, std::vector<int64_t> shape, DType dtype = DType::f32, double mean = 0,
               double stddev = 1, Loc loc = Loc::current());
 }  // namespace random
+
+// ---- Collectives across the ranks of a job (docs/distributed.md), inside a traced function:
+// every rank runs the same program and they meet at each collective in program order. The job
+// size is read when tracing (after fluxion::distributed::init; one rank without it) and is part
+// of the program. Results are the same bits on every rank; reductions run in rank order.
+// Differentiation follows JAX's shard_map: a function's parameters are each rank's own, the
+// results of all_reduce, all_gather and broadcast_from are shared by all, and the gradient of a
+// shared (invariant) result counts it once.
+Tensor all_reduce(const Tensor& x, ReduceOp op = ReduceOp::Sum, Loc loc = Loc::current());
+// The ranks' x concatenated along `axis` in rank order (a scalar: stacked into [ranks]).
+Tensor all_gather(const Tensor& x, int64_t axis = 0, Loc loc = Loc::current());
+// The sum of the ranks' x, of which this rank keeps block rank_index() of `axis` (whose length
+// must be a multiple of the job size).
+Tensor reduce_scatter(const Tensor& x, int64_t axis = 0, Loc loc = Loc::current());
+// Rank `root`'s x, on every rank.
+Tensor broadcast_from(const Tensor& x, int root = 0, Loc loc = Loc::current());
+// This rank's index in the job, an i32 scalar (0 in a job of one rank).
+Tensor rank_index(Loc loc = Loc::current());
 
 }  // namespace fluxion

@@ -1,0 +1,74 @@
+#include "jit/eval/collective.h"
+
+#include <cstring>
+#include <string>
+
+#include "fluxion/error.h"
+#include "jit/eval/buffer.h"
+#include "support/communicator.h"
+
+namespace fluxion::interp {
+namespace {
+
+ReduceOp reduction_of(ir::Op op) {
+  switch (op) {
+    case ir::Op::AllReduceMean: return ReduceOp::Mean;
+    case ir::Op::AllReduceMax: return ReduceOp::Max;
+    case ir::Op::AllReduceMin: return ReduceOp::Min;
+    default: return ReduceOp::Sum;
+  }
+}
+
+}  // namespace
+
+CollectiveCall collective_call(const ir::Node& n, const TensorType& operand) {
+  CollectiveCall c;
+  c.op = n.op;
+  c.dtype = operand.dtype;
+  c.count = n.op == ir::Op::RankIndex ? 0 : operand.numel();
+  c.ranks = n.attrs.ranks;
+  c.root = n.attrs.root;
+  return c;
+}
+
+void run_collective(const CollectiveCall& call, const void* in, void* out) {
+  std::shared_ptr<support::Communicator> comm = support::communicator();
+  support::Communicator& c = *comm;
+  const char* name = ir::op_name(call.op);
+  if (c.size() != call.ranks) {
+    detail::fail(name, "the program was traced for a job of " + std::to_string(call.ranks) +
+                           " rank(s), and runs in one of " + std::to_string(c.size()) +
+                           " (trace it after fluxion::distributed::init)");
+  }
+  if (call.op == ir::Op::RankIndex) {
+    int32_t r = c.rank();
+    std::memcpy(out, &r, sizeof r);
+    return;
+  }
+  int64_t bytes = call.count * dtype_size(call.dtype);
+  support::CollectiveLabel label(std::string(name) + " of " + std::to_string(call.count) + " " +
+                                 dtype_name(call.dtype) + " elements");
+  switch (call.op) {
+    case ir::Op::AllGather: c.all_gather(in, out, bytes); return;
+    case ir::Op::ReduceScatterSum: support::reduce_scatter(c, in, out, call.count, call.dtype, ReduceOp::Sum); return;
+    case ir::Op::BroadcastFrom:
+      if (bytes > 0) std::memcpy(out, in, static_cast<size_t>(bytes));
+      c.broadcast(out, bytes, static_cast<int>(call.root));
+      return;
+    default:
+      if (bytes > 0) std::memcpy(out, in, static_cast<size_t>(bytes));
+      support::all_reduce(c, out, call.count, call.dtype, reduction_of(call.op));
+      return;
+  }
+}
+
+Buffer eval_collective(const ir::Node& n, const std::vector<Value>& in, const TensorType& out) {
+  TensorType operand = in.empty() ? out : in[0]->type;
+  CollectiveCall call = collective_call(n, operand);
+  Array x = in.empty() ? Array() : to_array(*in[0]);
+  Array y(out.dtype, out.shape);
+  run_collective(call, in.empty() ? nullptr : x.data(), y.mutable_data());
+  return Buffer{out, y.to_doubles()};
+}
+
+}  // namespace fluxion::interp

@@ -1,0 +1,29 @@
+// The host side of the collective ops (ops.def): what the interpreter, the CPU program and the
+// Vulkan program's host steps all call, so that every backend exchanges and reduces the same
+// bytes in the same order.
+#pragma once
+
+#include <cstdint>
+
+#include "jit/ir/ir.h"
+
+namespace fluxion::interp {
+
+// One collective node's run-time description: its op, operand dtype and element count, and the
+// attributes it was traced with.
+struct CollectiveCall {
+  ir::Op op = ir::Op::AllReduceSum;
+  DType dtype = DType::f32;
+  int64_t count = 0;  // operand elements (none for rank_index)
+  int64_t ranks = 1;
+  int64_t root = 0;
+};
+
+CollectiveCall collective_call(const ir::Node& n, const TensorType& operand);
+
+// Runs `call` on the installed communicator: reads the operand at `in` (dtype-sized elements),
+// writes the result at `out` (which may not overlap it). Raises Error when the job's size is not
+// the program's, or when the engine fails.
+void run_collective(const CollectiveCall& call, const void* in, void* out);
+
+}  // namespace fluxion::interp
