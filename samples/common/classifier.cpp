@@ -4,6 +4,7 @@
 #include <cstdlib>
 
 #include "common/curves.h"
+#include "common/job.h"
 #include "common/progress.h"
 
 namespace samples {
@@ -11,7 +12,8 @@ namespace samples {
 namespace fx = fluxion;
 namespace nn = fluxion::nn;
 
-EpochResult train_epoch(const nn::Trainer& trainer, nn::TrainState& state, fx::data::Loader& loader, int64_t epoch) {
+EpochResult train_epoch(const nn::Trainer& trainer, nn::TrainState& state, fx::data::Loader& loader, int64_t epoch,
+                        int ranks) {
   loader.set_epoch(epoch);
   ProgressBar bar("epoch " + std::to_string(epoch), loader.size());
   std::vector<fx::Array> pending;
@@ -26,7 +28,7 @@ EpochResult train_epoch(const nn::Trainer& trainer, nn::TrainState& state, fx::d
   for (int64_t i = 0; i < loader.size(); ++i) {
     auto [x, y] = loader.batch(i);
     pending.push_back(trainer.step(state, x, y));
-    examples += x.shape()[0];
+    examples += x.shape()[0] * ranks;
     if (bar.due()) bar.update(i + 1, examples, mean());
   }
   EpochResult r{mean(), 0};  // waits for the last step
@@ -68,12 +70,14 @@ TestResult evaluate(const nn::Trainer& trainer, const std::vector<fx::Array>& pa
 int train_classifier(const std::string& program, const TrainingOptions& opt, const nn::Model& model,
                      const nn::Optimizer& optimizer) {
   try {
+    Job job = join_job();
     if (opt.threads > 0) fx::set_num_threads(static_cast<int>(opt.threads));
     fx::Backend backend = opt.backend_kind();
     fx::data::Dataset train = fx::data::fashion_mnist("train"), test = fx::data::fashion_mnist("test");
     if (opt.limit > 0 && opt.limit < train.size()) train = fx::data::subset(train, 0, opt.limit);
-    nn::Trainer trainer(model, [](const fx::Tensor& out, const fx::Tensor& y) { return nn::softmax_cross_entropy(out, y); },
-                        optimizer, backend);
+    nn::Trainer trainer(model,
+                        [](const fx::Tensor& out, const fx::Tensor& y) { return nn::softmax_cross_entropy(out, y); },
+                        optimizer, backend, {.data_parallel = job.size > 1});
     nn::TrainState state = trainer.init(static_cast<uint64_t>(opt.seed));
     if (!opt.load.empty()) {
       nn::load_checkpoint(opt.load, model, optimizer, state);
@@ -82,13 +86,21 @@ int train_classifier(const std::string& program, const TrainingOptions& opt, con
     std::printf("%s on %s, %s, %lld training examples, batch %lld, seed %lld\n%s", program.c_str(),
                 fx::backend_name(backend), optimizer.describe().c_str(), static_cast<long long>(train.size()),
                 static_cast<long long>(opt.batch_size), static_cast<long long>(opt.seed), model.summary().c_str());
-    fx::data::Loader loader(train, {.batch_size = opt.batch_size, .shuffle = true, .seed = static_cast<uint64_t>(opt.seed)});
+    if (job.size > 1)
+      std::printf("data-parallel on %d ranks, %lld examples each per step\n", job.size,
+                  static_cast<long long>(opt.batch_size / job.size));
+    fx::data::Loader loader(train, {.batch_size = opt.batch_size,
+                                    .shuffle = true,
+                                    .seed = static_cast<uint64_t>(opt.seed),
+                                    .rank = job.rank,
+                                    .ranks = job.size});
     std::string csv = opt.csv.empty() ? program + "_curves.csv" : opt.csv;
     std::string svg = opt.svg.empty() ? program + "_curves.svg" : opt.svg;
     std::vector<EpochRecord> curves;
     TestResult result{};
     for (int64_t epoch = 1; epoch <= opt.epochs; ++epoch) {
-      auto [train_loss, seconds] = train_epoch(trainer, state, loader, epoch);
+      auto [train_loss, seconds] = train_epoch(trainer, state, loader, epoch, job.size);
+      if (!job.leader()) continue;  // the ranks hold the same parameters: rank 0 evaluates and reports
       result = evaluate(trainer, state.params, test);
       std::printf("epoch %lld/%lld  train loss %.4f  test loss %.4f  test accuracy %.4f  %.2f s (%.0f examples/s)\n",
                   static_cast<long long>(epoch), static_cast<long long>(opt.epochs), train_loss, result.loss,
@@ -97,6 +109,7 @@ int train_classifier(const std::string& program, const TrainingOptions& opt, con
       write_csv(csv, curves);
       write_svg(svg, program + " on Fashion-MNIST (" + fx::backend_name(backend) + ")", curves);
     }
+    if (!job.leader()) return 0;
     if (opt.epochs < 1) result = evaluate(trainer, state.params, test);
     if (!opt.save.empty()) {
       nn::save_checkpoint(opt.save, model, optimizer, state);

@@ -50,13 +50,21 @@ class Loader {
     bool shuffle = true;
     uint64_t seed = 0;
     bool drop_last = false;  // drop the last batch when it is smaller than batch_size
+    // Data-parallel training: batch_size is the global batch, of which rank `rank` of `ranks`
+    // takes its own contiguous block of batch_size / ranks rows (batch_size must be a multiple
+    // of ranks). A shorter last batch is split the same way, the rows left over by the
+    // division dropped, so every rank gets as many rows. Together the ranks see, step by step,
+    // the rows a single process with the same seed and batch size sees.
+    int rank = 0;
+    int ranks = 1;
   };
   Loader(const Dataset& data, Options opt);
   // Batches per epoch.
   int64_t size() const;
   // Fixes the order of the epoch's batches: permutation(n, seed, epoch) when shuffling.
   void set_epoch(int64_t epoch);
-  // Batch i of the current epoch: rows gathered into fresh Arrays (the last may be shorter).
+  // Batch i of the current epoch (this rank's block of it): rows gathered into fresh Arrays
+  // (the last may be shorter).
   std::pair<Array, Array> batch(int64_t i) const;
 
  private:

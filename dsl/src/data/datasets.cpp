@@ -104,6 +104,11 @@ std::vector<int64_t> permutation(int64_t n, uint64_t seed, uint64_t stream) {
 
 Loader::Loader(const Dataset& data, Options opt) : data_(data), opt_(opt) {
   if (opt_.batch_size < 1) fluxion::detail::fail("data::Loader", "batch size " + std::to_string(opt_.batch_size) + ": expected >= 1");
+  if (opt_.ranks < 1 || opt_.rank < 0 || opt_.rank >= opt_.ranks || opt_.batch_size % opt_.ranks != 0)
+    fluxion::detail::fail("data::Loader",
+                          "rank " + std::to_string(opt_.rank) + " of " + std::to_string(opt_.ranks) +
+                              " with batch size " + std::to_string(opt_.batch_size) +
+                              ": expected 0 <= rank < ranks and a batch size that is a multiple of ranks");
   if (data_.inputs.rank() == 0 || data_.targets.rank() == 0 || data_.inputs.shape()[0] != data_.targets.shape()[0])
     fluxion::detail::fail("data::Loader", "inputs " + data_.inputs.type().str() + " and targets " +
                                               data_.targets.type().str() + ": expected the same number of rows");
@@ -111,8 +116,9 @@ Loader::Loader(const Dataset& data, Options opt) : data_(data), opt_(opt) {
 }
 
 int64_t Loader::size() const {
-  int64_t n = data_.size();
-  return opt_.drop_last ? n / opt_.batch_size : n == 0 ? 0 : (n - 1) / opt_.batch_size + 1;
+  // A last batch too short to give every rank a row is dropped.
+  int64_t n = data_.size(), full = n / opt_.batch_size;
+  return opt_.drop_last || n % opt_.batch_size < opt_.ranks ? full : full + 1;
 }
 
 void Loader::set_epoch(int64_t epoch) {
@@ -128,8 +134,8 @@ std::pair<Array, Array> Loader::batch(int64_t i) const {
   if (i < 0 || i >= size())
     fluxion::detail::fail("data::Loader::batch", "batch " + std::to_string(i) + " of " + std::to_string(size()));
   int64_t begin = i * opt_.batch_size;
-  int64_t count = std::min(opt_.batch_size, data_.size() - begin);
-  const int64_t* rows = order_.data() + begin;
+  int64_t count = std::min(opt_.batch_size, data_.size() - begin) / opt_.ranks;
+  const int64_t* rows = order_.data() + begin + opt_.rank * count;
   return {gather_rows(data_.inputs, rows, count), gather_rows(data_.targets, rows, count)};
 }
 

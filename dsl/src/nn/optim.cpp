@@ -2,6 +2,7 @@
 
 #include <cstdio>
 
+#include "dsl/src/nn/data_parallel.h"
 #include "fluxion/autodiff.h"
 #include "fluxion/error.h"
 #include "fluxion/nn/losses.h"
@@ -167,14 +168,19 @@ Optimizer sgd(SgdOptions opt) { return Optimizer(std::make_shared<Sgd>(opt)); }
 Optimizer adam(AdamOptions opt) { return Optimizer(std::make_shared<Adam>(opt, false)); }
 Optimizer adamw(AdamOptions opt) { return Optimizer(std::make_shared<Adam>(opt, true)); }
 
-Trainer::Trainer(Model model, LossFn loss, Optimizer optimizer, Backend backend)
+Trainer::Trainer(Model model, LossFn loss, Optimizer optimizer, Backend backend, TrainerOptions options)
     : model_(model),
       optimizer_(optimizer),
       backend_(backend),
-      step_(StepFn([model, loss, optimizer](const std::vector<Tensor>& p, const std::vector<Tensor>& s,
-                                            const Tensor& x, const Tensor& y) {
+      options_(options),
+      step_(StepFn([model, loss, optimizer, options](const std::vector<Tensor>& p, const std::vector<Tensor>& s,
+                                                     const Tensor& x, const Tensor& y) {
               auto objective = [&](const std::vector<Tensor>& q) { return loss(model(q, x), y); };
               auto [value, grads] = value_and_grad(objective)(p);
+              if (options.data_parallel) {
+                grads = detail::all_reduce_in_buckets(grads, options.bucket_bytes);
+                value = all_reduce(value, ReduceOp::Mean);
+              }
               auto [next, next_state] = optimizer.update(p, grads, s);
               return std::make_tuple(value, next, next_state);
             }),
@@ -191,10 +197,31 @@ TrainState Trainer::init(uint64_t seed) const {
   TrainState s;
   s.params = model_.init(seed);
   s.opt_state = optimizer_.init(s.params);
+  if (options_.data_parallel) {
+    detail::broadcast_from_rank0(s.params);
+    detail::broadcast_from_rank0(s.opt_state);
+  }
   return s;
 }
 
+Compiled Trainer::step_program(const TrainState& state, const Array& x, const Array& y) const {
+  Compiled program = step_.lower(state.params, state.opt_state, x, y);
+  if (options_.data_parallel) {
+    std::lock_guard<std::mutex> lock(agreed_mu_);
+    if (agreed_.insert(program.hash()).second) {
+      try {
+        detail::check_same_program(program.hash(), "nn::Trainer::step");
+      } catch (...) {
+        agreed_.erase(program.hash());
+        throw;
+      }
+    }
+  }
+  return program;
+}
+
 Array Trainer::step(TrainState& state, const Array& x, const Array& y) const {
+  Compiled program = step_program(state, x, y);
   if (check_numerics()) {
     // The results are new arrays, which replace state's only after the call succeeded: a step
     // the numerics check rejects leaves `state` as it was.
@@ -205,7 +232,6 @@ Array Trainer::step(TrainState& state, const Array& x, const Array& y) const {
   }
   // Written in place: no allocation of parameter-sized results per step (on Vulkan, the state's
   // arrays take the step's device buffers, and theirs return to the pool for the next step).
-  Compiled program = step_.lower(state.params, state.opt_state, x, y);
   thread_local std::vector<Array> inputs, outputs;
   inputs.clear();
   outputs.clear();

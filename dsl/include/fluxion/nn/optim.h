@@ -7,6 +7,8 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <mutex>
+#include <set>
 #include <string>
 #include <tuple>
 #include <utility>
@@ -75,11 +77,27 @@ struct TrainState {
 // loss(model output, target) -> float scalar.
 using LossFn = std::function<Tensor(const Tensor& output, const Tensor& target)>;
 
+struct TrainerOptions {
+  // Data-parallel training across the ranks of a job (fluxion/distributed.h, after init; docs/
+  // distributed.md). Every rank runs the same step on its own shard of each global batch
+  // (data::Loader::Options::rank/ranks); inside the compiled step the gradients are averaged
+  // over the ranks before the update, in rank order, so every rank holds the same parameters,
+  // bit for bit, after every step, and the step returns the ranks' mean loss. init() gives every
+  // rank rank 0's parameters, and the first step of each batch shape checks that every rank
+  // compiled the same program. With one rank it is ordinary training.
+  bool data_parallel = false;
+  // Gradients are all-reduced in buckets of about this many bytes, filled in the order the
+  // backward pass produces them (PyTorch DDP's default size).
+  int64_t bucket_bytes = int64_t{25} << 20;
+};
+
 // A model, a loss and an optimizer compiled into one training step per input shape.
 class Trainer {
  public:
-  Trainer(Model model, LossFn loss, Optimizer optimizer, Backend backend = default_backend());
-  // Parameters from the model's initialisers (seeded) and fresh optimizer state.
+  Trainer(Model model, LossFn loss, Optimizer optimizer, Backend backend = default_backend(),
+          TrainerOptions options = {});
+  // Parameters from the model's initialisers (seeded) and fresh optimizer state (in
+  // data-parallel mode, rank 0's, on every rank).
   TrainState init(uint64_t seed) const;
   // One compiled call: forward, loss, backward and update of `state` for the batch (x, y).
   // Returns the batch's loss, which stays on the device with Vulkan until read. The parameters
@@ -95,8 +113,13 @@ class Trainer {
   const Model& model() const { return model_; }
   const Optimizer& optimizer() const { return optimizer_; }
   Backend backend() const { return backend_; }
+  const TrainerOptions& options() const { return options_; }
 
  private:
+  // The compiled step for these arguments; in data-parallel mode, checked against the other
+  // ranks' the first time.
+  Compiled step_program(const TrainState& state, const Array& x, const Array& y) const;
+
   using StepFn = std::function<std::tuple<Tensor, std::vector<Tensor>, std::vector<Tensor>>(
       const std::vector<Tensor>&, const std::vector<Tensor>&, const Tensor&, const Tensor&)>;
   using PredictFn = std::function<Tensor(const std::vector<Tensor>&, const Tensor&)>;
@@ -105,6 +128,9 @@ class Trainer {
   Model model_;
   Optimizer optimizer_;
   Backend backend_;
+  TrainerOptions options_;
+  mutable std::mutex agreed_mu_;
+  mutable std::set<uint64_t> agreed_;  // step programs every rank is known to run
   Jit<StepFn> step_;
   Jit<PredictFn> predict_;
   Jit<EvalFn> evaluate_;
