@@ -1,7 +1,8 @@
 // nn::Trainer's data-parallel mode on whatever number of ranks mpirun started: every rank holds
-// the same parameters bit for bit after every step, the gradient buckets' size does not change
-// a bit, reruns repeat the bits, training on the ranks' shards follows one process training on
-// the whole global batches, and ranks running different programs get an Error, not a hang.
+// the same parameters bit for bit after every step (on every backend), the gradient buckets'
+// size does not change a bit, reruns repeat the bits, a run resumed from rank 0's checkpoint
+// ends with the bits of an uninterrupted one, training on the ranks' shards follows one process
+// training on the whole global batches, and ranks running different programs get an Error.
 #include <gtest/gtest.h>
 
 #include <fluxion/data.h>
@@ -44,8 +45,9 @@ nn::Model model() { return nn::Sequential{nn::Dense(6, 16), nn::Tanh(), nn::Dens
 
 fx::Tensor cross_entropy(const fx::Tensor& out, const fx::Tensor& y) { return nn::softmax_cross_entropy(out, y); }
 
-nn::Trainer trainer(nn::TrainerOptions options, nn::LossFn loss = cross_entropy) {
-  return nn::Trainer(model(), loss, nn::sgd({.lr = 0.1, .momentum = 0.9}), fx::Backend::Cpu, options);
+nn::Trainer trainer(nn::TrainerOptions options, nn::LossFn loss = cross_entropy,
+                    fx::Backend backend = fx::Backend::Cpu) {
+  return nn::Trainer(model(), loss, nn::sgd({.lr = 0.1, .momentum = 0.9}), backend, options);
 }
 
 // Every parameter's bytes, in order.
@@ -71,12 +73,11 @@ bool same_on_every_rank(const std::vector<char>& mine) {
   return true;
 }
 
-// `epochs` of data-parallel steps, this rank on its shard of every batch.
-nn::TrainState train(const nn::Trainer& t, int64_t epochs, bool check_every_step = false) {
+// Epochs [first, last) of data-parallel steps, this rank on its shard of every batch.
+void run_epochs(const nn::Trainer& t, nn::TrainState& s, int64_t first, int64_t last, bool check_every_step = false) {
   fx::data::Loader loader(
       dataset(), {.batch_size = kGlobalBatch, .shuffle = true, .seed = 5, .rank = dist::rank(), .ranks = dist::size()});
-  nn::TrainState s = t.init(11);
-  for (int64_t e = 0; e < epochs; ++e) {
+  for (int64_t e = first; e < last; ++e) {
     loader.set_epoch(e);
     for (int64_t i = 0; i < loader.size(); ++i) {
       auto [x, y] = loader.batch(i);
@@ -86,11 +87,32 @@ nn::TrainState train(const nn::Trainer& t, int64_t epochs, bool check_every_step
       }
     }
   }
+}
+
+nn::TrainState train(const nn::Trainer& t, int64_t epochs, bool check_every_step = false) {
+  nn::TrainState s = t.init(11);
+  run_epochs(t, s, 0, epochs, check_every_step);
   return s;
 }
 
 TEST_F(DataParallel, EveryRankHoldsTheSameParametersAfterEveryStep) {
-  train(trainer({.data_parallel = true, .bucket_bytes = 256}), 2, true);
+  for (fx::Backend b : fx::available_backends()) {
+    SCOPED_TRACE(fx::backend_name(b));
+    train(trainer({.data_parallel = true, .bucket_bytes = 256}, cross_entropy, b), 2, true);
+  }
+}
+
+TEST_F(DataParallel, ACheckpointOfRank0ResumesTheSameRun) {
+  nn::Trainer t = trainer({.data_parallel = true, .bucket_bytes = 256});
+  std::vector<char> straight = bytes_of(train(t, 4));
+  nn::TrainState s = train(t, 2);
+  std::string path = ::testing::TempDir() + "data_parallel_" + std::to_string(dist::size()) + ".safetensors";
+  if (dist::rank() == 0) nn::save_checkpoint(path, t.model(), t.optimizer(), s);
+  dist::barrier();
+  nn::TrainState resumed = t.init(99);  // other values, replaced by the checkpoint's
+  nn::load_checkpoint(path, t.model(), t.optimizer(), resumed);
+  run_epochs(t, resumed, 2, 4);
+  EXPECT_EQ(bytes_of(resumed), straight);
 }
 
 TEST_F(DataParallel, BucketSizesAndRerunsGiveTheSameBits) {
