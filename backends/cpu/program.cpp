@@ -232,7 +232,7 @@ class ProgramEmitter {
   // the entry point when it fails.
   void collective(const ir::Region& r, const ir::Node& n, const std::vector<Value*>& ptr) {
     TensorType operand = n.operands.empty() ? r.type(n.results[0]) : r.type(n.operands[0]);
-    interp::CollectiveCall call = interp::collective_call(n, operand);
+    interp::CollectiveCall call = interp::collective_call(n, operand, &program_);
     Value* in = n.operands.empty() ? llvm::ConstantPointerNull::get(builder_.getPtrTy())
                                    : ptr[static_cast<size_t>(n.operands[0])];
     Value* out = ptr[static_cast<size_t>(n.results[0])];
@@ -240,10 +240,11 @@ class ProgramEmitter {
     auto i64 = [&](int64_t v) { return builder_.getInt64(static_cast<uint64_t>(v)); };
     auto fn = module_.getOrInsertFunction("fx_collective", builder_.getInt32Ty(), builder_.getInt32Ty(),
                                           builder_.getInt32Ty(), builder_.getInt64Ty(), builder_.getInt64Ty(),
-                                          builder_.getInt64Ty(), builder_.getPtrTy(), builder_.getPtrTy());
+                                          builder_.getInt64Ty(), builder_.getInt64Ty(), builder_.getInt64Ty(),
+                                          builder_.getPtrTy(), builder_.getPtrTy());
     Value* rc = builder_.CreateCall(
         fn, {builder_.getInt32(static_cast<uint32_t>(call.op)), builder_.getInt32(static_cast<uint32_t>(call.dtype)),
-             i64(call.count), i64(call.ranks), i64(call.root), in, out});
+             i64(call.count), i64(call.ranks), i64(call.root), i64(call.position), i64(call.collectives), in, out});
     auto* fail = llvm::BasicBlock::Create(context_, "collective.fail", entry_);
     auto* next = llvm::BasicBlock::Create(context_, "collective.done", entry_);
     builder_.CreateCondBr(builder_.CreateICmpNE(rc, builder_.getInt32(kOk)), fail, next);

@@ -188,10 +188,11 @@ extern "C" void fx_parallel_parts(KernelFn fn, void** parts, int64_t buffers, in
 
 thread_local std::exception_ptr collective_failure;
 
-extern "C" int32_t fx_collective(int32_t op, int32_t dtype, int64_t count, int64_t ranks, int64_t root, const void* in,
-                                 void* out) {
+extern "C" int32_t fx_collective(int32_t op, int32_t dtype, int64_t count, int64_t ranks, int64_t root,
+                                 int64_t position, int64_t collectives, const void* in, void* out) {
   try {
-    interp::run_collective({static_cast<ir::Op>(op), static_cast<DType>(dtype), count, ranks, root}, in, out);
+    interp::run_collective(
+        {static_cast<ir::Op>(op), static_cast<DType>(dtype), count, ranks, root, position, collectives}, in, out);
     return kOk;
   } catch (...) {
     collective_failure = std::current_exception();

@@ -19,10 +19,22 @@ ReduceOp reduction_of(ir::Op op) {
   }
 }
 
+// Counts r's collectives in program order into *count, and sets *position when it meets n.
+void find_collective(const ir::Region& r, const ir::Node& n, int64_t* count, int64_t* position) {
+  for (const ir::Node& m : r.nodes) {
+    if (ir::is_collective(m.op)) {
+      ++*count;
+      if (&m == &n) *position = *count;
+    }
+    for (const ir::Region& sub : m.regions) find_collective(sub, n, count, position);
+  }
+}
+
 }  // namespace
 
-CollectiveCall collective_call(const ir::Node& n, const TensorType& operand) {
+CollectiveCall collective_call(const ir::Node& n, const TensorType& operand, const ir::Program* program) {
   CollectiveCall c;
+  if (program) find_collective(program->body, n, &c.collectives, &c.position);
   c.op = n.op;
   c.dtype = operand.dtype;
   c.count = n.op == ir::Op::RankIndex ? 0 : operand.numel();
@@ -46,8 +58,13 @@ void run_collective(const CollectiveCall& call, const void* in, void* out) {
     return;
   }
   int64_t bytes = call.count * dtype_size(call.dtype);
-  support::CollectiveLabel label(std::string(name) + " of " + std::to_string(call.count) + " " +
-                                 dtype_name(call.dtype) + " elements");
+  std::string what =
+      std::string(name) + " of " + std::to_string(call.count) + " " + dtype_name(call.dtype) + " elements";
+  if (call.position > 0) {
+    what +=
+        ", collective " + std::to_string(call.position) + " of " + std::to_string(call.collectives) + " in its program";
+  }
+  support::CollectiveLabel label(what);
   switch (call.op) {
     case ir::Op::AllGather: c.all_gather(in, out, bytes); return;
     case ir::Op::ReduceScatterSum: support::reduce_scatter(c, in, out, call.count, call.dtype, ReduceOp::Sum); return;

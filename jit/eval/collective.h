@@ -17,9 +17,14 @@ struct CollectiveCall {
   int64_t count = 0;  // operand elements (none for rank_index)
   int64_t ranks = 1;
   int64_t root = 0;
+  // Which of its program's collectives it is (1-based, in program order, nested regions
+  // included) and how many there are, for the watchdog's message; 0 when unknown.
+  int64_t position = 0, collectives = 0;
 };
 
-CollectiveCall collective_call(const ir::Node& n, const TensorType& operand);
+// The description of collective node n (whose operand has type `operand`), and when `program`
+// is given, its position among the program's collectives.
+CollectiveCall collective_call(const ir::Node& n, const TensorType& operand, const ir::Program* program = nullptr);
 
 // Runs `call` on the installed communicator: reads the operand at `in` (dtype-sized elements),
 // writes the result at `out` (which may not overlap it). Raises Error when the job's size is not

@@ -1,7 +1,10 @@
 // A job that goes wrong on purpose, for check_fault.cmake: every rank runs all-reduces, and at
 // the sixth rank 1 stalls for a minute (`stall`), stops itself with SIGSTOP (`stop`) or dies
-// with SIGKILL (`kill`). The job must end, with a non-zero status, instead of hanging.
+// with SIGKILL (`kill`); or every rank trains data-parallel and rank 1 stalls before its sixth
+// step (`stall_step`), so that rank 0 waits inside the compiled step's gradient all-reduce. The
+// job must end, with a non-zero status, instead of hanging.
 #include <fluxion/distributed.h>
+#include <fluxion/nn.h>
 
 #include <chrono>
 #include <csignal>
@@ -13,11 +16,25 @@
 int main(int argc, char** argv) {
   namespace dist = fluxion::distributed;
   std::string mode = argc > 1 ? argv[1] : "";
-  if (mode != "stall" && mode != "stop" && mode != "kill") {
-    std::fprintf(stderr, "usage: fluxion_distributed_faults stall|stop|kill\n");
+  if (mode != "stall" && mode != "stop" && mode != "kill" && mode != "stall_step") {
+    std::fprintf(stderr, "usage: fluxion_distributed_faults stall|stop|kill|stall_step\n");
     return 2;
   }
   dist::init();
+  if (mode == "stall_step") {
+    namespace nn = fluxion::nn;
+    nn::Trainer t(
+        nn::Sequential{nn::Dense(4, 8), nn::Tanh(), nn::Dense(8, 2)},
+        [](const fluxion::Tensor& out, const fluxion::Tensor& y) { return nn::softmax_cross_entropy(out, y); },
+        nn::sgd(), fluxion::Backend::Cpu, {.data_parallel = true});
+    nn::TrainState s = t.init(1);
+    fluxion::Array x(std::vector<float>(8, 0.5f), {2, 4}), y(std::vector<int32_t>{0, 1}, {2});
+    for (int step = 0; step < 100000; ++step) {
+      if (dist::rank() == 1 && step == 5) std::this_thread::sleep_for(std::chrono::seconds(60));
+      t.step(s, x, y);
+    }
+    return 0;
+  }
   fluxion::Array x(std::vector<float>(1000, 1.0f), {1000});
   for (int step = 0; step < 100000; ++step) {
     if (dist::rank() == 1 && step == 5) {
