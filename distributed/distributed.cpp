@@ -34,19 +34,9 @@ bool& owns_mpi() {
   return owns;
 }
 
-// MPI_THREAD_FUNNELED: every MPI call comes from the thread that initialised MPI. A collective
-// from another thread is refused instead of left to undefined behaviour.
 std::shared_ptr<support::Communicator> joined(const char* op) {
   std::lock_guard<std::mutex> lock(state_mutex());
   if (state() == State::Left) detail::fail(op, "the job was left (distributed::finalize) before this collective");
-  if (state() == State::Joined) {
-    int main_thread = 0;
-    MPI_Is_thread_main(&main_thread);
-    if (!main_thread)
-      detail::fail(op,
-                   "collectives must be called from the thread that called distributed::init "
-                   "(MPI runs with MPI_THREAD_FUNNELED)");
-  }
   return support::communicator();
 }
 
@@ -98,13 +88,15 @@ void init(const Options& options) {
   MPI_Initialized(&already);
   if (already) {
     MPI_Query_thread(&provided);
-  } else if (MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided) != MPI_SUCCESS) {
+  } else if (MPI_Init_thread(nullptr, nullptr, MPI_THREAD_SERIALIZED, &provided) != MPI_SUCCESS) {
     detail::fail("distributed::init", "MPI_Init_thread failed");
   }
   owns_mpi() = !already;
-  if (provided < MPI_THREAD_FUNNELED)
+  // Compiled programs exchange on their communication thread, host collectives on the caller's:
+  // MPI calls come from several threads, one at a time (the communicator serialises them).
+  if (provided < MPI_THREAD_SERIALIZED)
     detail::fail("distributed::init",
-                 "MPI provides thread level " + std::to_string(provided) + "; Fluxion needs MPI_THREAD_FUNNELED");
+                 "MPI provides thread level " + std::to_string(provided) + "; Fluxion needs MPI_THREAD_SERIALIZED");
   support::install_communicator(make_mpi_communicator(timeout));
   state() = State::Joined;
   // Registered after the communicator's slot exists, so that at exit it runs before the slot

@@ -11,6 +11,7 @@
 #include <chrono>
 #include <climits>
 #include <cstdio>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -61,12 +62,14 @@ class MpiCommunicator final : public support::Communicator {
   int size() const override { return size_; }
   std::string engine() const override { return "mpi"; }
   void barrier() override {
+    std::lock_guard<std::mutex> lock(mu_);
     MPI_Request r;
     check(MPI_Ibarrier(comm_, &r), "MPI_Ibarrier");
     wait(r, "barrier");
   }
 
   void all_gather(const void* send, void* recv, int64_t bytes) override {
+    std::lock_guard<std::mutex> lock(mu_);
     int n = count_of(bytes, "MPI_Iallgather");
     MPI_Request r;
     check(MPI_Iallgather(send, n, MPI_BYTE, recv, n, MPI_BYTE, comm_, &r), "MPI_Iallgather");
@@ -76,6 +79,7 @@ class MpiCommunicator final : public support::Communicator {
   void all_to_all(const void* send, const std::vector<int64_t>& send_bytes, const std::vector<int64_t>& send_offsets,
                   void* recv, const std::vector<int64_t>& recv_bytes,
                   const std::vector<int64_t>& recv_offsets) override {
+    std::lock_guard<std::mutex> lock(mu_);
     const char* call = "MPI_Ialltoallv";
     std::vector<int> sc = counts_of(send_bytes, call), so = counts_of(send_offsets, call),
                      rc = counts_of(recv_bytes, call), ro = counts_of(recv_offsets, call);
@@ -86,6 +90,7 @@ class MpiCommunicator final : public support::Communicator {
 
   void all_gather_varying(const void* send, void* recv, const std::vector<int64_t>& bytes,
                           const std::vector<int64_t>& offsets) override {
+    std::lock_guard<std::mutex> lock(mu_);
     const char* call = "MPI_Iallgatherv";
     std::vector<int> counts = counts_of(bytes, call), displs = counts_of(offsets, call);
     MPI_Request r;
@@ -96,6 +101,7 @@ class MpiCommunicator final : public support::Communicator {
   }
 
   void broadcast(void* data, int64_t bytes, int root) override {
+    std::lock_guard<std::mutex> lock(mu_);
     if (root < 0 || root >= size_)
       detail::fail("broadcast",
                    "root " + std::to_string(root) + " is not a rank of a job of " + std::to_string(size_) + " ranks");
@@ -135,6 +141,8 @@ class MpiCommunicator final : public support::Communicator {
     }
   }
 
+  // MPI_THREAD_SERIALIZED: one MPI call at a time, whichever thread makes it.
+  std::mutex mu_;
   MPI_Comm comm_ = MPI_COMM_NULL;
   int rank_ = 0, size_ = 1;
   std::chrono::milliseconds timeout_;

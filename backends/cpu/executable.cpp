@@ -79,6 +79,7 @@ class CpuExecutable final : public backends::Executable {
     const NativeCode* code = profiling() ? &profiled_code() : code_.get();
     if (code != code_.get()) profile_marks().clear();
     int32_t rc = code->entry(io, arena.get(), &launches);
+    finish_collectives();
     if (code != code_.get()) report_marks();
     auto& c = backends::counters();
     c.program_calls++;

@@ -2,6 +2,7 @@
 // scan, while and cond as native control flow around the steps of their regions. Kernels are
 // called directly, or through the runtime's thread pool when they are large enough to split.
 #include <algorithm>
+#include <map>
 
 #include "backends/cpu/codegen.h"
 #include "backends/cpu/native.h"
@@ -118,14 +119,24 @@ class ProgramEmitter {
     for (size_t v = 0; v < r.types.size(); ++v) {
       if (s.storage[v] == Storage::Alias) ptr[v] = ptr[static_cast<size_t>(s.alias_of[v])];
     }
+    // Asynchronous collectives (those with a wait step) by slot of the runtime's table.
+    std::map<size_t, int64_t> slot;
+    for (const kernel::Step& st : s.steps) {
+      if (st.kind == kernel::Step::Kind::Wait) slot.emplace(st.index, static_cast<int64_t>(slot.size()));
+    }
     for (const kernel::Step& st : s.steps) {
       if (st.kind == kernel::Step::Kind::Kernel) {
         call_kernel(r, s, st.index, ptr, arena);
         continue;
       }
+      if (st.kind == kernel::Step::Kind::Wait) {
+        auto wait = module_.getOrInsertFunction("fx_collective_wait", builder_.getInt32Ty(), builder_.getInt64Ty());
+        return_on_failure(builder_.CreateCall(wait, {builder_.getInt64(static_cast<uint64_t>(slot.at(st.index)))}));
+        continue;
+      }
       const ir::Node& n = r.nodes[st.index];
       if (ir::is_collective(n.op)) {
-        collective(r, n, ptr);
+        collective(r, n, ptr, slot.count(st.index) ? slot.at(st.index) : -1);
         continue;
       }
       Value* sub_arena = builder_.CreateConstInBoundsGEP1_64(builder_.getInt8Ty(), arena,
@@ -228,9 +239,10 @@ class ProgramEmitter {
     builder_.CreateCall(combine, {cargs, partials});
   }
 
-  // Calls the runtime's fx_collective for collective node n, and returns its error code from
-  // the entry point when it fails.
-  void collective(const ir::Region& r, const ir::Node& n, const std::vector<Value*>& ptr) {
+  // Collective node n through the runtime: started on the communication thread when it has a
+  // wait step (`slot` >= 0: fx_collective_start), else run to completion (fx_collective), the
+  // entry point returning its error code when it fails.
+  void collective(const ir::Region& r, const ir::Node& n, const std::vector<Value*>& ptr, int64_t slot) {
     TensorType operand = n.operands.empty() ? r.type(n.results[0]) : r.type(n.operands[0]);
     interp::CollectiveCall call = interp::collective_call(n, operand, &program_);
     Value* in = n.operands.empty() ? llvm::ConstantPointerNull::get(builder_.getPtrTy())
@@ -238,13 +250,33 @@ class ProgramEmitter {
     Value* out = ptr[static_cast<size_t>(n.results[0])];
     if (!in || !out) detail::fail("cpu codegen", "internal error: a collective's operand or result has no storage");
     auto i64 = [&](int64_t v) { return builder_.getInt64(static_cast<uint64_t>(v)); };
-    auto fn = module_.getOrInsertFunction("fx_collective", builder_.getInt32Ty(), builder_.getInt32Ty(),
-                                          builder_.getInt32Ty(), builder_.getInt64Ty(), builder_.getInt64Ty(),
-                                          builder_.getInt64Ty(), builder_.getInt64Ty(), builder_.getInt64Ty(),
-                                          builder_.getPtrTy(), builder_.getPtrTy());
-    Value* rc = builder_.CreateCall(
-        fn, {builder_.getInt32(static_cast<uint32_t>(call.op)), builder_.getInt32(static_cast<uint32_t>(call.dtype)),
-             i64(call.count), i64(call.ranks), i64(call.root), i64(call.position), i64(call.collectives), in, out});
+    llvm::Type* i64t = builder_.getInt64Ty();
+    std::vector<llvm::Type*> params{builder_.getInt32Ty(), builder_.getInt32Ty(), i64t, i64t, i64t, i64t, i64t,
+                                    builder_.getPtrTy(),   builder_.getPtrTy()};
+    std::vector<Value*> args{builder_.getInt32(static_cast<uint32_t>(call.op)),
+                             builder_.getInt32(static_cast<uint32_t>(call.dtype)),
+                             i64(call.count),
+                             i64(call.ranks),
+                             i64(call.root),
+                             i64(call.position),
+                             i64(call.collectives),
+                             in,
+                             out};
+    if (slot >= 0) {
+      params.push_back(i64t);
+      args.push_back(i64(slot));
+      builder_.CreateCall(module_.getOrInsertFunction("fx_collective_start",
+                                                      llvm::FunctionType::get(builder_.getVoidTy(), params, false)),
+                          args);
+      return;
+    }
+    return_on_failure(builder_.CreateCall(
+        module_.getOrInsertFunction("fx_collective", llvm::FunctionType::get(builder_.getInt32Ty(), params, false)),
+        args));
+  }
+
+  // Returns error code `rc` from the entry point unless it is kOk.
+  void return_on_failure(Value* rc) {
     auto* fail = llvm::BasicBlock::Create(context_, "collective.fail", entry_);
     auto* next = llvm::BasicBlock::Create(context_, "collective.done", entry_);
     builder_.CreateCondBr(builder_.CreateICmpNE(rc, builder_.getInt32(kOk)), fail, next);

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <condition_variable>
 #include <cstdlib>
+#include <future>
 #include <memory>
 #include <mutex>
 #include <numbers>
@@ -188,16 +189,40 @@ extern "C" void fx_parallel_parts(KernelFn fn, void** parts, int64_t buffers, in
 
 thread_local std::exception_ptr collective_failure;
 
-extern "C" int32_t fx_collective(int32_t op, int32_t dtype, int64_t count, int64_t ranks, int64_t root,
-                                 int64_t position, int64_t collectives, const void* in, void* out) {
+// The calling thread's program call's asynchronous collectives, by slot (program.cpp).
+thread_local std::vector<std::future<void>> in_flight;
+
+interp::CollectiveCall call_of(int32_t op, int32_t dtype, int64_t count, int64_t ranks, int64_t root, int64_t position,
+                               int64_t collectives) {
+  return {static_cast<ir::Op>(op), static_cast<DType>(dtype), count, ranks, root, position, collectives};
+}
+
+int32_t finish(std::future<void>& f) {
   try {
-    interp::run_collective(
-        {static_cast<ir::Op>(op), static_cast<DType>(dtype), count, ranks, root, position, collectives}, in, out);
+    f.get();
     return kOk;
   } catch (...) {
     collective_failure = std::current_exception();
     return kCollectiveFailed;
   }
+}
+
+extern "C" void fx_collective_start(int32_t op, int32_t dtype, int64_t count, int64_t ranks, int64_t root,
+                                    int64_t position, int64_t collectives, const void* in, void* out, int64_t slot) {
+  if (in_flight.size() <= static_cast<size_t>(slot)) in_flight.resize(static_cast<size_t>(slot) + 1);
+  in_flight[static_cast<size_t>(slot)] =
+      interp::start_collective(call_of(op, dtype, count, ranks, root, position, collectives), in, out);
+}
+
+extern "C" int32_t fx_collective_wait(int64_t slot) { return finish(in_flight[static_cast<size_t>(slot)]); }
+
+// Also through the communication thread, so that every collective of a process keeps its
+// program's order.
+extern "C" int32_t fx_collective(int32_t op, int32_t dtype, int64_t count, int64_t ranks, int64_t root,
+                                 int64_t position, int64_t collectives, const void* in, void* out) {
+  std::future<void> f =
+      interp::start_collective(call_of(op, dtype, count, ranks, root, position, collectives), in, out);
+  return finish(f);
 }
 
 // rng_uniform (kind 0: f32, 1: f64) and rng_normal (kind 2) element `index` for `key`: the
@@ -241,10 +266,19 @@ std::vector<ProfileMark>& profile_marks() {
 
 std::exception_ptr take_collective_failure() { return std::exchange(collective_failure, nullptr); }
 
+void finish_collectives() {
+  for (std::future<void>& f : in_flight) {
+    if (f.valid()) f.wait();
+  }
+  in_flight.clear();
+}
+
 const std::vector<RuntimeSymbol>& runtime_symbols() {
   static const std::vector<RuntimeSymbol> symbols{
       {"fx_parallel_for", reinterpret_cast<void*>(&fx_parallel_for)},
       {"fx_collective", reinterpret_cast<void*>(&fx_collective)},
+      {"fx_collective_start", reinterpret_cast<void*>(&fx_collective_start)},
+      {"fx_collective_wait", reinterpret_cast<void*>(&fx_collective_wait)},
       {"fx_parallel_parts", reinterpret_cast<void*>(&fx_parallel_parts)},
       {"fx_profile_mark", reinterpret_cast<void*>(&fx_profile_mark)},
       {"fx_rng", reinterpret_cast<void*>(&fx_rng)},

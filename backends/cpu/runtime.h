@@ -29,6 +29,9 @@ void parallel_parts(KernelFn fn, void** parts, int64_t buffers, int64_t n, int64
 // What the calling thread's last failed fx_collective raised (generated code then returns
 // kCollectiveFailed), taken: the next call returns nullptr until another fails.
 std::exception_ptr take_collective_failure();
+// Waits for the calling thread's asynchronous collectives that are still running (a program
+// that returned early leaves some) and forgets them: none writes into the arena after the call.
+void finish_collectives();
 
 // A profiled program (Target::profile) calls fx_profile_mark(kernel) before and after every
 // kernel; the marks of the calling thread's current call, in order. At most kMaxProfileMarks

@@ -3,14 +3,17 @@
 // A call copies the inputs into the program's device buffers, submits the one command buffer
 // (uploads, every dispatch with barriers only where a dispatch reads or overwrites what an
 // earlier one wrote, readbacks), waits once, and copies the results out. A program with
-// collectives is one command buffer per segment between them, the host running each collective
-// between two submissions. The user's arrays are written only after the device reports success.
+// collectives is one command buffer per segment between its host steps, which start each
+// collective (on the communication thread, while the next segments run) and finish it before
+// the first segment that reads its result. The user's arrays are written only after the
+// device reports success.
 #include "backends/vulkan/executable.h"
 
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <future>
 #include <map>
 #include <mutex>
 
@@ -185,11 +188,12 @@ class VulkanExecutable final : public backends::Executable {
       std::memcpy(status_->mapped, &kStatusOk, 4);
       int32_t status = kStatusOk;
       size_t segment = 0;
+      HostCollectives exchanges(recording_.collectives.size());
       for (; segment < cmds_.size(); ++segment) {
         submit_and_wait(cmds_[segment]);
         std::memcpy(&status, status_->mapped, 4);
         if (status != kStatusOk || segment == recording_.host_steps.size()) break;
-        run_host_step(recording_.host_steps[segment], resident, results);
+        run_host_step(recording_.host_steps[segment], exchanges, resident, results);
       }
       c.native_calls++;
       c.kernel_launches += recording_.dispatches.size();
@@ -235,15 +239,36 @@ class VulkanExecutable final : public backends::Executable {
     return a;
   }
 
-  // A collective between two segments of the command buffer: its operand read back, the
-  // exchange on the host, its result written to the device.
-  void run_host_step(const HostStep& h, const std::vector<std::shared_ptr<const VulkanBuffer>>& resident,
+  // The host side of a call's collectives: each one's operand and result bytes, and its
+  // exchange on the communication thread, which every path out of the call waits for.
+  struct HostCollectives {
+    explicit HostCollectives(size_t n) : in(n), out(n), running(n) {}
+    ~HostCollectives() {
+      for (std::future<void>& f : running) {
+        if (f.valid()) f.wait();
+      }
+    }
+    std::vector<std::vector<std::byte>> in, out;
+    std::vector<std::future<void>> running;
+  };
+
+  // A host step between two segments of the command buffer: a collective's operand read back
+  // and its exchange started, or its exchange waited for and its result written to the device.
+  void run_host_step(const HostStep& step, HostCollectives& x,
+                     const std::vector<std::shared_ptr<const VulkanBuffer>>& resident,
                      const std::vector<std::shared_ptr<VulkanBuffer>>& results) const {
-    std::vector<std::byte> in(static_cast<size_t>(std::max<int64_t>(h.in_bytes, 1)));
-    std::vector<std::byte> out(static_cast<size_t>(std::max<int64_t>(h.out_bytes, 1)));
-    if (h.in_bytes > 0)
-      download(ctx_, located(h.in, h.in_bytes, resident, results), in.data(), static_cast<size_t>(h.in_bytes));
-    interp::run_collective(h.call, in.data(), out.data());
+    const HostCollective& h = recording_.collectives[step.collective];
+    std::vector<std::byte>& in = x.in[step.collective];
+    std::vector<std::byte>& out = x.out[step.collective];
+    if (step.kind == HostStep::Kind::Start) {
+      in.resize(static_cast<size_t>(std::max<int64_t>(h.in_bytes, 1)));
+      out.resize(static_cast<size_t>(std::max<int64_t>(h.out_bytes, 1)));
+      if (h.in_bytes > 0)
+        download(ctx_, located(h.in, h.in_bytes, resident, results), in.data(), static_cast<size_t>(h.in_bytes));
+      x.running[step.collective] = interp::start_collective(h.call, in.data(), out.data());
+      return;
+    }
+    x.running[step.collective].get();
     if (h.out_bytes > 0)
       upload(ctx_, located(h.out, h.out_bytes, resident, results), out.data(), static_cast<size_t>(h.out_bytes));
   }

@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <map>
 
 #include "backends/vulkan/context.h"
 #include "backends/vulkan/pipelines.h"
@@ -176,8 +177,12 @@ class Recorder {
         continue;
       }
       const ir::Node& n = r.nodes[st.index];
+      if (st.kind == kernel::Step::Kind::Wait) {
+        out_.host_steps.push_back({HostStep::Kind::Finish, out_.dispatches.size(), started_.at(st.index)});
+        continue;
+      }
       if (ir::is_collective(n.op)) {
-        host_step(r, n, loc, has, top);
+        start_collective(r, n, st.index, loc, has, top);
         continue;
       }
       Loc sub_arena = arena + s.nested_offset.at(st.index);
@@ -201,18 +206,18 @@ class Recorder {
     return results;
   }
 
-  // A collective: the host runs it between the dispatches recorded so far and the rest. (The
-  // recorded hazards carry on across it: the barriers they add are redundant with the
-  // segment's own, and keep each segment correct on its own for the barrier audit.)
-  void host_step(const ir::Region& r, const ir::Node& n, const std::vector<Loc>& loc, const std::vector<bool>& has,
-                 bool top) {
+  // Collective node n (index `node` of a top-level region, which has its wait step): the host
+  // starts it after the dispatches recorded so far. (The recorded hazards carry on across host
+  // steps: the barriers they add are redundant with a segment's own, and keep each segment
+  // correct on its own for the barrier audit.)
+  void start_collective(const ir::Region& r, const ir::Node& n, size_t node, const std::vector<Loc>& loc,
+                        const std::vector<bool>& has, bool top) {
     if (!top) {
       detail::fail(ir::op_name(n.op),
                    "the Vulkan backend runs collectives at the top level of a program, not inside "
                    "scan, while_loop or cond (the CPU backend runs them anywhere)");
     }
-    HostStep h;
-    h.dispatch = out_.dispatches.size();
+    HostCollective h;
     TensorType operand = n.operands.empty() ? r.type(n.results[0]) : r.type(n.operands[0]);
     h.call = interp::collective_call(n, operand, &program_);
     if (!n.operands.empty()) {
@@ -225,7 +230,9 @@ class Recorder {
       detail::fail("vulkan", "internal error: a collective's result has no storage");
     h.out = loc[static_cast<size_t>(n.results[0])];
     h.out_bytes = bytes(r.type(n.results[0]));
-    out_.host_steps.push_back(h);
+    started_[node] = out_.collectives.size();
+    out_.host_steps.push_back({HostStep::Kind::Start, out_.dispatches.size(), out_.collectives.size()});
+    out_.collectives.push_back(h);
   }
 
   int name_of(const std::string& name) {
@@ -433,6 +440,7 @@ class Recorder {
   const RecordOptions& options_;
   std::vector<const ir::Node*>* while_loops_;
   Recording out_;
+  std::map<size_t, size_t> started_;  // top-level collective node -> its Recording::collectives entry
   VkPipeline copy_words_, copy_bytes_, cond_guard_, while_step_;
   Loc one_;
   Loc iota_;

@@ -48,19 +48,28 @@ struct Access {
   std::vector<Range> reads, writes;
 };
 
-// A collective, run by the host between the dispatches before `dispatch` and the rest: the
-// executable submits the dispatches in segments and, between them, reads `in`, runs the
-// collective and writes `out`.
-struct HostStep {
-  size_t dispatch = 0;
+// A collective the host runs for the program: it reads `in` and writes `out`.
+struct HostCollective {
   interp::CollectiveCall call;
   Loc in, out;
   int64_t in_bytes = 0, out_bytes = 0;
 };
 
+// Where the host steps in between the dispatches before `dispatch` and the rest: the executable
+// submits the dispatches in segments and, between two, starts collective `collective` (reads
+// its operand back and hands it to the communication thread) or finishes it (waits for it and
+// writes its result). The segments in between run on the device meanwhile.
+struct HostStep {
+  enum class Kind : uint8_t { Start, Finish };
+  Kind kind = Kind::Start;
+  size_t dispatch = 0;
+  size_t collective = 0;  // into Recording::collectives
+};
+
 struct Recording {
   std::vector<int64_t> args;      // every dispatch's argument table, concatenated
   std::vector<Dispatch> dispatches;
+  std::vector<HostCollective> collectives;
   std::vector<HostStep> host_steps;  // in dispatch order
   std::vector<Access> accesses;   // per dispatch, when RecordOptions::keep_accesses
   std::vector<std::byte> consts;  // initial bytes of the kConsts buffer

@@ -1,7 +1,12 @@
 #include "jit/eval/collective.h"
 
+#include <condition_variable>
 #include <cstring>
+#include <deque>
+#include <functional>
+#include <mutex>
 #include <string>
+#include <thread>
 
 #include "fluxion/error.h"
 #include "jit/eval/buffer.h"
@@ -77,6 +82,60 @@ void run_collective(const CollectiveCall& call, const void* in, void* out) {
       support::all_reduce(c, out, call.count, call.dtype, reduction_of(call.op));
       return;
   }
+}
+
+namespace {
+
+// The communication thread: runs the collectives handed to it one at a time, in order.
+class CommunicationThread {
+ public:
+  std::future<void> start(std::function<void()> fn) {
+    std::packaged_task<void()> task(std::move(fn));
+    std::future<void> done = task.get_future();
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (!thread_.joinable()) thread_ = std::thread([this] { loop(); });
+      queue_.push_back(std::move(task));
+    }
+    wake_.notify_one();
+    return done;
+  }
+  ~CommunicationThread() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      stop_ = true;
+    }
+    wake_.notify_one();
+    if (thread_.joinable()) thread_.join();
+  }
+
+ private:
+  void loop() {
+    for (;;) {
+      std::packaged_task<void()> task;
+      {
+        std::unique_lock<std::mutex> lock(mu_);
+        wake_.wait(lock, [this] { return stop_ || !queue_.empty(); });
+        if (queue_.empty()) return;
+        task = std::move(queue_.front());
+        queue_.pop_front();
+      }
+      task();
+    }
+  }
+
+  std::mutex mu_;
+  std::condition_variable wake_;
+  std::deque<std::packaged_task<void()>> queue_;
+  bool stop_ = false;
+  std::thread thread_;
+};
+
+}  // namespace
+
+std::future<void> start_collective(const CollectiveCall& call, const void* in, void* out) {
+  static CommunicationThread thread;
+  return thread.start([call, in, out] { run_collective(call, in, out); });
 }
 
 Buffer eval_collective(const ir::Node& n, const std::vector<Value>& in, const TensorType& out) {

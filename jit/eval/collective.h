@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <future>
 
 #include "jit/ir/ir.h"
 
@@ -30,5 +31,10 @@ CollectiveCall collective_call(const ir::Node& n, const TensorType& operand, con
 // writes the result at `out` (which may not overlap it). Raises Error when the job's size is not
 // the program's, or when the engine fails.
 void run_collective(const CollectiveCall& call, const void* in, void* out);
+
+// Runs `call` on the process's communication thread, after the collectives started before it
+// (so every rank issues them in the order its program starts them); `in` and `out` must stay
+// valid until the future is ready. The future rethrows run_collective's Error.
+std::future<void> start_collective(const CollectiveCall& call, const void* in, void* out);
 
 }  // namespace fluxion::interp

@@ -8,6 +8,7 @@
 // materialized. A value read across kernels is stored, unless it is a short chain of cheap
 // elementwise ops, which the reader recomputes from the chain's inputs.
 #include <algorithm>
+#include <climits>
 #include <functional>
 #include <set>
 
@@ -473,6 +474,8 @@ class Fuser {
   // Kernels and steps in an order that respects every dependency (a topological sort of the
   // groups, taking the earliest-created ready group first so the order stays close to the
   // program's).
+  // The ready group that comes first: the one leading to the earliest collective (so that
+  // collectives start as early as their operands allow), then the first created.
   void order(RegionSchedule& s) {
     std::vector<int> live;
     for (int g = 0; g < static_cast<int>(groups_.size()); ++g) {
@@ -484,20 +487,83 @@ class Fuser {
         if (find(p) != g) preds[g].insert(find(p));
       }
     }
+    std::map<int, int> first_collective;  // the earliest collective group each group leads to
+    for (int g : live) {
+      int c = groups_[static_cast<size_t>(g)].control_node;
+      first_collective[g] = c >= 0 && ir::is_collective(region_.nodes[static_cast<size_t>(c)].op) ? g : INT_MAX;
+    }
+    for (bool changed = true; changed;) {
+      changed = false;
+      for (int g : live) {
+        for (int p : preds[g]) {
+          if (first_collective[g] < first_collective[p]) {
+            first_collective[p] = first_collective[g];
+            changed = true;
+          }
+        }
+      }
+    }
     std::set<int> done;
     while (done.size() < live.size()) {
-      bool progressed = false;
+      int best = -1;
       for (int g : live) {
         if (done.count(g)) continue;
         bool ready = std::all_of(preds[g].begin(), preds[g].end(), [&](int p) { return done.count(p) > 0; });
-        if (!ready) continue;
-        emit(s, groups_[static_cast<size_t>(g)]);
-        done.insert(g);
-        progressed = true;
-        break;
+        if (ready && (best < 0 || first_collective[g] < first_collective[best])) best = g;
       }
-      if (!progressed) detail::fail("fuse", "internal error: the kernel dependency graph has a cycle");
+      if (best < 0) detail::fail("fuse", "internal error: the kernel dependency graph has a cycle");
+      emit(s, groups_[static_cast<size_t>(best)]);
+      done.insert(best);
     }
+    if (top_level_ && options_.async_collectives) add_waits(s);
+  }
+
+  // The values step st reads: its nodes' operands and, through views, aliases and values that
+  // are never stored, the values underneath.
+  std::set<ValueId> reads(const RegionSchedule& s, const Step& st) const {
+    std::vector<size_t> nodes;
+    if (st.kind == Step::Kind::Kernel) {
+      nodes = s.kernels[st.index].nodes;
+      nodes.insert(nodes.end(), s.kernels[st.index].recomputed.begin(), s.kernels[st.index].recomputed.end());
+    } else {
+      nodes.push_back(st.index);
+    }
+    std::set<ValueId> out;
+    std::function<void(ValueId)> read = [&](ValueId v) {
+      if (!out.insert(v).second) return;
+      int p = producer_[static_cast<size_t>(v)];
+      Storage st = s.storage[static_cast<size_t>(v)];
+      if (p >= 0 && (ir::is_view(region_.nodes[static_cast<size_t>(p)].op) || st == Storage::View ||
+                     st == Storage::Alias || st == Storage::None)) {
+        for (ValueId o : region_.nodes[static_cast<size_t>(p)].operands) read(o);
+      }
+    };
+    for (size_t n : nodes) {
+      for (ValueId o : region_.nodes[n].operands) read(o);
+    }
+    return out;
+  }
+
+  // A Wait step for each collective before the first later step that reads its result (at the
+  // end when none does: the caller reads it).
+  void add_waits(RegionSchedule& s) const {
+    std::vector<Step> out;
+    std::vector<size_t> pending;  // collective nodes started and not yet waited for
+    for (const Step& st : s.steps) {
+      std::set<ValueId> r = pending.empty() ? std::set<ValueId>{} : reads(s, st);
+      for (size_t i = 0; i < pending.size();) {
+        if (r.count(region_.nodes[pending[i]].results[0])) {
+          out.push_back({Step::Kind::Wait, pending[i]});
+          pending.erase(pending.begin() + static_cast<long>(i));
+        } else {
+          ++i;
+        }
+      }
+      out.push_back(st);
+      if (st.kind == Step::Kind::Control && ir::is_collective(region_.nodes[st.index].op)) pending.push_back(st.index);
+    }
+    for (size_t n : pending) out.push_back({Step::Kind::Wait, n});
+    s.steps = std::move(out);
   }
 
   // `nodes` less the elementwise ones whose values nobody reads: not stored and not used by

@@ -52,10 +52,14 @@ struct Kernel {
   std::string strategy;
 };
 
+// Control: a loop or branch, or a collective, which a top-level region may run asynchronously
+// (FusionOptions::async_collectives): its Control step starts it and a Wait step, before the
+// first step that reads its result (or at the region's end), waits for it; the steps between
+// overlap the exchange.
 struct Step {
-  enum class Kind : uint8_t { Kernel, Control };
+  enum class Kind : uint8_t { Kernel, Control, Wait };
   Kind kind = Kind::Kernel;
-  size_t index = 0;  // into kernels, or the control node's index in the region
+  size_t index = 0;  // into kernels, or the control or collective node's index in the region
 };
 
 // Where a value lives at run time.
@@ -100,6 +104,10 @@ struct FusionOptions {
   // A scan's carries get a second buffer each in the scan's arena (scan_carry_buffers), so that
   // the CPU alternates them by step instead of copying each step's new carries back.
   bool double_buffered_scan_carries = true;
+  // A top-level collective runs asynchronously from its Control step to a Wait step (Step). The
+  // steps are ordered so that each collective starts as soon as its operand is ready: a
+  // data-parallel step's gradient buckets are exchanged while the backward pass goes on.
+  bool async_collectives = true;
 };
 
 // Splitting a reduction over the outermost dimension: at most kMaxSplitChunks parts, each with

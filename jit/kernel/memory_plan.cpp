@@ -39,6 +39,7 @@ void plan_memory(const ir::Region& r, RegionSchedule& s, const FusionOptions& op
   std::vector<int64_t> node_step(r.nodes.size(), -1);
   for (size_t t = 0; t < nsteps; ++t) {
     const Step& st = s.steps[t];
+    if (st.kind == Step::Kind::Wait) continue;
     if (st.kind == Step::Kind::Control) {
       node_step[st.index] = static_cast<int64_t>(t);
     } else {
@@ -65,7 +66,11 @@ void plan_memory(const ir::Region& r, RegionSchedule& s, const FusionOptions& op
   for (size_t t = 0; t < nsteps; ++t) {
     const Step& st = s.steps[t];
     std::vector<size_t> nodes;
-    if (st.kind == Step::Kind::Control) {
+    if (st.kind == Step::Kind::Wait) {
+      // An asynchronous collective reads its operand and writes its result until its wait.
+      use(r.nodes[st.index].results[0], static_cast<int64_t>(t));
+      nodes.push_back(st.index);
+    } else if (st.kind == Step::Kind::Control) {
       nodes.push_back(st.index);
     } else {
       nodes = s.kernels[st.index].nodes;

@@ -46,6 +46,10 @@ std::string print(const ir::Region& r, const RegionSchedule& s, int indent) {
   std::ostringstream out;
   std::string pad(static_cast<size_t>(indent), ' ');
   for (const Step& st : s.steps) {
+    if (st.kind == Step::Kind::Wait) {
+      out << pad << "wait for " << ir::op_name(r.nodes[st.index].op) << "\n";
+      continue;
+    }
     if (st.kind == Step::Kind::Control && ir::is_collective(r.nodes[st.index].op)) {
       out << pad << ir::op_name(r.nodes[st.index].op) << " on the host\n";
       continue;
@@ -77,7 +81,7 @@ void walk_kernels(const ir::Region& r, Schedule& s, const std::string& where, co
       continue;
     }
     const ir::Node& n = r.nodes[st.index];
-    if (ir::is_collective(n.op)) continue;
+    if (st.kind == Step::Kind::Wait || ir::is_collective(n.op)) continue;
     auto names = ir::region_names(n.op);
     auto& subs = s.nested.at(st.index);
     for (size_t i = 0; i < subs.size(); ++i) {

@@ -42,10 +42,10 @@ Array values(const fx::Shape& shape, int r, fx::DType t = fx::f32, double scale 
 }
 
 // Rank r's values for derivatives: moderate, distinct on every rank and element (no ties).
-Array smooth(const fx::Shape& shape, int r, double scale) {
+Array smooth(const fx::Shape& shape, int r, double scale, fx::DType t = fx::f64) {
   std::vector<double> v(static_cast<size_t>(fx::numel(shape)));
   for (size_t i = 0; i < v.size(); ++i) v[i] = scale * std::sin(1.3 * static_cast<double>(i) + 2.1 * r + 0.5);
-  return Array(v, shape);
+  return fx::testing::make(t, v, shape);
 }
 
 fx::Compiled compile1(const std::function<std::vector<Tensor>(const std::vector<Tensor>&)>& fn,
@@ -263,6 +263,36 @@ TEST_P(ProgramCollectives, ForwardRunsThroughCollectivesInLoopsOrSaysWhereNot) {
     return fx::grad([&](const Tensor& a, const Tensor& b) { return fx::sum(step({a, b})[0]); })(in[0], in[1]);
   };
   EXPECT_THROW(compile1(loss, {c0.type(), xs.type()}, GetParam()), fx::Error);
+}
+
+// The last layer's gradient is exchanged while the first layer's is computed: its all-reduce
+// starts before the backward pass's last product and is waited for after it.
+TEST_P(ProgramCollectives, ExchangesStartAsSoonAsTheirOperandIsReady) {
+  if (GetParam() == fx::Backend::Interp) GTEST_SKIP() << "the interpreter runs the graph as it is";
+  auto step = [](const std::vector<Tensor>& in) {
+    auto loss = [&](const Tensor& w1, const Tensor& w2) {
+      return fx::sum(fx::square(fx::matmul(fx::tanh(fx::matmul(in[2], w1)), w2)));
+    };
+    std::vector<Tensor> g = fx::grad(loss, {0, 1})(in[0], in[1]);
+    return std::vector<Tensor>{fx::all_reduce(g[0], fx::ReduceOp::Mean), fx::all_reduce(g[1], fx::ReduceOp::Mean)};
+  };
+  fx::Compiled c = compile1(step, {{fx::f32, {8, 16}}, {fx::f32, {16, 4}}, {fx::f32, {32, 8}}}, GetParam());
+  std::string k = c.kernels();
+  size_t first_start = k.find("all_reduce_mean on the host"), last_product = k.rfind("matmul"),
+         first_wait = k.find("wait for all_reduce_mean");
+  ASSERT_NE(first_start, std::string::npos) << k;
+  ASSERT_NE(first_wait, std::string::npos) << k;
+  EXPECT_LT(first_start, last_product) << k;
+  EXPECT_GT(first_wait, last_product) << k;
+  std::vector<Array> in{smooth({8, 16}, 0, 0.3, fx::f32), smooth({16, 4}, 1, 0.3, fx::f32),
+                        smooth({32, 8}, dist::rank(), 1.0, fx::f32)};
+  std::vector<Array> out = c.run(in);
+  std::vector<Array> want =
+      compile1(step, {{fx::f32, {8, 16}}, {fx::f32, {16, 4}}, {fx::f32, {32, 8}}}, fx::Backend::Interp).run(in);
+  for (size_t i = 0; i < out.size(); ++i) {
+    std::vector<float> a = out[i].to_vector<float>(), b = want[i].to_vector<float>();
+    for (size_t j = 0; j < a.size(); ++j) EXPECT_NEAR(a[j], b[j], 1e-4 * (1 + std::abs(b[j])));
+  }
 }
 
 TEST_P(ProgramCollectives, AProgramTracedForAnotherJobSizeIsAnError) {

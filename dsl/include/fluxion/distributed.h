@@ -7,9 +7,10 @@
 //   int r = fluxion::distributed::rank(), n = fluxion::distributed::size();
 //   fluxion::distributed::all_reduce(grads, fluxion::ReduceOp::Mean);
 //
-// Collectives are called by every rank, in the same order, from the thread that called init
-// (MPI runs with MPI_THREAD_FUNNELED). Reductions add the ranks' values in rank order, so all
-// ranks get the same bits, and a rerun on as many ranks repeats them.
+// Collectives are called by every rank, in the same order, one at a time (MPI runs with
+// MPI_THREAD_SERIALIZED: compiled programs exchange on a communication thread of their own).
+// Reductions add the ranks' values in rank order, so all ranks get the same bits, and a rerun
+// on as many ranks repeats them.
 #pragma once
 
 #include <fluxion/array.h>
@@ -29,7 +30,7 @@ struct Options {
 };
 
 // Joins the job the launcher started (MPI_Init_thread; a program that initialised MPI itself
-// keeps its MPI, which must provide MPI_THREAD_FUNNELED or more), or a job of one rank when the
+// keeps its MPI, which must provide MPI_THREAD_SERIALIZED or more), or a job of one rank when the
 // process was started alone. Idempotent (a second call keeps the first options); also registers
 // finalize() to run at exit. Raises Error when MPI cannot start or lacks the thread support
 // Fluxion needs.
