@@ -10,6 +10,8 @@
 #   make test-unit      the suite alone (the quick one while developing)
 #   make bench  the benchmarks against libtorch and hand-written C++ (bench/README.md);
 #               BENCH_ARGS=--quick for a fast smoke run
+#   make bench-distributed  jobs of 1, 2 and 4 ranks under mpirun: the all-reduce against
+#               MPI_Allreduce and data-parallel training steps (docs/distributed.md)
 #   make test-gpu-validation  the Vulkan self-test under GPU-assisted validation (buffer device
 #               address bounds checks in every shader; slow, minutes on lavapipe; not in make test)
 #   make docs   the API reference of the public headers (Doxygen) in build/docs/html
@@ -28,7 +30,7 @@ ifeq ($(LP_NUM_THREADS),)
 LP_NUM_THREADS := 0
 endif
 
-.PHONY: deps demo test test-unit test-sanitize test-tsan test-fuzz test-gpu-validation build-release build-test bench docs lint clean
+.PHONY: deps demo test test-unit test-sanitize test-tsan test-fuzz test-gpu-validation build-release build-test bench bench-distributed docs lint clean
 
 deps:
 	scripts/install-deps.sh
@@ -95,6 +97,16 @@ bench:
 	build/bench/bench/fluxion_train_bench --threads 1 --epochs 3 --json bench/results.json --append
 	build/bench/bench/fluxion_train_bench --threads all --epochs 3 --json bench/results.json --append
 	build/bench/bench/fluxion_matmul_bench
+
+# Jobs of 1, 2 and 4 ranks on this machine (loopback; as root, with Open MPI's opt-in): the
+# all-reduce against MPI_Allreduce and data-parallel training steps (docs/distributed.md).
+MPIRUN = OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_btl_vader_single_copy_mechanism=none \
+  mpirun --oversubscribe --mca btl self,vader,tcp --mca btl_tcp_if_include lo
+bench-distributed:
+	scripts/install-deps.sh --bench
+	cmake --preset bench $(CMAKE_FLAGS)
+	cmake --build build/bench --target fluxion_distributed_bench -j $(JOBS)
+	for n in 1 2 4; do $(MPIRUN) -np $$n build/bench/bench/fluxion_distributed_bench $(BENCH_ARGS) || exit 1; done
 
 # The API reference of dsl/include/fluxion/ (Doxyfile); any Doxygen warning fails it. The
 # Doxyfile reads the version from the environment; version.h is its one source.
