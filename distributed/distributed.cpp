@@ -132,7 +132,8 @@ void all_reduce(Array& x, ReduceOp op) {
   support::Communicator& c = *held;
   support::CollectiveLabel label("all_reduce (" + std::string(reduce_op_name(op)) + ") of " + describe(x));
   check_same_arrays(c, "all_reduce", x);
-  support::all_reduce(c, x.mutable_data(), x.size(), x.dtype(), op);
+  void* data = x.mutable_data();
+  support::all_reduce(c, data, data, x.size(), x.dtype(), op);
 }
 
 Array all_gather(const Array& x) {

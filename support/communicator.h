@@ -60,8 +60,8 @@ void install_communicator(std::shared_ptr<Communicator> c);
 // are cut into size() contiguous chunks of count / size() elements, the first count % size()
 // chunks one longer; rank r reduces chunk r.
 std::vector<int64_t> chunk_counts(int64_t count, int ranks);
-// In place: every rank's `data` becomes the reduction of all ranks' `data`.
-void all_reduce(Communicator& c, void* data, int64_t count, DType t, ReduceOp op);
+// Every rank's `recv` becomes the reduction of all ranks' `send` (which may be `recv`: in place).
+void all_reduce(Communicator& c, const void* send, void* recv, int64_t count, DType t, ReduceOp op);
 // Rank r's chunk r of the reduction of all ranks' `send` (count elements) into `recv`.
 void reduce_scatter(Communicator& c, const void* send, void* recv, int64_t count, DType t, ReduceOp op);
 

@@ -197,9 +197,11 @@ interp::CollectiveCall call_of(int32_t op, int32_t dtype, int64_t count, int64_t
   return {static_cast<ir::Op>(op), static_cast<DType>(dtype), count, ranks, root, position, collectives};
 }
 
-int32_t finish(std::future<void>& f) {
+// kOk, or kCollectiveFailed with what fn raised kept for the caller (take_collective_failure).
+template <class Fn>
+int32_t reported(const Fn& fn) {
   try {
-    f.get();
+    fn();
     return kOk;
   } catch (...) {
     collective_failure = std::current_exception();
@@ -214,15 +216,16 @@ extern "C" void fx_collective_start(int32_t op, int32_t dtype, int64_t count, in
       interp::start_collective(call_of(op, dtype, count, ranks, root, position, collectives), in, out);
 }
 
-extern "C" int32_t fx_collective_wait(int64_t slot) { return finish(in_flight[static_cast<size_t>(slot)]); }
+extern "C" int32_t fx_collective_wait(int64_t slot) {
+  return reported([slot] { in_flight[static_cast<size_t>(slot)].get(); });
+}
 
-// Also through the communication thread, so that every collective of a process keeps its
+// After the collectives started before it, so that every collective of a process keeps its
 // program's order.
 extern "C" int32_t fx_collective(int32_t op, int32_t dtype, int64_t count, int64_t ranks, int64_t root,
                                  int64_t position, int64_t collectives, const void* in, void* out) {
-  std::future<void> f =
-      interp::start_collective(call_of(op, dtype, count, ranks, root, position, collectives), in, out);
-  return finish(f);
+  return reported(
+      [&] { interp::run_collective_in_order(call_of(op, dtype, count, ranks, root, position, collectives), in, out); });
 }
 
 // rng_uniform (kind 0: f32, 1: f64) and rng_normal (kind 2) element `index` for `key`: the

@@ -190,7 +190,10 @@ class VulkanExecutable final : public backends::Executable {
       size_t segment = 0;
       HostCollectives exchanges(recording_.collectives.size());
       for (; segment < cmds_.size(); ++segment) {
-        submit_and_wait(cmds_[segment]);
+        // A segment between two host steps at the same place holds nothing to submit.
+        bool empty = segment > 0 && segment < recording_.host_steps.size() &&
+                     recording_.host_steps[segment - 1].dispatch == recording_.host_steps[segment].dispatch;
+        if (!empty) submit_and_wait(cmds_[segment]);
         std::memcpy(&status, status_->mapped, 4);
         if (status != kStatusOk || segment == recording_.host_steps.size()) break;
         run_host_step(recording_.host_steps[segment], exchanges, resident, results);

@@ -206,8 +206,8 @@ class Recorder {
     return results;
   }
 
-  // Collective node n (index `node` of a top-level region, which has its wait step): the host
-  // starts it after the dispatches recorded so far. (The recorded hazards carry on across host
+  // Collective node n (index `node` of the top-level region): the host starts it after the
+  // dispatches recorded so far, and finishes it at its wait step. (The recorded hazards carry on across host
   // steps: the barriers they add are redundant with a segment's own, and keep each segment
   // correct on its own for the barrier audit.)
   void start_collective(const ir::Region& r, const ir::Node& n, size_t node, const std::vector<Loc>& loc,
@@ -232,6 +232,11 @@ class Recorder {
     h.out_bytes = bytes(r.type(n.results[0]));
     started_[node] = out_.collectives.size();
     out_.host_steps.push_back({HostStep::Kind::Start, out_.dispatches.size(), out_.collectives.size()});
+    // Without a wait step of its own it is finished at once.
+    bool waited = std::any_of(schedule_.steps.begin(), schedule_.steps.end(), [&](const kernel::Step& st) {
+      return st.kind == kernel::Step::Kind::Wait && st.index == node;
+    });
+    if (!waited) out_.host_steps.push_back({HostStep::Kind::Finish, out_.dispatches.size(), out_.collectives.size()});
     out_.collectives.push_back(h);
   }
 

@@ -77,16 +77,14 @@ void run_collective(const CollectiveCall& call, const void* in, void* out) {
       if (bytes > 0) std::memcpy(out, in, static_cast<size_t>(bytes));
       c.broadcast(out, bytes, static_cast<int>(call.root));
       return;
-    default:
-      if (bytes > 0) std::memcpy(out, in, static_cast<size_t>(bytes));
-      support::all_reduce(c, out, call.count, call.dtype, reduction_of(call.op));
-      return;
+    default: support::all_reduce(c, in, out, call.count, call.dtype, reduction_of(call.op)); return;
   }
 }
 
 namespace {
 
-// The communication thread: runs the collectives handed to it one at a time, in order.
+// The communication thread: runs the collectives handed to it one at a time, in order. A
+// synchronous collective runs on its caller's thread once the thread is idle.
 class CommunicationThread {
  public:
   std::future<void> start(std::function<void()> fn) {
@@ -100,6 +98,20 @@ class CommunicationThread {
     wake_.notify_one();
     return done;
   }
+
+  void run(const std::function<void()>& fn) {
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      idle_.wait(lock, [this] { return queue_.empty() && !busy_; });
+      busy_ = true;
+    }
+    struct Done {
+      CommunicationThread& t;
+      ~Done() { t.finished(); }
+    } done{*this};
+    fn();
+  }
+
   ~CommunicationThread() {
     {
       std::lock_guard<std::mutex> lock(mu_);
@@ -110,32 +122,52 @@ class CommunicationThread {
   }
 
  private:
+  void finished() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      busy_ = false;
+    }
+    idle_.notify_all();
+    wake_.notify_one();
+  }
+
   void loop() {
     for (;;) {
       std::packaged_task<void()> task;
       {
         std::unique_lock<std::mutex> lock(mu_);
-        wake_.wait(lock, [this] { return stop_ || !queue_.empty(); });
+        wake_.wait(lock, [this] { return stop_ || (!queue_.empty() && !busy_); });
         if (queue_.empty()) return;
         task = std::move(queue_.front());
         queue_.pop_front();
+        busy_ = true;
       }
       task();
+      finished();
     }
   }
 
   std::mutex mu_;
-  std::condition_variable wake_;
+  std::condition_variable wake_, idle_;
   std::deque<std::packaged_task<void()>> queue_;
+  bool busy_ = false;  // a collective is running (on either thread)
   bool stop_ = false;
   std::thread thread_;
 };
 
+CommunicationThread& communication_thread() {
+  static CommunicationThread thread;
+  return thread;
+}
+
 }  // namespace
 
 std::future<void> start_collective(const CollectiveCall& call, const void* in, void* out) {
-  static CommunicationThread thread;
-  return thread.start([call, in, out] { run_collective(call, in, out); });
+  return communication_thread().start([call, in, out] { run_collective(call, in, out); });
+}
+
+void run_collective_in_order(const CollectiveCall& call, const void* in, void* out) {
+  communication_thread().run([&] { run_collective(call, in, out); });
 }
 
 Buffer eval_collective(const ir::Node& n, const std::vector<Value>& in, const TensorType& out) {

@@ -36,5 +36,8 @@ void run_collective(const CollectiveCall& call, const void* in, void* out);
 // (so every rank issues them in the order its program starts them); `in` and `out` must stay
 // valid until the future is ready. The future rethrows run_collective's Error.
 std::future<void> start_collective(const CollectiveCall& call, const void* in, void* out);
+// Runs `call` after the collectives started before it, on the calling thread (when none is
+// running: no hand-off) or the communication thread.
+void run_collective_in_order(const CollectiveCall& call, const void* in, void* out);
 
 }  // namespace fluxion::interp

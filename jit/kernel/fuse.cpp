@@ -456,12 +456,15 @@ class Fuser {
       }
     }
     if (top_level_) {
-      // A result computed by a kernel here and returned once is written into the caller's buffer.
+      // A result computed by a kernel (or a collective) here and returned once is written into
+      // the caller's buffer.
       for (size_t k = 0; k < region_.results.size(); ++k) {
         ValueId v = region_.results[k];
         int p = producer_[static_cast<size_t>(v)];
         bool once = std::count(region_.results.begin(), region_.results.end(), v) == 1;
-        if (p >= 0 && once && s.storage[static_cast<size_t>(v)] == Storage::Slot && roles_[static_cast<size_t>(p)] != Role::Control) {
+        bool computed_here = p >= 0 && (roles_[static_cast<size_t>(p)] != Role::Control ||
+                                        ir::is_collective(region_.nodes[static_cast<size_t>(p)].op));
+        if (computed_here && once && s.storage[static_cast<size_t>(v)] == Storage::Slot) {
           s.storage[static_cast<size_t>(v)] = Storage::Output;
           s.output_index[static_cast<size_t>(v)] = static_cast<int32_t>(k);
         }
@@ -545,7 +548,7 @@ class Fuser {
   }
 
   // A Wait step for each collective before the first later step that reads its result (at the
-  // end when none does: the caller reads it).
+  // end when none does: the caller reads it), unless that is the very next step.
   void add_waits(RegionSchedule& s) const {
     std::vector<Step> out;
     std::vector<size_t> pending;  // collective nodes started and not yet waited for
@@ -563,7 +566,13 @@ class Fuser {
       if (st.kind == Step::Kind::Control && ir::is_collective(region_.nodes[st.index].op)) pending.push_back(st.index);
     }
     for (size_t n : pending) out.push_back({Step::Kind::Wait, n});
-    s.steps = std::move(out);
+    // A collective waited for right after it starts overlaps nothing: it runs synchronously.
+    s.steps.clear();
+    for (const Step& st : out) {
+      bool at_once = st.kind == Step::Kind::Wait && !s.steps.empty() && s.steps.back().kind == Step::Kind::Control &&
+                     s.steps.back().index == st.index;
+      if (!at_once) s.steps.push_back(st);
+    }
   }
 
   // `nodes` less the elementwise ones whose values nobody reads: not stored and not used by
