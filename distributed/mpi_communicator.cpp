@@ -42,8 +42,8 @@ std::vector<int> counts_of(const std::vector<int64_t>& bytes, const char* call) 
   return out;
 }
 
-constexpr auto kSpin = std::chrono::milliseconds(20);
-constexpr auto kMaxPause = std::chrono::microseconds(200);
+constexpr auto kSpin = std::chrono::milliseconds(1);
+constexpr auto kMaxPause = std::chrono::microseconds(50);
 
 class MpiCommunicator final : public support::Communicator {
  public:
@@ -114,12 +114,12 @@ class MpiCommunicator final : public support::Communicator {
   }
 
  private:
-  // Polls the request: spinning first (the ranks of a step usually arrive together, and Open
-  // MPI moves a non-blocking collective's fragments only inside MPI_Test: with sleeps between
-  // polls from the first millisecond, a 16 MB all-reduce took 15 ms instead of 2), then
-  // sleeping between polls, at most kMaxPause. Past the deadline the job is aborted: the other
-  // ranks may be inside the same collective and would never return, so raising an Error here
-  // would only move the hang elsewhere.
+  // Polls the request: spinning for the first millisecond (the ranks of a step usually arrive
+  // together), then sleeping between polls, at most kMaxPause: Open MPI moves a non-blocking
+  // collective's fragments only inside MPI_Test, and with pauses of up to 1 ms a 16 MB
+  // all-reduce took 15 ms instead of 4. Past the deadline the job is aborted: the other ranks
+  // may be inside the same collective and would never return, so raising an Error here would
+  // only move the hang elsewhere.
   void wait(MPI_Request& r, const char* what) const {
     using clock = std::chrono::steady_clock;
     auto start = clock::now();
@@ -140,7 +140,7 @@ class MpiCommunicator final : public support::Communicator {
         MPI_Abort(MPI_COMM_WORLD, 3);
       }
       if (waited > kSpin) {
-        pause = std::min(kMaxPause, pause + std::chrono::microseconds(10));
+        pause = std::min(kMaxPause, pause + std::chrono::microseconds(5));
         std::this_thread::sleep_for(pause);
       } else {
         std::this_thread::yield();
