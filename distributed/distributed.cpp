@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "distributed/mpi_communicator.h"
+#include "support/communication_thread.h"
 #include "support/communicator.h"
 
 namespace fluxion::distributed {
@@ -122,52 +123,64 @@ void finalize() {
 int rank() { return support::communicator()->rank(); }
 int size() { return support::communicator()->size(); }
 std::string engine() { return support::communicator()->engine(); }
+// Host collectives run after the ones compiled programs started (support/communication_thread.h).
 void barrier() {
-  support::CollectiveLabel label("barrier");
-  joined("barrier")->barrier();
+  support::run_in_order([] {
+    support::CollectiveLabel label("barrier");
+    joined("barrier")->barrier();
+  });
 }
 
 void all_reduce(Array& x, ReduceOp op) {
   std::shared_ptr<support::Communicator> held = joined("all_reduce");
   support::Communicator& c = *held;
-  support::CollectiveLabel label("all_reduce (" + std::string(reduce_op_name(op)) + ") of " + describe(x));
-  check_same_arrays(c, "all_reduce", x);
-  void* data = x.mutable_data();
-  support::all_reduce(c, data, data, x.size(), x.dtype(), op);
+  support::run_in_order([&] {
+    support::CollectiveLabel label("all_reduce (" + std::string(reduce_op_name(op)) + ") of " + describe(x));
+    check_same_arrays(c, "all_reduce", x);
+    void* data = x.mutable_data();
+    support::all_reduce(c, data, data, x.size(), x.dtype(), op);
+  });
 }
 
 Array all_gather(const Array& x) {
   std::shared_ptr<support::Communicator> held = joined("all_gather");
   support::Communicator& c = *held;
-  support::CollectiveLabel label("all_gather of " + describe(x));
-  check_same_arrays(c, "all_gather", x);
   Shape shape{c.size()};
   shape.insert(shape.end(), x.shape().begin(), x.shape().end());
   Array out = Array::empty(x.dtype(), shape);
-  c.all_gather(x.data(), out.mutable_data(), x.size() * dtype_size(x.dtype()));
+  support::run_in_order([&] {
+    support::CollectiveLabel label("all_gather of " + describe(x));
+    check_same_arrays(c, "all_gather", x);
+    c.all_gather(x.data(), out.mutable_data(), x.size() * dtype_size(x.dtype()));
+  });
   return out;
 }
 
 void broadcast(Array& x, int root) {
   std::shared_ptr<support::Communicator> held = joined("broadcast");
   support::Communicator& c = *held;
-  support::CollectiveLabel label("broadcast from rank " + std::to_string(root) + " of " + describe(x));
-  check_same_arrays(c, "broadcast", x);
-  c.broadcast(x.mutable_data(), x.size() * dtype_size(x.dtype()), root);
+  support::run_in_order([&] {
+    support::CollectiveLabel label("broadcast from rank " + std::to_string(root) + " of " + describe(x));
+    check_same_arrays(c, "broadcast", x);
+    c.broadcast(x.mutable_data(), x.size() * dtype_size(x.dtype()), root);
+  });
 }
 
 Array reduce_scatter(const Array& x, ReduceOp op) {
   std::shared_ptr<support::Communicator> held = joined("reduce_scatter");
   support::Communicator& c = *held;
-  support::CollectiveLabel label("reduce_scatter (" + std::string(reduce_op_name(op)) + ") of " + describe(x));
-  check_same_arrays(c, "reduce_scatter", x);
-  if (x.shape().empty() || x.shape()[0] % c.size() != 0)
-    detail::fail("reduce_scatter", "the first axis of a " + describe(x) + " array is not divisible by the job's " +
-                                       std::to_string(c.size()) + " ranks");
-  Shape shape = x.shape();
-  shape[0] /= c.size();
-  Array out = Array::empty(x.dtype(), shape);
-  support::reduce_scatter(c, x.data(), out.mutable_data(), x.size(), x.dtype(), op);
+  Array out;
+  support::run_in_order([&] {
+    support::CollectiveLabel label("reduce_scatter (" + std::string(reduce_op_name(op)) + ") of " + describe(x));
+    check_same_arrays(c, "reduce_scatter", x);
+    if (x.shape().empty() || x.shape()[0] % c.size() != 0)
+      detail::fail("reduce_scatter", "the first axis of a " + describe(x) + " array is not divisible by the job's " +
+                                         std::to_string(c.size()) + " ranks");
+    Shape shape = x.shape();
+    shape[0] /= c.size();
+    out = Array::empty(x.dtype(), shape);
+    support::reduce_scatter(c, x.data(), out.mutable_data(), x.size(), x.dtype(), op);
+  });
   return out;
 }
 

@@ -209,14 +209,23 @@ int32_t reported(const Fn& fn) {
   }
 }
 
+// Never throws through generated code: a collective that could not be started is reported by
+// its wait.
 extern "C" void fx_collective_start(int32_t op, int32_t dtype, int64_t count, int64_t ranks, int64_t root,
                                     int64_t position, int64_t collectives, const void* in, void* out, int64_t slot) {
-  if (in_flight.size() <= static_cast<size_t>(slot)) in_flight.resize(static_cast<size_t>(slot) + 1);
-  in_flight[static_cast<size_t>(slot)] =
-      interp::start_collective(call_of(op, dtype, count, ranks, root, position, collectives), in, out);
+  try {
+    if (in_flight.size() <= static_cast<size_t>(slot)) in_flight.resize(static_cast<size_t>(slot) + 1);
+    in_flight[static_cast<size_t>(slot)] =
+        interp::start_collective(call_of(op, dtype, count, ranks, root, position, collectives), in, out);
+  } catch (...) {
+    collective_failure = std::current_exception();
+  }
 }
 
 extern "C" int32_t fx_collective_wait(int64_t slot) {
+  if (static_cast<size_t>(slot) >= in_flight.size() || !in_flight[static_cast<size_t>(slot)].valid()) {
+    return kCollectiveFailed;  // its start failed, and left what it raised
+  }
   return reported([slot] { in_flight[static_cast<size_t>(slot)].get(); });
 }
 

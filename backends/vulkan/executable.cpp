@@ -200,7 +200,8 @@ class VulkanExecutable final : public backends::Executable {
       }
       c.native_calls++;
       c.kernel_launches += recording_.dispatches.size();
-      if (queries_) report_times();
+      // (A run stopped early left later segments' timestamps unwritten.)
+      if (queries_ && segment + 1 >= cmds_.size()) report_times();
       if (profile_ && ctx_.timestamp_bits == 0) {
         backends::report_untimed("Vulkan device " + ctx_.info.name +
                                  " has no timestamps on its compute queue (timestampValidBits = 0, or disabled)");
@@ -387,7 +388,10 @@ class VulkanExecutable final : public backends::Executable {
       check(vkAllocateCommandBuffers(ctx_.device, &ai, more.data()), "vkAllocateCommandBuffers");
       cmds_.insert(cmds_.end(), more.begin(), more.end());
     }
-    cmds_.resize(segments);
+    if (cmds_.size() > segments) {
+      vkFreeCommandBuffers(ctx_.device, pool_, static_cast<uint32_t>(cmds_.size() - segments), cmds_.data() + segments);
+      cmds_.resize(segments);
+    }
     for (size_t k = 0; k < segments; ++k) {
       size_t first = k == 0 ? 0 : recording_.host_steps[k - 1].dispatch;
       size_t last = k + 1 < segments ? recording_.host_steps[k].dispatch : recording_.dispatches.size();

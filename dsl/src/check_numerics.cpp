@@ -8,6 +8,7 @@
 #include "fluxion/error.h"
 #include "fluxion/runtime.h"
 #include "jit/eval/interpreter.h"
+#include "support/communicator.h"
 
 namespace fluxion {
 
@@ -75,6 +76,13 @@ void check_call_numerics(const compiler::CompiledProgram& program, const std::ve
       fail("check_numerics", what + "Input " + std::to_string(i) + " (" + inputs[i].type().str() + ") already holds " +
                                  kind(in_value) + " at element " + std::to_string(e) + ".");
     }
+  }
+  // Replaying a program with collectives in a job of several ranks would run them again on this
+  // rank alone, where the others do not: the check stops at the results.
+  if (ir::has_collectives(program.optimized.body) && support::communicator()->size() > 1) {
+    fail("check_numerics", what +
+                               "The program exchanges values with the other ranks of its job, so the op that produced "
+                               "it is not searched for; check each rank's inputs.");
   }
   std::optional<interp::NonFinite> origin = interp::first_non_finite(program.optimized, inputs);
   if (!origin) {

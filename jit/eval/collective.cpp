@@ -1,15 +1,11 @@
 #include "jit/eval/collective.h"
 
-#include <condition_variable>
 #include <cstring>
-#include <deque>
-#include <functional>
-#include <mutex>
 #include <string>
-#include <thread>
 
 #include "fluxion/error.h"
 #include "jit/eval/buffer.h"
+#include "support/communication_thread.h"
 #include "support/communicator.h"
 
 namespace fluxion::interp {
@@ -81,93 +77,12 @@ void run_collective(const CollectiveCall& call, const void* in, void* out) {
   }
 }
 
-namespace {
-
-// The communication thread: runs the collectives handed to it one at a time, in order. A
-// synchronous collective runs on its caller's thread once the thread is idle.
-class CommunicationThread {
- public:
-  std::future<void> start(std::function<void()> fn) {
-    std::packaged_task<void()> task(std::move(fn));
-    std::future<void> done = task.get_future();
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      if (!thread_.joinable()) thread_ = std::thread([this] { loop(); });
-      queue_.push_back(std::move(task));
-    }
-    wake_.notify_one();
-    return done;
-  }
-
-  void run(const std::function<void()>& fn) {
-    {
-      std::unique_lock<std::mutex> lock(mu_);
-      idle_.wait(lock, [this] { return queue_.empty() && !busy_; });
-      busy_ = true;
-    }
-    struct Done {
-      CommunicationThread& t;
-      ~Done() { t.finished(); }
-    } done{*this};
-    fn();
-  }
-
-  ~CommunicationThread() {
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      stop_ = true;
-    }
-    wake_.notify_one();
-    if (thread_.joinable()) thread_.join();
-  }
-
- private:
-  void finished() {
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      busy_ = false;
-    }
-    idle_.notify_all();
-    wake_.notify_one();
-  }
-
-  void loop() {
-    for (;;) {
-      std::packaged_task<void()> task;
-      {
-        std::unique_lock<std::mutex> lock(mu_);
-        wake_.wait(lock, [this] { return stop_ || (!queue_.empty() && !busy_); });
-        if (queue_.empty()) return;
-        task = std::move(queue_.front());
-        queue_.pop_front();
-        busy_ = true;
-      }
-      task();
-      finished();
-    }
-  }
-
-  std::mutex mu_;
-  std::condition_variable wake_, idle_;
-  std::deque<std::packaged_task<void()>> queue_;
-  bool busy_ = false;  // a collective is running (on either thread)
-  bool stop_ = false;
-  std::thread thread_;
-};
-
-CommunicationThread& communication_thread() {
-  static CommunicationThread thread;
-  return thread;
-}
-
-}  // namespace
-
 std::future<void> start_collective(const CollectiveCall& call, const void* in, void* out) {
-  return communication_thread().start([call, in, out] { run_collective(call, in, out); });
+  return support::start_in_order([call, in, out] { run_collective(call, in, out); });
 }
 
 void run_collective_in_order(const CollectiveCall& call, const void* in, void* out) {
-  communication_thread().run([&] { run_collective(call, in, out); });
+  support::run_in_order([&] { run_collective(call, in, out); });
 }
 
 Buffer eval_collective(const ir::Node& n, const std::vector<Value>& in, const TensorType& out) {
@@ -175,7 +90,7 @@ Buffer eval_collective(const ir::Node& n, const std::vector<Value>& in, const Te
   CollectiveCall call = collective_call(n, operand);
   Array x = in.empty() ? Array() : to_array(*in[0]);
   Array y(out.dtype, out.shape);
-  run_collective(call, in.empty() ? nullptr : x.data(), y.mutable_data());
+  run_collective_in_order(call, in.empty() ? nullptr : x.data(), y.mutable_data());
   return Buffer{out, y.to_doubles()};
 }
 

@@ -1,10 +1,13 @@
 // A job that goes wrong on purpose, for check_fault.cmake: every rank runs all-reduces, and at
 // the sixth rank 1 stalls for a minute (`stall`), stops itself with SIGSTOP (`stop`) or dies
-// with SIGKILL (`kill`); or every rank trains data-parallel and rank 1 stalls before its sixth
-// step (`stall_step`), so that rank 0 waits inside the compiled step's gradient all-reduce. The
-// job must end, with a non-zero status, instead of hanging.
+// with SIGKILL (`kill`); or rank 1 stalls before its sixth call of a compiled program with two
+// all-reduces (`stall_program`: rank 0 waits in the program's first) or of a data-parallel
+// training step (`stall_step`: rank 0 waits in the step's check that the ranks run the same
+// program). The job must end, with a non-zero status, instead of hanging.
 #include <fluxion/distributed.h>
+#include <fluxion/jit.h>
 #include <fluxion/nn.h>
+#include <fluxion/ops.h>
 
 #include <chrono>
 #include <csignal>
@@ -16,11 +19,24 @@
 int main(int argc, char** argv) {
   namespace dist = fluxion::distributed;
   std::string mode = argc > 1 ? argv[1] : "";
-  if (mode != "stall" && mode != "stop" && mode != "kill" && mode != "stall_step") {
-    std::fprintf(stderr, "usage: fluxion_distributed_faults stall|stop|kill|stall_step\n");
+  if (mode != "stall" && mode != "stop" && mode != "kill" && mode != "stall_step" && mode != "stall_program") {
+    std::fprintf(stderr, "usage: fluxion_distributed_faults stall|stop|kill|stall_step|stall_program\n");
     return 2;
   }
   dist::init();
+  if (mode == "stall_program") {
+    fluxion::Compiled f = fluxion::compile_flat(
+        [](const std::vector<fluxion::Tensor>& in) {
+          return std::vector<fluxion::Tensor>{fluxion::all_reduce(fluxion::all_reduce(in[0]) * 2.0)};
+        },
+        {{fluxion::f32, {1000}}}, fluxion::Backend::Cpu);
+    fluxion::Array x(std::vector<float>(1000, 1.0f), {1000});
+    for (int step = 0; step < 100000; ++step) {
+      if (dist::rank() == 1 && step == 5) std::this_thread::sleep_for(std::chrono::seconds(60));
+      x = f.run({x})[0];
+    }
+    return 0;
+  }
   if (mode == "stall_step") {
     namespace nn = fluxion::nn;
     nn::Trainer t(

@@ -4,6 +4,7 @@
 
 #include "fluxion/error.h"
 #include "fluxion/ops.h"
+#include "support/communication_thread.h"
 #include "support/communicator.h"
 
 namespace fluxion::nn::detail {
@@ -52,28 +53,29 @@ std::vector<Tensor> all_reduce_in_buckets(const std::vector<Tensor>& grads, int6
 void broadcast_from_rank0(std::vector<Array>& arrays) {
   std::shared_ptr<support::Communicator> c = support::communicator();
   if (c->size() == 1) return;
-  for (Array& a : arrays) {
+  support::run_in_order([&] {
     support::CollectiveLabel label("the broadcast of the initial parameters and state");
-    c->broadcast(a.mutable_data(), a.size() * dtype_size(a.dtype()), 0);
-  }
+    for (Array& a : arrays) c->broadcast(a.mutable_data(), a.size() * dtype_size(a.dtype()), 0);
+  });
 }
 
 void check_same_program(uint64_t hash, const char* what) {
   std::shared_ptr<support::Communicator> c = support::communicator();
   if (c->size() == 1) return;
   std::vector<uint64_t> all(static_cast<size_t>(c->size()));
-  {
+  support::run_in_order([&] {
     support::CollectiveLabel label(std::string("the comparison of the ranks' ") + what + " programs");
     c->all_gather(&hash, all.data(), sizeof hash);
-  }
+  });
   std::string differ;
   for (size_t r = 1; r < all.size(); ++r) {
     if (all[r] != all[0]) differ += (differ.empty() ? "" : ", ") + std::to_string(r);
   }
   if (!differ.empty()) {
-    fluxion::detail::fail(what, "the program of rank(s) " + differ +
-                                    " differs from rank 0's (another model, loss, optimizer, batch shape or job size); "
-                                    "every rank must run the same program");
+    fluxion::detail::fail(
+        what, "the program of rank(s) " + differ +
+                  " differs from rank 0's (another model, loss, optimizer, batch shape, backend or job size); "
+                  "every rank must run the same program");
   }
 }
 

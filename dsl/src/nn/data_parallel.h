@@ -20,9 +20,10 @@ std::vector<Tensor> all_reduce_in_buckets(const std::vector<Tensor>& grads, int6
 // Every rank's arrays become rank 0's.
 void broadcast_from_rank0(std::vector<Array>& arrays);
 
-// Compares the programs' structural hashes across the ranks; raises Error on every rank,
-// naming the ranks whose program differs from rank 0's, instead of letting them meet in
-// mismatched collectives.
+// Compares the programs' structural hashes across the ranks (every rank on every step: whether
+// to exchange must not depend on what one rank has seen); raises Error on every rank, naming
+// the ranks whose program differs from rank 0's, instead of letting them meet in mismatched
+// collectives.
 void check_same_program(uint64_t hash, const char* what);
 
 }  // namespace fluxion::nn::detail

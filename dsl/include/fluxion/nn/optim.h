@@ -7,8 +7,6 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
-#include <mutex>
-#include <set>
 #include <string>
 #include <tuple>
 #include <utility>
@@ -83,8 +81,8 @@ struct TrainerOptions {
   // (data::Loader::Options::rank/ranks); inside the compiled step the gradients are averaged
   // over the ranks before the update, in rank order, so every rank holds the same parameters,
   // bit for bit, after every step, and the step returns the ranks' mean loss. init() gives every
-  // rank rank 0's parameters, and the first step of each batch shape checks that every rank
-  // compiled the same program. With one rank it is ordinary training.
+  // rank rank 0's parameters, and every step first checks that every rank runs the same
+  // program. With one rank it is ordinary training.
   bool data_parallel = false;
   // Gradients are all-reduced in buckets of about this many bytes, filled in the order the
   // backward pass produces them (PyTorch DDP's default size).
@@ -117,7 +115,7 @@ class Trainer {
 
  private:
   // The compiled step for these arguments; in data-parallel mode, checked against the other
-  // ranks' the first time.
+  // ranks' (8 bytes exchanged a step).
   Compiled step_program(const TrainState& state, const Array& x, const Array& y) const;
 
   using StepFn = std::function<std::tuple<Tensor, std::vector<Tensor>, std::vector<Tensor>>(
@@ -129,8 +127,6 @@ class Trainer {
   Optimizer optimizer_;
   Backend backend_;
   TrainerOptions options_;
-  mutable std::mutex agreed_mu_;
-  mutable std::set<uint64_t> agreed_;  // step programs every rank is known to run
   Jit<StepFn> step_;
   Jit<PredictFn> predict_;
   Jit<EvalFn> evaluate_;
