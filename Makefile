@@ -99,7 +99,8 @@ bench:
 	build/bench/bench/fluxion_matmul_bench
 
 # Jobs of 1, 2 and 4 ranks on this machine (loopback; as root, with Open MPI's opt-in): the
-# all-reduce against MPI_Allreduce and data-parallel training steps (docs/distributed.md).
+# all-reduce against MPI_Allreduce and data-parallel training steps (docs/distributed.md); then
+# 2 ranks again with the exchanges not overlapping the computation.
 MPIRUN = OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_btl_vader_single_copy_mechanism=none \
   mpirun --oversubscribe --mca btl self,vader,tcp --mca btl_tcp_if_include lo
 bench-distributed:
@@ -107,6 +108,7 @@ bench-distributed:
 	cmake --preset bench $(CMAKE_FLAGS)
 	cmake --build build/bench --target fluxion_distributed_bench -j $(JOBS)
 	for n in 1 2 4; do $(MPIRUN) -np $$n build/bench/bench/fluxion_distributed_bench $(BENCH_ARGS) || exit 1; done
+	$(MPIRUN) -np 2 -x FLUXION_ASYNC_COLLECTIVES=0 build/bench/bench/fluxion_distributed_bench $(BENCH_ARGS)
 
 # The API reference of dsl/include/fluxion/ (Doxyfile); any Doxygen warning fails it. The
 # Doxyfile reads the version from the environment; version.h is its one source.

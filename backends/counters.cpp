@@ -21,6 +21,7 @@ RuntimeCounters counters() {
   r.submissions = c.submissions.load();
   r.fence_waits = c.fence_waits.load();
   r.device_allocations = c.device_allocations.load();
+  r.collective_wait_ns = c.collective_wait_ns.load();
   return r;
 }
 
@@ -30,6 +31,7 @@ void reset_counters() {
   c.native_calls = 0;
   c.kernel_launches = 0;
   c.compiles = 0;
+  c.collective_wait_ns = 0;
   c.cache_hits = 0;
   c.disk_cache_hits = 0;
   c.submissions = 0;

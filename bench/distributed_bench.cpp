@@ -1,13 +1,15 @@
 // Jobs of several ranks (make bench-distributed; run under mpirun): Fluxion's rank-ordered
 // all-reduce (inside a compiled program, and from the host) against MPI_Allreduce on the same
 // arrays, then data-parallel training steps of two
-// models at a fixed global batch, with the gradients in one bucket and in small ones. Every
+// models at a fixed global batch, with the gradients in one bucket and in small ones, and the share
+// of a step spent waiting for the exchanges. Every
 // rank times the same fixed number of calls (a rank deciding its own count would leave the
 // others waiting in a collective); rank 0 prints the minimum and median over repeats.
 #include <fluxion/distributed.h>
 #include <fluxion/jit.h>
 #include <fluxion/nn.h>
 #include <fluxion/ops.h>
+#include <fluxion/runtime.h>
 #include <mpi.h>
 
 #include <algorithm>
@@ -19,6 +21,8 @@
 #include <string>
 #include <thread>
 #include <vector>
+
+#include "common/models.h"
 
 namespace fx = fluxion;
 namespace nn = fluxion::nn;
@@ -82,54 +86,58 @@ void all_reduce_table(int repeats) {
 
 fx::Tensor cross_entropy(const fx::Tensor& out, const fx::Tensor& y) { return nn::softmax_cross_entropy(out, y); }
 
+// Whether compiled programs overlap their exchanges with the computation (the library reads the
+// same variable).
+bool overlapping() {
+  const char* v = std::getenv("FLUXION_ASYNC_COLLECTIVES");
+  return !(v && std::string(v) == "0");
+}
+
 struct ModelCase {
   const char* name;
   std::function<nn::Model()> model;
-  fx::Shape example;  // one input's shape
 };
 
+// Steps of the samples' models (Fashion-MNIST-shaped inputs), the share of each step this rank
+// spent waiting for its collectives, with the exchanges overlapping the computation or not
+// (FLUXION_ASYNC_COLLECTIVES=0: run the binary again).
 void training_table(int repeats, int64_t global_batch, fx::Backend backend) {
   int n = dist::size();
   if (global_batch % n != 0) return;
   int64_t local = global_batch / n;
-  std::vector<ModelCase> models{
-      {"MLP 784-128-10",
-       [] {
-         return nn::Model(nn::Sequential{nn::Dense(784, 128), nn::Tanh(), nn::Dense(128, 10)});
-       },
-       {784}},
-      {"LeNet-5",
-       [] {
-         return nn::Model(nn::Sequential{nn::Conv2d(1, 6, 5), nn::ReLU(), nn::MaxPool2d(2), nn::Conv2d(6, 16, 5),
-                                         nn::ReLU(), nn::MaxPool2d(2), nn::Flatten(), nn::Dense(256, 120), nn::ReLU(),
-                                         nn::Dense(120, 84), nn::ReLU(), nn::Dense(84, 10)});
-       },
-       {1, 28, 28}}};
+  std::vector<ModelCase> models{{"MLP 784-128-10", [] { return samples::mlp_model(128); }},
+                                {"LeNet-5", [] { return samples::lenet_model(); }},
+                                {"LSTM 128", [] { return samples::rnn_model("lstm", 128); }}};
   if (dist::rank() == 0) {
     std::printf(
-        "\ndata-parallel training step on %d rank(s) (%s), global batch %lld (%lld per rank), %d thread(s) per rank\n",
+        "\ndata-parallel training step on %d rank(s) (%s), global batch %lld (%lld per rank), %d thread(s) per "
+        "rank, exchanges %s the computation\n",
         n, fx::backend_name(backend), static_cast<long long>(global_batch), static_cast<long long>(local),
-        fx::num_threads());
-    std::printf("%-16s %-12s %16s %14s\n", "model", "buckets", "step ms", "examples/s");
+        fx::num_threads(), overlapping() ? "overlapping" : "after");
+    std::printf("%-16s %-12s %16s %12s %10s\n", "model", "buckets", "step ms", "examples/s", "waiting");
   }
+  fx::Shape shape{local, 1, 28, 28};
+  std::vector<float> xv(static_cast<size_t>(fx::numel(shape)));
+  for (size_t i = 0; i < xv.size(); ++i)
+    xv[i] = static_cast<float>((i * 7919 + static_cast<size_t>(dist::rank()) * 31) % 255) / 255.0f;
+  std::vector<int32_t> yv(static_cast<size_t>(local));
+  for (size_t i = 0; i < yv.size(); ++i) yv[i] = static_cast<int32_t>((i + static_cast<size_t>(dist::rank())) % 10);
+  fx::Array x(xv, shape), y(yv, {local});
   for (const ModelCase& m : models) {
-    fx::Shape shape{local};
-    shape.insert(shape.end(), m.example.begin(), m.example.end());
-    std::vector<float> xv(static_cast<size_t>(fx::numel(shape)));
-    for (size_t i = 0; i < xv.size(); ++i)
-      xv[i] = static_cast<float>((i * 7919 + static_cast<size_t>(dist::rank()) * 31) % 255) / 255.0f;
-    std::vector<int32_t> yv(static_cast<size_t>(local));
-    for (size_t i = 0; i < yv.size(); ++i) yv[i] = static_cast<int32_t>((i + static_cast<size_t>(dist::rank())) % 10);
-    fx::Array x(xv, shape), y(yv, {local});
     for (int64_t bucket : {int64_t{25} << 20, int64_t{64} << 10}) {
       nn::Trainer t(m.model(), cross_entropy, nn::sgd({.lr = 0.01}), backend,
                     {.data_parallel = true, .bucket_bytes = bucket});
       nn::TrainState s = t.init(1);
-      Timing step = measure(repeats, 10, [&] { t.step(s, x, y).item(); });
+      constexpr int kCalls = 10;
+      Timing step = measure(repeats, kCalls, [&] { t.step(s, x, y).item(); });
+      // The waiting share of one more timed repeat.
+      fx::reset_counters();
+      Timing again = measure(1, kCalls, [&] { t.step(s, x, y).item(); });
+      double waiting = static_cast<double>(fx::counters().collective_wait_ns) * 1e-3 / (2.0 * kCalls) / again.median_us;
       if (dist::rank() == 0) {
-        std::printf("%-16s %-12s %7.2f (%6.2f) %14.0f\n", m.name,
+        std::printf("%-16s %-12s %7.2f (%6.2f) %12.0f %9.0f%%\n", m.name,
                     bucket > (int64_t{1} << 20) ? "one 25 MB" : "64 KB each", step.min_us / 1e3, step.median_us / 1e3,
-                    static_cast<double>(global_batch) / (step.median_us * 1e-6));
+                    static_cast<double>(global_batch) / (step.median_us * 1e-6), 100 * waiting);
       }
     }
   }

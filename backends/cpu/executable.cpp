@@ -115,7 +115,8 @@ class CpuExecutable final : public backends::Executable {
     target.profile = profile;
     std::string key = std::string("fluxion codegen " FLUXION_CODEGEN_HASH) + "\nvector " +
                       std::to_string(target.vector_bytes) + " " + std::to_string(target.matmul_vector_bytes) +
-                      " registers " + std::to_string(target.vector_registers) + (profile ? " profiled" : "") + "\n" +
+                      " registers " + std::to_string(target.vector_registers) + (profile ? " profiled" : "") +
+                      (kernel::async_collectives_by_default() ? "" : " synchronous collectives") + "\n" +
                       ir::print(program_);
     auto code = build_native(key, [&](llvm::Module& m) { emit_program(program_, schedule_, target, m); });
     (code->from_disk_cache ? backends::counters().disk_cache_hits : backends::counters().compiles)++;

@@ -14,6 +14,7 @@
 #include <thread>
 #include <utility>
 
+#include "backends/counters.h"
 #include "backends/cpu/codegen.h"
 #include "fluxion/error.h"
 #include "fluxion/runtime.h"
@@ -226,6 +227,7 @@ extern "C" int32_t fx_collective_wait(int64_t slot) {
   if (static_cast<size_t>(slot) >= in_flight.size() || !in_flight[static_cast<size_t>(slot)].valid()) {
     return kCollectiveFailed;  // its start failed, and left what it raised
   }
+  backends::WaitTimer timer;
   return reported([slot] { in_flight[static_cast<size_t>(slot)].get(); });
 }
 
@@ -233,6 +235,7 @@ extern "C" int32_t fx_collective_wait(int64_t slot) {
 // program's order.
 extern "C" int32_t fx_collective(int32_t op, int32_t dtype, int64_t count, int64_t ranks, int64_t root,
                                  int64_t position, int64_t collectives, const void* in, void* out) {
+  backends::WaitTimer timer;
   return reported(
       [&] { interp::run_collective_in_order(call_of(op, dtype, count, ranks, root, position, collectives), in, out); });
 }

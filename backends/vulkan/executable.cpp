@@ -272,7 +272,10 @@ class VulkanExecutable final : public backends::Executable {
       x.running[step.collective] = interp::start_collective(h.call, in.data(), out.data());
       return;
     }
-    x.running[step.collective].get();
+    {
+      backends::WaitTimer timer;
+      x.running[step.collective].get();
+    }
     if (h.out_bytes > 0)
       upload(ctx_, located(h.out, h.out_bytes, resident, results), out.data(), static_cast<size_t>(h.out_bytes));
   }

@@ -9,8 +9,10 @@
 // elementwise ops, which the reader recomputes from the chain's inputs.
 #include <algorithm>
 #include <climits>
+#include <cstdlib>
 #include <functional>
 #include <set>
+#include <string>
 
 #include "fluxion/error.h"
 #include "jit/kernel/kernel_ir.h"
@@ -688,6 +690,14 @@ bool is_direct_conv(const ir::Region& r, const ir::Node& n) {
   bool unit = std::all_of(n.attrs.strides.begin(), n.attrs.strides.end(), [](int64_t s) { return s == 1; }) &&
               std::all_of(n.attrs.dilation.begin(), n.attrs.dilation.end(), [](int64_t d) { return d == 1; });
   return unpadded && !unit && w[1] * w[2] * w[3] <= kMaxUnrolledTaps;
+}
+
+bool async_collectives_by_default() {
+  static const bool on = [] {
+    const char* v = std::getenv("FLUXION_ASYNC_COLLECTIVES");
+    return !(v && std::string(v) == "0");
+  }();
+  return on;
 }
 
 RegionSchedule schedule(const ir::Region& r, bool top_level, const FusionOptions& options) {

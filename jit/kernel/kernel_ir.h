@@ -88,6 +88,10 @@ struct RegionSchedule {
   std::map<size_t, int64_t> nested_offset;
 };
 
+// Whether collectives overlap the computation (FusionOptions::async_collectives): yes unless
+// FLUXION_ASYNC_COLLECTIVES is exactly 0 (to measure what the overlap saves). Read once.
+bool async_collectives_by_default();
+
 // What a backend's kernels can do, which bounds what the fuser puts in one kernel.
 struct FusionOptions {
   // The CPU runs a kernel's index space sequentially per thread, so one kernel may hold
@@ -107,7 +111,7 @@ struct FusionOptions {
   // A top-level collective runs asynchronously from its Control step to a Wait step (Step). The
   // steps are ordered so that each collective starts as soon as its operand is ready: a
   // data-parallel step's gradient buckets are exchanged while the backward pass goes on.
-  bool async_collectives = true;
+  bool async_collectives = async_collectives_by_default();
 };
 
 // Splitting a reduction over the outermost dimension: at most kMaxSplitChunks parts, each with

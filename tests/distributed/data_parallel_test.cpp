@@ -15,6 +15,8 @@
 #include <string>
 #include <vector>
 
+#include "common/test_util.h"
+
 namespace fx = fluxion;
 namespace nn = fluxion::nn;
 namespace dist = fluxion::distributed;
@@ -73,24 +75,44 @@ bool same_on_every_rank(const std::vector<char>& mine) {
   return true;
 }
 
-// Epochs [first, last) of data-parallel steps, this rank on its shard of every batch.
-void run_epochs(const nn::Trainer& t, nn::TrainState& s, int64_t first, int64_t last, bool check_every_step = false) {
+Array as(fx::DType t, const Array& a) {
+  return a.dtype() == t || !fx::is_float(a.dtype()) ? a : fx::testing::make(t, a.to_doubles(), a.shape());
+}
+
+// Trainer t's initial state (seed 11), its floats in dtype t.
+nn::TrainState init(const nn::Trainer& trainer, fx::DType t = fx::f32) {
+  nn::TrainState s = trainer.init(11);
+  for (Array& a : s.params) a = as(t, a);
+  for (Array& a : s.opt_state) a = as(t, a);
+  return s;
+}
+
+struct Shard {
+  int rank = dist::rank(), ranks = dist::size();
+};
+
+// Epochs [first, last) of steps on shard `shard` of every global batch, inputs in dtype t; the
+// steps' losses.
+std::vector<double> run_epochs(const nn::Trainer& t, nn::TrainState& s, int64_t first, int64_t last,
+                               bool check_every_step = false, fx::DType dtype = fx::f32, Shard shard = {}) {
   fx::data::Loader loader(
-      dataset(), {.batch_size = kGlobalBatch, .shuffle = true, .seed = 5, .rank = dist::rank(), .ranks = dist::size()});
+      dataset(), {.batch_size = kGlobalBatch, .shuffle = true, .seed = 5, .rank = shard.rank, .ranks = shard.ranks});
+  std::vector<double> losses;
   for (int64_t e = first; e < last; ++e) {
     loader.set_epoch(e);
     for (int64_t i = 0; i < loader.size(); ++i) {
       auto [x, y] = loader.batch(i);
-      t.step(s, x, y);
+      losses.push_back(t.step(s, as(dtype, x), y).item());
       if (check_every_step) {
         EXPECT_TRUE(same_on_every_rank(bytes_of(s))) << "epoch " << e << " step " << i;
       }
     }
   }
+  return losses;
 }
 
 nn::TrainState train(const nn::Trainer& t, int64_t epochs, bool check_every_step = false) {
-  nn::TrainState s = t.init(11);
+  nn::TrainState s = init(t);
   run_epochs(t, s, 0, epochs, check_every_step);
   return s;
 }
@@ -103,15 +125,16 @@ TEST_F(DataParallel, EveryRankHoldsTheSameParametersAfterEveryStep) {
 }
 
 TEST_F(DataParallel, ACheckpointOfRank0ResumesTheSameRun) {
+  // 50 epochs of 4 steps, interrupted after step 100.
   nn::Trainer t = trainer({.data_parallel = true, .bucket_bytes = 256});
-  std::vector<char> straight = bytes_of(train(t, 4));
-  nn::TrainState s = train(t, 2);
+  std::vector<char> straight = bytes_of(train(t, 50));
+  nn::TrainState s = train(t, 25);
   std::string path = ::testing::TempDir() + "data_parallel_" + std::to_string(dist::size()) + ".safetensors";
   if (dist::rank() == 0) nn::save_checkpoint(path, t.model(), t.optimizer(), s);
   dist::barrier();
   nn::TrainState resumed = t.init(99);  // other values, replaced by the checkpoint's
   nn::load_checkpoint(path, t.model(), t.optimizer(), resumed);
-  run_epochs(t, resumed, 2, 4);
+  run_epochs(t, resumed, 25, 50);
   EXPECT_EQ(bytes_of(resumed), straight);
 }
 
@@ -123,23 +146,24 @@ TEST_F(DataParallel, BucketSizesAndRerunsGiveTheSameBits) {
   EXPECT_EQ(small_buckets, again);
 }
 
+// 200 steps (50 epochs of 4) on the ranks' shards against one process stepping on each whole
+// global batch: the losses (the ranks' mean) and parameters differ by rounding only.
 TEST_F(DataParallel, FollowsOneProcessTrainingOnTheGlobalBatches) {
-  // 50 epochs of 4 steps; one process here sees each step's whole global batch.
-  nn::TrainState shards = train(trainer({.data_parallel = true}), 50);
-  nn::Trainer alone = trainer({});
-  fx::data::Loader loader(dataset(), {.batch_size = kGlobalBatch, .shuffle = true, .seed = 5});
-  nn::TrainState whole = alone.init(11);
-  for (int64_t e = 0; e < 50; ++e) {
-    loader.set_epoch(e);
-    for (int64_t i = 0; i < loader.size(); ++i) {
-      auto [x, y] = loader.batch(i);
-      alone.step(whole, x, y);
+  for (fx::DType dtype : {fx::f32, fx::f64}) {
+    SCOPED_TRACE(fx::dtype_name(dtype));
+    double tolerance = dtype == fx::f64 ? 1e-10 : 1e-4;
+    nn::Trainer shared = trainer({.data_parallel = true}), alone = trainer({});
+    nn::TrainState shards = init(shared, dtype), whole = init(alone, dtype);
+    std::vector<double> got = run_epochs(shared, shards, 0, 50, false, dtype);
+    std::vector<double> want = run_epochs(alone, whole, 0, 50, false, dtype, {0, 1});
+    ASSERT_EQ(got.size(), 200u);
+    for (size_t i = 0; i < got.size(); ++i) EXPECT_NEAR(got[i], want[i], tolerance * std::abs(want[i])) << "step " << i;
+    for (size_t k = 0; k < whole.params.size(); ++k) {
+      std::vector<double> a = shards.params[k].to_doubles(), b = whole.params[k].to_doubles();
+      for (size_t i = 0; i < a.size(); ++i) {
+        EXPECT_NEAR(a[i], b[i], tolerance * (1 + std::abs(b[i]))) << "parameter " << k << " element " << i;
+      }
     }
-  }
-  for (size_t k = 0; k < whole.params.size(); ++k) {
-    std::vector<float> a = shards.params[k].to_vector<float>(), b = whole.params[k].to_vector<float>();
-    for (size_t i = 0; i < a.size(); ++i)
-      EXPECT_NEAR(a[i], b[i], 1e-4 * (1 + std::abs(b[i]))) << "parameter " << k << " element " << i;
   }
 }
 

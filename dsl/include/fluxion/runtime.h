@@ -39,6 +39,8 @@ struct RuntimeCounters {
   uint64_t disk_cache_hits = 0; // programs loaded from the on-disk cache instead of compiled
   uint64_t device_allocations = 0;  // Vulkan buffers carved from device or staging memory; a
                                     // buffer reused from those freed earlier does not count
+  uint64_t collective_wait_ns = 0;  // time CPU and Vulkan programs' calling threads spent waiting
+                                    // for their collectives (docs/distributed.md)
 };
 RuntimeCounters counters();
 void reset_counters();
