@@ -44,6 +44,11 @@ std::vector<int> counts_of(const std::vector<int64_t>& bytes, const char* call) 
 
 constexpr auto kSpin = std::chrono::milliseconds(1);
 constexpr auto kMaxPause = std::chrono::microseconds(50);
+// A rank waiting this long answers the watchdog's questions (below).
+constexpr auto kAnswerAfter = std::chrono::milliseconds(500);
+// How long a timed-out rank waits for the others' answers.
+constexpr auto kRollCall = std::chrono::seconds(1);
+constexpr int kQuestion = 1, kAnswer = 2;
 
 class MpiCommunicator final : public support::Communicator {
  public:
@@ -52,11 +57,15 @@ class MpiCommunicator final : public support::Communicator {
     check(MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler");
     check(MPI_Comm_rank(comm_, &rank_), "MPI_Comm_rank");
     check(MPI_Comm_size(comm_, &size_), "MPI_Comm_size");
+    check(MPI_Comm_dup(MPI_COMM_WORLD, &watch_), "MPI_Comm_dup");
   }
   ~MpiCommunicator() override {
     int finalized = 0;
     MPI_Finalized(&finalized);
-    if (!finalized) MPI_Comm_free(&comm_);
+    if (!finalized) {
+      MPI_Comm_free(&watch_);
+      MPI_Comm_free(&comm_);
+    }
   }
   MpiCommunicator(const MpiCommunicator&) = delete;
   MpiCommunicator& operator=(const MpiCommunicator&) = delete;
@@ -114,6 +123,52 @@ class MpiCommunicator final : public support::Communicator {
   }
 
  private:
+  // The watchdog's roll call, on a communicator of its own: a rank that has waited in a
+  // collective for a while answers every question it finds; a rank whose collective timed out
+  // asks every other rank and names those that do not answer within kRollCall (stopped,
+  // crashed, or busy outside the collectives).
+  void answer_questions() const {
+    for (;;) {
+      int found = 0;
+      MPI_Status status;
+      MPI_Iprobe(MPI_ANY_SOURCE, kQuestion, watch_, &found, &status);
+      if (!found) return;
+      int question = 0;
+      MPI_Recv(&question, 1, MPI_INT, status.MPI_SOURCE, kQuestion, watch_, MPI_STATUS_IGNORE);
+      MPI_Send(&rank_, 1, MPI_INT, status.MPI_SOURCE, kAnswer, watch_);
+    }
+  }
+
+  std::string silent_ranks() const {
+    std::vector<MPI_Request> asked;
+    for (int r = 0; r < size_; ++r) {
+      if (r == rank_) continue;
+      asked.emplace_back();
+      MPI_Isend(&rank_, 1, MPI_INT, r, kQuestion, watch_, &asked.back());
+    }
+    std::vector<bool> answered(static_cast<size_t>(size_), false);
+    answered[static_cast<size_t>(rank_)] = true;
+    auto until = std::chrono::steady_clock::now() + kRollCall;
+    while (std::chrono::steady_clock::now() < until && std::count(answered.begin(), answered.end(), false) > 0) {
+      answer_questions();
+      int found = 0;
+      MPI_Status status;
+      MPI_Iprobe(MPI_ANY_SOURCE, kAnswer, watch_, &found, &status);
+      if (found) {
+        int who = 0;
+        MPI_Recv(&who, 1, MPI_INT, status.MPI_SOURCE, kAnswer, watch_, MPI_STATUS_IGNORE);
+        answered[static_cast<size_t>(status.MPI_SOURCE)] = true;
+      } else {
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      }
+    }
+    std::string out;
+    for (int r = 0; r < size_; ++r) {
+      if (!answered[static_cast<size_t>(r)]) out += (out.empty() ? "" : ", ") + std::to_string(r);
+    }
+    return out;
+  }
+
   // Polls the request: spinning for the first millisecond (the ranks of a step usually arrive
   // together), then sleeping between polls, at most kMaxPause: Open MPI moves a non-blocking
   // collective's fragments only inside MPI_Test, and with pauses of up to 1 ms a 16 MB
@@ -129,13 +184,19 @@ class MpiCommunicator final : public support::Communicator {
       check(MPI_Test(&r, &done, MPI_STATUS_IGNORE), "MPI_Test");
       if (done) return;
       auto waited = clock::now() - start;
+      if (waited > kAnswerAfter) answer_questions();
       if (waited > timeout_) {
         const std::string& label = support::CollectiveLabel::current();
         std::string subject = label.empty() ? what : label + " (its " + what + ")";
+        std::string silent = silent_ranks();
+        std::string who = silent.empty() ? "every rank answered the roll call: one runs a different program"
+                                         : "rank(s) " + silent +
+                                               " did not answer the roll call: stopped, crashed, or busy outside the "
+                                               "collectives";
         std::fprintf(stderr,
-                     "fluxion: rank %d of %d: %s did not complete within %.3g s (the collective timeout): a rank "
-                     "stopped, crashed or runs a different program; aborting the job\n",
-                     rank_, size_, subject.c_str(), std::chrono::duration<double>(timeout_).count());
+                     "fluxion: rank %d of %d: %s did not complete within %.3g s (the collective timeout); %s; "
+                     "aborting the job\n",
+                     rank_, size_, subject.c_str(), std::chrono::duration<double>(timeout_).count(), who.c_str());
         std::fflush(stderr);
         MPI_Abort(MPI_COMM_WORLD, 3);
       }
@@ -151,6 +212,7 @@ class MpiCommunicator final : public support::Communicator {
   // MPI_THREAD_SERIALIZED: one MPI call at a time, whichever thread makes it.
   std::mutex mu_;
   MPI_Comm comm_ = MPI_COMM_NULL;
+  MPI_Comm watch_ = MPI_COMM_NULL;  // the watchdog's roll call
   int rank_ = 0, size_ = 1;
   std::chrono::milliseconds timeout_;
 };
