@@ -76,6 +76,7 @@ TEST_F(Safetensors, DamagedFilesRaiseErrorsNamingTheProblem) {
   expect(file_with(R"([1,2])"), "not a JSON object");
   expect(file_with(R"({"w":{"dtype":"F32","shape":[99999999999999999999],"data_offsets":[0,8]}})"), "64-bit integer");
   expect(file_with(std::string(100, '[') + std::string(100, ']')), "nesting");
+  expect(file_with(R"({"":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}})"), "empty name");
   EXPECT_NE(error_of([&] { fx::load_safetensors(path("missing")); }).find("no such file"), std::string::npos);
 }
 

@@ -150,6 +150,7 @@ NamedArrays data::parse_safetensors(const std::string& file, const std::string& 
   std::set<std::string> seen;
   try {
     for (const auto& [name, v] : header.members) {
+      if (name.empty()) bad_file(path, "a tensor has an empty name");
       if (!seen.insert(name).second) bad_file(path, "tensor '" + name + "' appears twice");
       if (name == "__metadata__") {
         if (v.kind != json::Value::Kind::Object) bad_file(path, "__metadata__ is not an object");
