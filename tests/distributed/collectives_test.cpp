@@ -24,11 +24,6 @@ using fx::Array;
 
 namespace {
 
-class Distributed : public ::testing::Test {
- protected:
-  void SetUp() override { dist::init(); }
-};
-
 // Rank r's input: values whose sums depend on the order of the additions.
 Array input(fx::DType t, const fx::Shape& shape, int r) {
   std::vector<double> v(static_cast<size_t>(fx::numel(shape)));
@@ -100,7 +95,7 @@ void check_all_reduce(fx::DType t, fx::ReduceOp op) {
 
 }  // namespace
 
-TEST_F(Distributed, TheJobHasTheRanksTheLauncherStarted) {
+TEST(Distributed, TheJobHasTheRanksTheLauncherStarted) {
   const char* launched = std::getenv("OMPI_COMM_WORLD_SIZE");
   EXPECT_EQ(dist::size(), launched ? std::atoi(launched) : 1);
   EXPECT_GE(dist::rank(), 0);
@@ -110,7 +105,7 @@ TEST_F(Distributed, TheJobHasTheRanksTheLauncherStarted) {
   dist::barrier();
 }
 
-TEST_F(Distributed, AllReduceAddsInRankOrder) {
+TEST(Distributed, AllReduceAddsInRankOrder) {
   for (fx::ReduceOp op : {fx::ReduceOp::Sum, fx::ReduceOp::Mean, fx::ReduceOp::Max, fx::ReduceOp::Min}) {
     check_all_reduce<float>(fx::f32, op);
     check_all_reduce<double>(fx::f64, op);
@@ -118,7 +113,7 @@ TEST_F(Distributed, AllReduceAddsInRankOrder) {
   }
 }
 
-TEST_F(Distributed, AllGatherStacksInRankOrder) {
+TEST(Distributed, AllGatherStacksInRankOrder) {
   Array x = input(fx::f64, {2, 5}, dist::rank());
   Array all = dist::all_gather(x);
   ASSERT_EQ(all.shape(), (fx::Shape{dist::size(), 2, 5}));
@@ -129,14 +124,14 @@ TEST_F(Distributed, AllGatherStacksInRankOrder) {
   }
 }
 
-TEST_F(Distributed, BroadcastCopiesTheRootsArray) {
+TEST(Distributed, BroadcastCopiesTheRootsArray) {
   int root = dist::size() - 1;
   Array x = input(fx::f32, {4, 3}, dist::rank());
   dist::broadcast(x, root);
   expect_bits(x.to_vector<float>(), input(fx::f32, {4, 3}, root).to_vector<float>());
 }
 
-TEST_F(Distributed, ReduceScatterGivesEachRankItsPartOfTheSum) {
+TEST(Distributed, ReduceScatterGivesEachRankItsPartOfTheSum) {
   int n = dist::size();
   fx::Shape shape{3 * n, 2};
   Array part = dist::reduce_scatter(input(fx::f32, shape, dist::rank()), fx::ReduceOp::Sum);
@@ -146,7 +141,7 @@ TEST_F(Distributed, ReduceScatterGivesEachRankItsPartOfTheSum) {
   expect_bits(part.to_vector<float>(), std::vector<float>(from, from + 6));
 }
 
-TEST_F(Distributed, InputsTheRanksDisagreeOnAreAnErrorOnEveryRank) {
+TEST(Distributed, InputsTheRanksDisagreeOnAreAnErrorOnEveryRank) {
   // Rank 1 (when there is one) passes another shape: every rank raises, none hangs.
   Array x = input(fx::f32, {dist::rank() == 1 ? 4 : 3}, dist::rank());
   if (dist::size() > 1) {

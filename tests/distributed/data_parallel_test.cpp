@@ -24,11 +24,6 @@ using fx::Array;
 
 namespace {
 
-class DataParallel : public ::testing::Test {
- protected:
-  void SetUp() override { dist::init(); }
-};
-
 constexpr int64_t kGlobalBatch = 16;
 
 // 64 examples of 6 features in 3 classes (the class shifts the features), the same on every rank.
@@ -117,14 +112,14 @@ nn::TrainState train(const nn::Trainer& t, int64_t epochs, bool check_every_step
   return s;
 }
 
-TEST_F(DataParallel, EveryRankHoldsTheSameParametersAfterEveryStep) {
+TEST(DataParallel, EveryRankHoldsTheSameParametersAfterEveryStep) {
   for (fx::Backend b : fx::available_backends()) {
     SCOPED_TRACE(fx::backend_name(b));
     train(trainer({.data_parallel = true, .bucket_bytes = 256}, cross_entropy, b), 2, true);
   }
 }
 
-TEST_F(DataParallel, ACheckpointOfRank0ResumesTheSameRun) {
+TEST(DataParallel, ACheckpointOfRank0ResumesTheSameRun) {
   // 50 epochs of 4 steps, interrupted after step 100.
   nn::Trainer t = trainer({.data_parallel = true, .bucket_bytes = 256});
   std::vector<char> straight = bytes_of(train(t, 50));
@@ -138,7 +133,7 @@ TEST_F(DataParallel, ACheckpointOfRank0ResumesTheSameRun) {
   EXPECT_EQ(bytes_of(resumed), straight);
 }
 
-TEST_F(DataParallel, BucketSizesAndRerunsGiveTheSameBits) {
+TEST(DataParallel, BucketSizesAndRerunsGiveTheSameBits) {
   std::vector<char> one_bucket = bytes_of(train(trainer({.data_parallel = true}), 3));
   std::vector<char> small_buckets = bytes_of(train(trainer({.data_parallel = true, .bucket_bytes = 100}), 3));
   std::vector<char> again = bytes_of(train(trainer({.data_parallel = true, .bucket_bytes = 100}), 3));
@@ -148,7 +143,7 @@ TEST_F(DataParallel, BucketSizesAndRerunsGiveTheSameBits) {
 
 // 200 steps (50 epochs of 4) on the ranks' shards against one process stepping on each whole
 // global batch: the losses (the ranks' mean) and parameters differ by rounding only.
-TEST_F(DataParallel, FollowsOneProcessTrainingOnTheGlobalBatches) {
+TEST(DataParallel, FollowsOneProcessTrainingOnTheGlobalBatches) {
   for (fx::DType dtype : {fx::f32, fx::f64}) {
     SCOPED_TRACE(fx::dtype_name(dtype));
     double tolerance = dtype == fx::f64 ? 1e-10 : 1e-4;
@@ -167,7 +162,7 @@ TEST_F(DataParallel, FollowsOneProcessTrainingOnTheGlobalBatches) {
   }
 }
 
-TEST_F(DataParallel, RanksRunningDifferentProgramsGetAnError) {
+TEST(DataParallel, RanksRunningDifferentProgramsGetAnError) {
   if (dist::size() == 1) GTEST_SKIP() << "needs two ranks";
   // Rank 1's loss is scaled: another program, with the same collectives.
   nn::LossFn loss = [](const fx::Tensor& out, const fx::Tensor& y) {

@@ -27,10 +27,7 @@ using fx::Tensor;
 
 namespace {
 
-class ProgramCollectives : public ::testing::TestWithParam<fx::Backend> {
- protected:
-  void SetUp() override { dist::init(); }
-};
+class ProgramCollectives : public ::testing::TestWithParam<fx::Backend> {};
 
 // Rank r's values: sums of them depend on the order of the additions.
 Array values(const fx::Shape& shape, int r, fx::DType t = fx::f32) {
