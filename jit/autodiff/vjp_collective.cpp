@@ -75,10 +75,9 @@ std::vector<ValueId> vjp_collective(Builder& b, const ir::Node& n, ValueId g, bo
   if (n.operands.empty()) return {};
   int64_t ranks = n.attrs.ranks;
   ValueId x = n.operands[0], y = n.results[0];
-  auto when_varying = [&](ValueId v) { return std::vector<ValueId>{invariant ? g : v}; };
   switch (n.op) {
     case Op::AllReduceSum: return {invariant ? b.scale(g, static_cast<double>(ranks)) : g};
-    case Op::AllReduceMean: return when_varying(b.scale(g, 1.0 / static_cast<double>(ranks)));
+    case Op::AllReduceMean: return {invariant ? g : b.scale(g, 1.0 / static_cast<double>(ranks))};
     case Op::AllReduceMax:
     case Op::AllReduceMin: {
       // The ranks holding the extreme share its adjoint, as reduce_max's rule shares it.
