@@ -103,12 +103,9 @@ struct Tol {
 inline double allowed(DType t, double want, Tol tol = {}) {
   double acc = tol.terms > 1 ? static_cast<double>(tol.terms) * tol.magnitude : 0;
   switch (t) {
-    case DType::f32:
-      return 1e-5 * std::abs(want) + (tol.transcendental ? 1e-5 : 1e-6) + acc * 0x1p-24 + tol.extra_abs;
-    case DType::f64:
-      return 1e-12 * std::abs(want) + 1e-12 + acc * 0x1p-53 + tol.extra_abs;
-    default:
-      return 0;
+    case DType::f32: return 1e-5 * std::abs(want) + (tol.transcendental ? 1e-5 : 1e-6) + acc * 0x1p-24 + tol.extra_abs;
+    case DType::f64: return 1e-12 * std::abs(want) + 1e-12 + acc * 0x1p-53 + tol.extra_abs;
+    default: return 0;
   }
 }
 
@@ -241,12 +238,10 @@ inline std::string str(const Shape& s) { return shape_str(s); }
 inline ::testing::AssertionResult matches(const Array& got, DType dtype, const Shape& shape,
                                           const std::vector<double>& want, Tol tol = {}) {
   if (got.dtype() != dtype) {
-    return ::testing::AssertionFailure() << "dtype " << dtype_name(got.dtype()) << ", expected "
-                                         << dtype_name(dtype);
+    return ::testing::AssertionFailure() << "dtype " << dtype_name(got.dtype()) << ", expected " << dtype_name(dtype);
   }
   if (got.shape() != shape) {
-    return ::testing::AssertionFailure() << "shape " << shape_str(got.shape()) << ", expected "
-                                         << shape_str(shape);
+    return ::testing::AssertionFailure() << "shape " << shape_str(got.shape()) << ", expected " << shape_str(shape);
   }
   if (static_cast<int64_t>(want.size()) != count(shape)) {
     return ::testing::AssertionFailure() << "test bug: " << want.size() << " expected values for shape "
@@ -268,8 +263,8 @@ inline ::testing::AssertionResult matches(const Array& got, DType dtype, const S
     }
     if (!ok) {
       if (nbad < 8) {
-        bad << "\n  element " << i << " " << shape_str(unravel(static_cast<int64_t>(i), shape)) << ": got "
-            << g[i] << ", want " << w << " (allowed " << allowed(dtype, w, tol) << ")";
+        bad << "\n  element " << i << " " << shape_str(unravel(static_cast<int64_t>(i), shape)) << ": got " << g[i]
+            << ", want " << w << " (allowed " << allowed(dtype, w, tol) << ")";
       }
       ++nbad;
     }
@@ -287,6 +282,17 @@ inline ::testing::AssertionResult matches(const Array& got, const Shape& shape, 
   return matches(got, got.dtype(), shape, want, tol);
 }
 
+// Runs f, which must raise fluxion::Error with `part` in its message.
+template <class F>
+void expect_error_containing(F f, const std::string& part) {
+  try {
+    f();
+    ADD_FAILURE() << "no Error; expected one saying '" << part << "'";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find(part), std::string::npos) << e.what();
+  }
+}
+
 }  // namespace fluxion::testing
 
 // EXPECT_ARRAY(got, dtype, shape, want[, tol]): see fluxion::testing::matches (dtype may be left out).
@@ -297,6 +303,6 @@ inline ::testing::AssertionResult matches(const Array& got, const Shape& shape, 
   if (!::fluxion::testing::runs_f64(backend)) \
   GTEST_SKIP() << "the Vulkan device has no shaderFloat64, and this test checks f64 results"
 
-#define FLUXION_INSTANTIATE_BACKENDS(suite)                                                               \
+#define FLUXION_INSTANTIATE_BACKENDS(suite)                                                       \
   INSTANTIATE_TEST_SUITE_P(Backends, suite, ::testing::ValuesIn(::fluxion::available_backends()), \
                            ::fluxion::testing::backend_param_name)

@@ -8,23 +8,44 @@ namespace nn = fluxion::nn;
 
 class Optimizers : public BackendTest {
  protected:
-  // Two updates of p with gradients g1 then g2; returns the parameters after each.
-  std::pair<std::vector<double>, std::vector<double>> two_steps(const nn::Optimizer& opt, const std::vector<double>& p0,
-                                                                const std::vector<double>& g1,
-                                                                const std::vector<double>& g2) {
+  // Updates of p with each gradient in turn (one parameter vector); the parameters after each.
+  std::vector<std::vector<double>> steps(const nn::Optimizer& opt, const std::vector<double>& p0,
+                                         const std::vector<std::vector<double>>& grads) {
     auto update = jit([opt](const std::vector<Tensor>& p, const std::vector<Tensor>& g, const std::vector<Tensor>& s) {
       return opt.update(p, g, s);
     });
     fx::Shape shape{static_cast<int64_t>(p0.size())};
     std::vector<Array> p{make(DType::f32, p0, shape)};
     std::vector<Array> s = opt.init(p);
-    auto [p1, s1] = update(p, std::vector<Array>{make(DType::f32, g1, shape)}, s);
-    auto [p2, s2] = update(p1, std::vector<Array>{make(DType::f32, g2, shape)}, s1);
-    return {p1[0].to_doubles(), p2[0].to_doubles()};
+    std::vector<std::vector<double>> out;
+    for (const std::vector<double>& g : grads) {
+      std::tie(p, s) = update(p, std::vector<Array>{make(DType::f32, g, shape)}, s);
+      out.push_back(p[0].to_doubles());
+    }
+    return out;
+  }
+  std::pair<std::vector<double>, std::vector<double>> two_steps(const nn::Optimizer& opt, const std::vector<double>& p0,
+                                                                const std::vector<double>& g1,
+                                                                const std::vector<double>& g2) {
+    std::vector<std::vector<double>> r = steps(opt, p0, {g1, g2});
+    return {r[0], r[1]};
   }
   void expect_near(const std::vector<double>& got, const std::vector<double>& want) {
     ASSERT_EQ(got.size(), want.size());
     for (size_t i = 0; i < got.size(); ++i) EXPECT_NEAR(got[i], want[i], 1e-5 * std::max(1.0, std::abs(want[i]))) << i;
+  }
+  // Three steps of `opt` against `reference`, which updates (p, g) in double precision keeping
+  // its own state, with PyTorch's formulas.
+  template <class Reference>
+  void expect_like_reference(const nn::Optimizer& opt, Reference reference) {
+    std::vector<double> p{1.0, -0.5, 0.25};
+    std::vector<std::vector<double>> grads{{0.3, -2, 0.01}, {-0.1, 1, 0.02}, {0.5, 0.5, -0.03}};
+    std::vector<std::vector<double>> got = steps(opt, p, grads);
+    for (size_t t = 0; t < grads.size(); ++t) {
+      reference(p, grads[t], static_cast<int>(t) + 1);
+      SCOPED_TRACE("step " + std::to_string(t + 1));
+      expect_near(got[t], p);
+    }
   }
 };
 FLUXION_INSTANTIATE_BACKENDS(Optimizers);
@@ -81,12 +102,188 @@ TEST_P(Optimizers, AdamWDecaysTheWeightsDirectly) {
   (void)d;
 }
 
+TEST_P(Optimizers, RmsPropWithAndWithoutMomentum) {
+  for (double momentum : {0.0, 0.9}) {
+    SCOPED_TRACE(momentum);
+    std::vector<double> v(3, 0), buf(3, 0);
+    expect_like_reference(nn::rmsprop({.lr = 0.01, .alpha = 0.9, .momentum = momentum, .weight_decay = 0.1}),
+                          [&](std::vector<double>& p, const std::vector<double>& g, int) {
+                            for (size_t i = 0; i < p.size(); ++i) {
+                              double gi = g[i] + 0.1 * p[i];
+                              v[i] = 0.9 * v[i] + 0.1 * gi * gi;
+                              double step = gi / (std::sqrt(v[i]) + 1e-8);
+                              buf[i] = momentum * buf[i] + step;
+                              p[i] -= 0.01 * (momentum != 0 ? buf[i] : step);
+                            }
+                          });
+  }
+}
+
+TEST_P(Optimizers, Adagrad) {
+  std::vector<double> sum(3, 0.1);
+  expect_like_reference(nn::adagrad({.lr = 0.1, .initial_accumulator = 0.1}),
+                        [&](std::vector<double>& p, const std::vector<double>& g, int) {
+                          for (size_t i = 0; i < p.size(); ++i) {
+                            sum[i] += g[i] * g[i];
+                            p[i] -= 0.1 * g[i] / (std::sqrt(sum[i]) + 1e-10);
+                          }
+                        });
+}
+
+TEST_P(Optimizers, Lion) {
+  std::vector<double> m(3, 0);
+  expect_like_reference(nn::lion({.lr = 0.01, .beta1 = 0.9, .beta2 = 0.99, .weight_decay = 0.5}),
+                        [&](std::vector<double>& p, const std::vector<double>& g, int) {
+                          for (size_t i = 0; i < p.size(); ++i) {
+                            double c = 0.9 * m[i] + 0.1 * g[i];
+                            double sign = c > 0 ? 1 : c < 0 ? -1 : 0;
+                            p[i] -= 0.01 * (sign + 0.5 * p[i]);
+                            m[i] = 0.99 * m[i] + 0.01 * g[i];
+                          }
+                        });
+}
+
+TEST_P(Optimizers, ClipByGlobalNormThenAdamThenScheduleIsOneChain) {
+  // clip -> adam -> lr * 0.5^floor(t / 2): PyTorch's clip_grad_norm_, Adam and StepLR.
+  nn::Optimizer opt = nn::chain(
+      {nn::clip_by_global_norm(1.0), nn::scale_by_adam(), nn::scale_by_learning_rate(0.1, nn::Schedule::step(2, 0.5))});
+  std::vector<double> m(3, 0), v(3, 0);
+  expect_like_reference(opt, [&](std::vector<double>& p, const std::vector<double>& g0, int t) {
+    double norm = 0;
+    for (double x : g0) norm += x * x;
+    double coef = std::min(1.0, 1.0 / (std::sqrt(norm) + 1e-6));
+    double lr = 0.1 * std::pow(0.5, (t - 1) / 2);
+    for (size_t i = 0; i < p.size(); ++i) {
+      double g = g0[i] * coef;
+      m[i] = 0.9 * m[i] + 0.1 * g;
+      v[i] = 0.999 * v[i] + 0.001 * g * g;
+      p[i] -= lr * (m[i] / (1 - std::pow(0.9, t))) / (std::sqrt(v[i] / (1 - std::pow(0.999, t))) + 1e-8);
+    }
+  });
+}
+
+TEST_P(Optimizers, ClipByValue) {
+  auto r = steps(nn::chain({nn::clip_by_value(0.5), nn::scale_by_learning_rate(1)}), {0, 0, 0}, {{2, -0.25, -3}});
+  expect_near(r[0], {-0.5, 0.25, 0.5});
+}
+
+TEST_P(Optimizers, WeightDecayMaskSkipsVectors) {
+  // A matrix is decayed, a vector (a bias) is not: zero gradients move only the matrix.
+  nn::Optimizer opt = nn::adamw({.lr = 0.1, .weight_decay = 0.5, .decay_mask = nn::matrices_only()});
+  auto update = jit([opt](const std::vector<Tensor>& p, const std::vector<Tensor>& g, const std::vector<Tensor>& s) {
+    return opt.update(p, g, s, {"weight", "bias"});
+  });
+  std::vector<Array> p{make(DType::f32, {2, 2, 2, 2}, {2, 2}), make(DType::f32, {2, 2}, {2})};
+  std::vector<Array> g{Array(fx::f32, {2, 2}), Array(fx::f32, {2})};
+  auto [next, state] = update(p, g, opt.init(p));
+  expect_near(next[0].to_doubles(), std::vector<double>(4, 2 * (1 - 0.05)));
+  expect_near(next[1].to_doubles(), {2, 2});
+}
+
+TEST_P(Optimizers, SchedulesOnTheDeviceMatchTheirFormulas) {
+  const double pi = std::acos(-1.0);
+  struct Case {
+    nn::Schedule schedule;
+    std::function<double(int)> want;
+  };
+  std::vector<Case> cases{
+      {nn::Schedule(), [](int) { return 1.0; }},
+      {nn::Schedule::step(3, 0.5), [](int s) { return std::pow(0.5, s / 3); }},
+      {nn::Schedule::exponential(0.9), [](int s) { return std::pow(0.9, s); }},
+      {nn::Schedule::warmup_cosine(4, 12, 0.1, 0.2),
+       [pi](int s) {
+         if (s < 4) return 0.2 + 0.8 * s / 4.0;
+         double t = std::min(1.0, (s - 4) / 8.0);
+         return 0.1 + 0.9 * 0.5 * (1 + std::cos(pi * t));
+       }},
+      {nn::Schedule::piecewise({2, 5}, {1, 0.1, 0.01}), [](int s) { return s < 2   ? 1
+                                                                           : s < 5 ? 0.1
+                                                                                   : 0.01; }},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.schedule.describe());
+    auto factors = jit([&c](const Tensor& steps) {
+      std::vector<Tensor> out;
+      for (int64_t s = 0; s < steps.dim(0); ++s)
+        out.push_back(c.schedule(fx::take(steps, fx::scalar(s, fx::i32)), DType::f64));
+      return fx::stack(out);
+    });
+    std::vector<int32_t> s(16);
+    for (int i = 0; i < 16; ++i) s[static_cast<size_t>(i)] = i;
+    std::vector<double> got = factors(Array(s, {16})).to_doubles();
+    for (int i = 0; i < 16; ++i) EXPECT_NEAR(got[static_cast<size_t>(i)], c.want(i), 1e-12) << "step " << i;
+  }
+}
+
+TEST_P(Optimizers, ScheduleCountsStepsInTheState) {
+  // lr 1 and gradient 1: each step moves p by -factor(step).
+  auto r = steps(nn::sgd({.lr = 1, .schedule = nn::Schedule::piecewise({2}, {1, 0.25})}), {0}, {{1}, {1}, {1}, {1}});
+  expect_near({r[0][0], r[1][0], r[2][0], r[3][0]}, {-1, -2, -2.25, -2.5});
+}
+
+TEST_P(Optimizers, HyperparametersChangeWithoutRecompiling) {
+  nn::Trainer trainer(
+      nn::Model(nn::Dense(3, 2)), [](const Tensor& o, const Tensor& y) { return nn::mse(o, y); }, nn::adam({.lr = 0.1}),
+      backend());
+  nn::TrainState state = trainer.init(0);
+  Array x = make(DType::f32, {1, 2, 3, 4, 5, 6}, {2, 3}), y = make(DType::f32, {1, 0, 0, 1}, {2, 2});
+  trainer.step(state, x, y);
+  fx::reset_counters();
+  EXPECT_DOUBLE_EQ(trainer.optimizer().hyperparameter(state.opt_state, "lr"), 0.1f);
+  trainer.optimizer().set_hyperparameter(state.opt_state, "lr", 0);
+  trainer.optimizer().set_hyperparameter(state.opt_state, "beta1", 0.5);
+  std::vector<double> before = state.params[0].to_doubles();
+  trainer.step(state, x, y);
+  EXPECT_EQ(state.params[0].to_doubles(), before) << "lr 0 leaves the parameters";
+  trainer.optimizer().set_hyperparameter(state.opt_state, "lr", 0.01);
+  trainer.step(state, x, y);
+  EXPECT_NE(state.params[0].to_doubles(), before);
+  EXPECT_EQ(fx::counters().compiles, 0u);
+  EXPECT_EQ(trainer.optimizer().hyperparameter(state.opt_state, "beta1"), 0.5);
+}
+
 TEST(OptimizersState, NamesAndErrors) {
   std::vector<std::string> names{"w", "b"};
-  EXPECT_EQ(nn::adam().state_names(names), (std::vector<std::string>{"adam.step", "adam.m.w", "adam.m.b", "adam.v.w", "adam.v.b"}));
-  EXPECT_EQ(nn::sgd({.momentum = 0.9}).state_names(names), (std::vector<std::string>{"momentum.w", "momentum.b"}));
-  EXPECT_TRUE(nn::sgd().state_names(names).empty());
-  auto update = fx::jit([](const std::vector<Tensor>& p, const std::vector<Tensor>& g) { return nn::adam().update(p, g, {}).first; },
-                        Backend::Interp);
+  EXPECT_EQ(nn::adam().state_names(names),
+            (std::vector<std::string>{"hyper.beta1", "hyper.beta2", "hyper.eps", "hyper.lr", "adam.step", "adam.m.w",
+                                      "adam.m.b", "adam.v.w", "adam.v.b"}));
+  EXPECT_EQ(nn::sgd({.momentum = 0.9}).state_names(names),
+            (std::vector<std::string>{"hyper.momentum", "hyper.lr", "momentum.w", "momentum.b"}));
+  EXPECT_EQ(nn::sgd().state_names(names), (std::vector<std::string>{"hyper.lr"}));
+  EXPECT_EQ(nn::sgd({.schedule = nn::Schedule::exponential(0.5)}).state_names(names),
+            (std::vector<std::string>{"hyper.lr", "lr.step"}));
+  EXPECT_EQ(nn::adamw().describe(), "adamw(beta1=0.9, beta2=0.999, eps=1e-08, weight_decay=0.01, lr=0.001)");
+  auto update = fx::jit(
+      [](const std::vector<Tensor>& p, const std::vector<Tensor>& g) { return nn::adam().update(p, g, {}).first; },
+      Backend::Interp);
   EXPECT_THROW(update(std::vector<Array>{Array(fx::f32, {2})}, std::vector<Array>{Array(fx::f32, {2})}), fx::Error);
+  // Hyperparameters: unknown names are Errors naming the known ones; duplicates in a chain too.
+  std::vector<Array> state = nn::sgd().init({Array(fx::f32, {2})});
+  expect_error_containing([&] { nn::sgd().set_hyperparameter(state, "momentum", 0.9); }, "it has: lr");
+  expect_error_containing([&] { nn::chain({nn::scale_by_adam(), nn::scale_by_lion()}); }, "'beta1'");
+  expect_error_containing([] { nn::Schedule::warmup_cosine(10, 5); }, "warmup < total");
+  expect_error_containing([] { nn::Schedule::piecewise({3, 1}, {1, 2, 3}); }, "increasing");
+  // f64 parameters get f64 hyperparameters: lr = 0.1 exactly.
+  nn::Optimizer sgd = nn::sgd({.lr = 0.1});
+  std::vector<Array> wide = sgd.init({Array(fx::f64, {2})});
+  EXPECT_EQ(wide[0].dtype(), fx::f64);
+  EXPECT_EQ(sgd.hyperparameter(wide, "lr"), 0.1);
+}
+
+TEST(OptimizersState, ReduceOnPlateauFollowsPyTorch) {
+  // patience 2, factor 0.5, cooldown 1: PyTorch's ReduceLROnPlateau lowers the rate at the 4th
+  // evaluation without improvement after the best, then skips one for the cooldown.
+  nn::Optimizer opt = nn::sgd({.lr = 1});
+  std::vector<Array> state = opt.init({Array(fx::f32, {1})});
+  nn::ReduceOnPlateau plateau({.factor = 0.5, .patience = 2, .cooldown = 1});
+  std::vector<double> metrics{1.0, 0.9, 0.95, 0.91, 0.9, 0.92, 0.93, 0.94, 0.95, 0.8};
+  std::vector<double> lrs;
+  for (double m : metrics) {
+    plateau.observe(m, opt, state);
+    lrs.push_back(opt.hyperparameter(state, "lr"));
+  }
+  // Best 0.9 at evaluation 2; bad: 0.95, 0.91, 0.9 (not below 0.9 * (1 - 1e-4)) -> 3 > 2: halve
+  // at evaluation 5; cooldown eats 0.92; then 0.93, 0.94, 0.95 -> halve at evaluation 9.
+  EXPECT_EQ(lrs, (std::vector<double>{1, 1, 1, 1, 0.5, 0.5, 0.5, 0.5, 0.25, 0.25}));
+  EXPECT_EQ(plateau.best(), 0.8);
 }

@@ -8,6 +8,7 @@
 #include <fluxion/nn/losses.h>
 #include <fluxion/nn/optim.h>
 #include <fluxion/nn/recurrent.h>
+#include <fluxion/nn/trainer.h>
 
 #include <cmath>
 #include <cstdint>

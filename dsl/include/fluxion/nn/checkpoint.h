@@ -7,12 +7,12 @@
 
 #include "fluxion/nn/layer.h"
 #include "fluxion/nn/optim.h"
+#include "fluxion/nn/trainer.h"
 
 namespace fluxion::nn {
 
 // Written atomically (see save_safetensors).
-void save_checkpoint(const std::string& path, const Model& model, const Optimizer& optimizer,
-                     const TrainState& state);
+void save_checkpoint(const std::string& path, const Model& model, const Optimizer& optimizer, const TrainState& state);
 // Replaces state's parameters and optimizer state with the file's. Every name, shape and dtype
 // is checked first: on any mismatch (missing or unexpected names, other shapes or dtypes)
 // raises Error listing them, and `state` is left unchanged.

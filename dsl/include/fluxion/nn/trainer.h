@@ -1,0 +1,85 @@
+// The compiled training step: a model, a loss and an optimizer traced into one program per input
+// shape, and what a training run carries from step to step.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+#include "fluxion/array.h"
+#include "fluxion/backend.h"
+#include "fluxion/jit.h"
+#include "fluxion/nn/layer.h"
+#include "fluxion/nn/optim.h"
+
+namespace fluxion::nn {
+
+// What a training run carries from step to step (opt_state: Optimizer::init's layout).
+struct TrainState {
+  std::vector<Array> params;
+  std::vector<Array> opt_state;
+};
+
+// loss(model output, target) -> float scalar.
+using LossFn = std::function<Tensor(const Tensor& output, const Tensor& target)>;
+
+struct TrainerOptions {
+  // Data-parallel training across the ranks of a job (fluxion/distributed.h, after init; docs/
+  // distributed.md). Every rank runs the same step on its own shard of each global batch
+  // (data::Loader::Options::rank/ranks); inside the compiled step the gradients are averaged
+  // over the ranks before the update, in rank order, so every rank holds the same parameters,
+  // bit for bit, after every step, and the step returns the ranks' mean loss. init() gives every
+  // rank rank 0's parameters, and every step first checks that every rank runs the same
+  // program. With one rank it is ordinary training.
+  bool data_parallel = false;
+  // Gradients are all-reduced in buckets of about this many bytes, filled in the order the
+  // backward pass produces them (PyTorch DDP's default size).
+  int64_t bucket_bytes = int64_t{25} << 20;
+};
+
+// A model, a loss and an optimizer compiled into one training step per input shape.
+class Trainer {
+ public:
+  Trainer(Model model, LossFn loss, Optimizer optimizer, Backend backend = default_backend(),
+          TrainerOptions options = {});
+  // Parameters from the model's initialisers (seeded) and fresh optimizer state (in
+  // data-parallel mode, rank 0's, on every rank).
+  TrainState init(uint64_t seed) const;
+  // One compiled call: forward, loss, backward and update of `state` for the batch (x, y).
+  // Returns the batch's loss, which stays on the device with Vulkan until read. The parameters
+  // and state are updated in place (their Arrays' storage is reused, so copies of them that
+  // share it see the update: clone() what you keep; on Vulkan they stay on the device); when
+  // the numerics check is on, the step's new arrays replace state's after the call succeeded.
+  Array step(TrainState& state, const Array& x, const Array& y) const;
+  // The model's output for x.
+  Array predict(const std::vector<Array>& params, const Array& x) const;
+  // The loss summed over the batch's rows (its mean times the batch size) and the number of
+  // rows whose argmax matches the label (for classifiers; i32).
+  std::pair<Array, Array> evaluate(const std::vector<Array>& params, const Array& x, const Array& y) const;
+  const Model& model() const { return model_; }
+  const Optimizer& optimizer() const { return optimizer_; }
+  Backend backend() const { return backend_; }
+  const TrainerOptions& options() const { return options_; }
+
+ private:
+  // The compiled step for these arguments; in data-parallel mode, checked against the other
+  // ranks' (8 bytes exchanged a step).
+  Compiled step_program(const TrainState& state, const Array& x, const Array& y) const;
+
+  using StepFn = std::function<std::tuple<Tensor, std::vector<Tensor>, std::vector<Tensor>>(
+      const std::vector<Tensor>&, const std::vector<Tensor>&, const Tensor&, const Tensor&)>;
+  using PredictFn = std::function<Tensor(const std::vector<Tensor>&, const Tensor&)>;
+  using EvalFn = std::function<std::pair<Tensor, Tensor>(const std::vector<Tensor>&, const Tensor&, const Tensor&)>;
+
+  Model model_;
+  Optimizer optimizer_;
+  Backend backend_;
+  TrainerOptions options_;
+  Jit<StepFn> step_;
+  Jit<PredictFn> predict_;
+  Jit<EvalFn> evaluate_;
+};
+
+}  // namespace fluxion::nn
