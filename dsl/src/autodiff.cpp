@@ -13,7 +13,8 @@ namespace fluxion::detail {
 namespace {
 
 // Records r into the current frame with r's parameters bound to `args`; returns its results.
-std::vector<Tensor> inline_region(const ir::Region& r, const std::vector<Tensor>& args, const std::source_location& loc) {
+std::vector<Tensor> inline_region(const ir::Region& r, const std::vector<Tensor>& args,
+                                  const std::source_location& loc) {
   const std::shared_ptr<Frame>& f = current_frame("grad", loc);
   std::vector<ir::ValueId> ids;
   for (const Tensor& a : args) ids.push_back(use(*f, a, "grad", loc));
@@ -27,8 +28,10 @@ std::vector<Tensor> inline_region(const ir::Region& r, const std::vector<Tensor>
 void check_wrt(const std::vector<int>& wrt, size_t n, const std::source_location& loc) {
   for (int w : wrt) {
     if (w < 0 || static_cast<size_t>(w) >= n) {
-      fail("grad", "wrt index " + std::to_string(w) + " is out of range for a function of " + std::to_string(n) +
-                       " argument(s)", &loc);
+      fail(
+          "grad",
+          "wrt index " + std::to_string(w) + " is out of range for a function of " + std::to_string(n) + " argument(s)",
+          &loc);
     }
   }
 }
@@ -48,7 +51,8 @@ std::pair<ir::Region, std::vector<Tensor>> trace_closed(
 
 // Adds the differentiating call's location to an error from the transform.
 [[noreturn]] void rethrow_at(const Error& e, const std::source_location& loc) {
-  throw Error(std::string(e.what()) + " (differentiating at " + loc.file_name() + ":" + std::to_string(loc.line()) + ")");
+  throw Error(std::string(e.what()) + " (differentiating at " + loc.file_name() + ":" + std::to_string(loc.line()) +
+              ")");
 }
 
 }  // namespace
@@ -59,7 +63,8 @@ std::vector<Tensor> jvp_flat(const std::function<std::vector<Tensor>(const std::
   auto [region, operands] = trace_closed(fn, args, "jvp", loc);
   for (size_t i = 0; i < tangents.size(); ++i) {
     if (tangents[i].valid() && tangents[i].type() != args[i].type()) {
-      fail("jvp", "the tangent " + tangents[i].type().str() + " does not match its argument " + args[i].type().str(), &loc);
+      fail("jvp", "the tangent " + tangents[i].type().str() + " does not match its argument " + args[i].type().str(),
+           &loc);
     }
   }
   if (region.results.size() != 1 || !is_float(region.type(region.results[0]).dtype)) {
@@ -104,7 +109,8 @@ std::pair<Tensor, Pullback> vjp_flat(const std::function<std::vector<Tensor>(con
   state->wrt.resize(state->region.params.size(), false);
   for (size_t i = 0; i < wrt.size(); ++i) {
     if (wrt[i] && !is_float(args[i].dtype())) {
-      fail("vjp", "argument " + args[i].type().str() + " is not a float: only float arguments can be differentiated", &loc);
+      fail("vjp", "argument " + args[i].type().str() + " is not a float: only float arguments can be differentiated",
+           &loc);
     }
   }
   Tensor y = inline_region(state->region, state->operands, loc)[0];
@@ -113,14 +119,21 @@ std::pair<Tensor, Pullback> vjp_flat(const std::function<std::vector<Tensor>(con
   return {y, std::move(pullback)};
 }
 
+void fail_has_aux(bool has_aux, const std::source_location& loc) {
+  fail("value_and_grad",
+       has_aux ? "has_aux is set, so f must return std::pair{loss, aux}; it returns one Tensor"
+               : "f returns std::pair{loss, aux}: pass {.has_aux = true}",
+       &loc);
+}
+
 std::vector<Tensor> value_and_grad_flat(const std::function<std::vector<Tensor>(const std::vector<Tensor>&)>& fn,
                                         const std::vector<Tensor>& args, const std::vector<bool>& wrt,
-                                        const std::source_location& loc) {
+                                        const std::source_location& loc, bool has_aux) {
   auto [region, operands] = trace_closed(fn, args, "grad", loc);
   std::vector<bool> mask = wrt;
   mask.resize(region.params.size(), false);
   try {
-    return inline_region(autodiff::value_and_grad(region, mask), operands, loc);
+    return inline_region(autodiff::value_and_grad(region, mask, has_aux), operands, loc);
   } catch (const Error& e) {
     rethrow_at(e, loc);
   }

@@ -30,6 +30,7 @@ std::vector<ir::ValueId> emit_jvp(ir::Region& target, const ir::Region& f, const
 // [f's value, d value / d p for each parameter p marked in wrt, in parameter order]. Only
 // values that depend on a marked parameter and feed the result get adjoints. Raises Error for
 // a parameter marked in wrt that is not a float, and for ops whose reverse rule is not built.
-ir::Region value_and_grad(const ir::Region& f, const std::vector<bool>& wrt);
+// With has_aux, f's further results are auxiliary: returned undifferentiated after the gradients.
+ir::Region value_and_grad(const ir::Region& f, const std::vector<bool>& wrt, bool has_aux = false);
 
 }  // namespace fluxion::autodiff

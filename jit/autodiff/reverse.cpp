@@ -59,7 +59,8 @@ bool as_placed(const ir::Region& r, ir::ValueId v, Placed* out) {
       if (padded) axis = static_cast<int64_t>(d);
     }
     if (axis < 0) return false;
-    *out = {n.operands[0], axis, n.attrs.padding[2 * static_cast<size_t>(axis)], r.type(n.operands[0]).shape[static_cast<size_t>(axis)]};
+    *out = {n.operands[0], axis, n.attrs.padding[2 * static_cast<size_t>(axis)],
+            r.type(n.operands[0]).shape[static_cast<size_t>(axis)]};
     return true;
   }
   return false;
@@ -82,7 +83,8 @@ ir::ValueId accumulate(Builder& b, const ir::Region& r, const std::vector<ir::Va
   if (placed.size() >= 2) {
     std::sort(placed.begin(), placed.end(), [](const Placed& x, const Placed& y) { return x.lo < y.lo; });
     bool disjoint = true;
-    for (size_t i = 1; i < placed.size(); ++i) disjoint = disjoint && placed[i].lo >= placed[i - 1].lo + placed[i - 1].size;
+    for (size_t i = 1; i < placed.size(); ++i)
+      disjoint = disjoint && placed[i].lo >= placed[i - 1].lo + placed[i - 1].size;
     if (disjoint) {
       Shape full = b.shape(contributions[0]);
       size_t ax = static_cast<size_t>(placed[0].axis);
@@ -183,11 +185,14 @@ std::vector<ir::ValueId> emit_vjp(ir::Region& target, const ir::Region& f, const
   return input_adjoints;
 }
 
-ir::Region value_and_grad(const ir::Region& f, const std::vector<bool>& wrt) {
-  if (f.results.size() != 1 || f.type(f.results[0]).rank() != 0 || !is_float(f.type(f.results[0]).dtype)) {
+ir::Region value_and_grad(const ir::Region& f, const std::vector<bool>& wrt, bool has_aux) {
+  bool one_result = has_aux ? !f.results.empty() : f.results.size() == 1;
+  if (!one_result || f.type(f.results[0]).rank() != 0 || !is_float(f.type(f.results[0]).dtype)) {
     std::string got;
     for (ir::ValueId v : f.results) got += (got.empty() ? "" : ", ") + f.type(v).str();
-    detail::fail("grad", "the function must return one float scalar, it returns (" + got + ")");
+    detail::fail("grad", std::string(has_aux ? "the function must return a float scalar and its auxiliary values"
+                                             : "the function must return one float scalar") +
+                             ", it returns (" + got + ")");
   }
   for (size_t i = 0; i < f.params.size(); ++i) {
     if (wrt[i] && !is_float(f.type(f.params[i]).dtype)) {
@@ -199,13 +204,16 @@ ir::Region value_and_grad(const ir::Region& f, const std::vector<bool>& wrt) {
   std::vector<ir::ValueId> args;
   for (ir::ValueId p : f.params) args.push_back(out.add_param(f.type(p)));
   Builder b(out);
-  ir::ValueId seed = b.splat(1, f.type(f.results[0]));
+  std::vector<ir::ValueId> seeds(f.results.size(), -1);
+  seeds[0] = b.splat(1, f.type(f.results[0]));
   std::vector<ir::ValueId> value;
-  std::vector<ir::ValueId> grads = emit_vjp(out, f, args, {seed}, wrt, &value);
+  std::vector<ir::ValueId> grads = emit_vjp(out, f, args, seeds, wrt, &value);
   out.results = {value[0]};
   for (size_t i = 0; i < f.params.size(); ++i) {
     if (wrt[i]) out.results.push_back(grads[i] >= 0 ? grads[i] : b.splat(0, f.type(f.params[i])));
   }
+  // The auxiliary results, undifferentiated, after the gradients.
+  out.results.insert(out.results.end(), value.begin() + 1, value.end());
   return out;
 }
 

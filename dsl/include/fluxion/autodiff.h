@@ -2,10 +2,13 @@
 // that take and return Tensors, so they compose with jit (and with each other: grad of grad).
 #pragma once
 
+#include <algorithm>
 #include <functional>
+#include <optional>
+#include <source_location>
 #include <string>
 #include <tuple>
-#include <source_location>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -18,10 +21,11 @@ namespace fluxion {
 namespace detail {
 // Traces `fn` on parameters like `args` (a region of the current trace), differentiates it in
 // reverse mode with respect to the arguments marked in `wrt`, and records the result in the
-// current trace. Returns [value, gradients of the marked arguments in order].
+// current trace. Returns [value, gradients of the marked arguments in order]; with has_aux, fn's
+// results after the first follow, undifferentiated.
 std::vector<Tensor> value_and_grad_flat(const std::function<std::vector<Tensor>(const std::vector<Tensor>&)>& fn,
                                         const std::vector<Tensor>& args, const std::vector<bool>& wrt,
-                                        const std::source_location& loc);
+                                        const std::source_location& loc, bool has_aux = false);
 // Traces `fn` on parameters like `args`, then records f's results and their tangents along
 // `tangents` (one per arg; an empty Tensor for a zero tangent). Returns [results..., tangents
 // of the results].
@@ -79,47 +83,87 @@ void flatten_marked(const std::vector<int>& wrt, std::vector<Tensor>& flat, std:
 }
 }  // namespace detail
 
+struct GradOptions {
+  // f returns (loss, aux): a std::pair of the float scalar and a tree of Tensors (tree.h) that
+  // comes back undifferentiated beside the gradients, as JAX's has_aux.
+  bool has_aux = false;
+};
+
+namespace detail {
+template <class R>
+struct AuxResult : std::false_type {};
+template <class Aux>
+struct AuxResult<std::pair<Tensor, Aux>> : std::true_type {};
+[[noreturn]] void fail_has_aux(bool has_aux, const std::source_location& loc);
+}  // namespace detail
+
 // f's value and its gradient with respect to the arguments whose indices are in `wrt`.
 // f takes Tensors (or trees of Tensors) and returns one float scalar Tensor. Calling the
 // result with the same arguments returns {value, grads}, where grads holds one Tensor per leaf
-// of each differentiated argument, in argument order. Errors: a non-scalar or non-float
-// result, an integer argument in wrt, an index out of range, an op whose rule is not built.
+// of each differentiated argument, in argument order. With {.has_aux = true}, f returns
+// std::pair{loss, aux} and the call returns std::tuple{loss, aux, grads}. Errors: a non-scalar
+// or non-float result, an integer argument in wrt, an index out of range, an op whose rule is
+// not built, has_aux that does not match what f returns.
 template <class F>
 class ValueAndGrad {
  public:
-  ValueAndGrad(F f, std::vector<int> wrt, std::source_location loc) : f_(std::move(f)), wrt_(std::move(wrt)), loc_(loc) {}
+  ValueAndGrad(F f, std::vector<int> wrt, GradOptions options, std::source_location loc)
+      : f_(std::move(f)), wrt_(std::move(wrt)), options_(options), loc_(loc) {}
 
   template <class... Args>
-  std::pair<Tensor, std::vector<Tensor>> operator()(const Args&... args) const {
+  auto operator()(const Args&... args) const {
+    using Result = std::decay_t<std::invoke_result_t<const F&, const Args&...>>;
+    constexpr bool aux = detail::AuxResult<Result>::value;
+    if (aux != options_.has_aux) detail::fail_has_aux(options_.has_aux, loc_);
     std::vector<Tensor> flat;
     std::vector<bool> mask;
     detail::flatten_marked(wrt_, flat, mask, loc_, args...);
+    std::optional<Result> traced;  // f's result in the trace: the aux tree's shape
     auto fn = [&](const std::vector<Tensor>& params) {
       const Tensor* p = params.data();
       std::tuple<Args...> rebuilt{tree::rebuild<Tensor, Tensor>(args, p)...};
-      return std::vector<Tensor>{std::apply(f_, rebuilt)};
+      traced.emplace(std::apply(f_, rebuilt));
+      std::vector<Tensor> out;
+      tree::flatten<Tensor>(*traced, out);
+      return out;
     };
-    std::vector<Tensor> r = detail::value_and_grad_flat(fn, flat, mask, loc_);
-    return {r[0], std::vector<Tensor>(r.begin() + 1, r.end())};
+    std::vector<Tensor> r = detail::value_and_grad_flat(fn, flat, mask, loc_, aux);
+    size_t n_grads = static_cast<size_t>(std::count(mask.begin(), mask.end(), true));
+    std::vector<Tensor> grads(r.begin() + 1, r.begin() + 1 + static_cast<std::ptrdiff_t>(n_grads));
+    if constexpr (aux) {
+      const Tensor* a = r.data() + 1 + n_grads;
+      return std::make_tuple(r[0], tree::rebuild<Tensor, Tensor>(traced->second, a), std::move(grads));
+    } else {
+      return std::make_pair(r[0], std::move(grads));
+    }
   }
 
  private:
   F f_;
   std::vector<int> wrt_;
+  GradOptions options_;
   std::source_location loc_;
 };
 
-
 template <class F>
-ValueAndGrad<F> value_and_grad(F f, std::vector<int> wrt = {0},
+ValueAndGrad<F> value_and_grad(F f, std::vector<int> wrt = {0}, GradOptions options = {},
                                std::source_location loc = std::source_location::current()) {
-  return ValueAndGrad<F>(std::move(f), std::move(wrt), loc);
+  return ValueAndGrad<F>(std::move(f), std::move(wrt), options, loc);
 }
 
-// Only the gradients of value_and_grad: a std::vector<Tensor>.
+// Only the gradients of value_and_grad: a std::vector<Tensor> (with has_aux, std::pair{grads,
+// aux}).
 template <class F>
-auto grad(F f, std::vector<int> wrt = {0}, std::source_location loc = std::source_location::current()) {
-  return [vg = ValueAndGrad<F>(std::move(f), std::move(wrt), loc)](const auto&... args) { return vg(args...).second; };
+auto grad(F f, std::vector<int> wrt = {0}, GradOptions options = {},
+          std::source_location loc = std::source_location::current()) {
+  return [vg = ValueAndGrad<F>(std::move(f), std::move(wrt), options, loc)](const auto&... args) {
+    auto r = vg(args...);
+    if constexpr (std::tuple_size_v<decltype(r)> == 3) {
+      return std::make_pair(std::move(std::get<2>(r)), std::move(std::get<1>(r)));
+    } else {
+      return std::move(r.second);
+    }
+  };
 }
 
 // Reverse mode with an explicit pullback: vjp(f, wrt)(args...) returns {f(args), pullback},
@@ -154,8 +198,10 @@ std::pair<Tensor, Tensor> jvp(F f, const std::tuple<Args...>& primals, const std
   size_t next = 0;
   for (bool marked : mask) flat_tangents.push_back(marked && next < tangents.size() ? tangents[next++] : Tensor());
   if (next != tangents.size()) {
-    detail::fail("jvp", std::to_string(tangents.size()) + " tangents given for " + std::to_string(next) +
-                            " differentiated leaves", &loc);
+    detail::fail(
+        "jvp",
+        std::to_string(tangents.size()) + " tangents given for " + std::to_string(next) + " differentiated leaves",
+        &loc);
   }
   auto fn = [&](const std::vector<Tensor>& params) {
     const Tensor* p = params.data();
