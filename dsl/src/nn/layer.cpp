@@ -50,11 +50,12 @@ int64_t Model::param_count() const {
   return n;
 }
 
-std::vector<Array> Model::init(uint64_t seed) const {
-  std::vector<ParamSpec> specs = param_specs();
+namespace {
+
+// Each spec's initial values, drawn by the interpreter: the same numbers whatever backend
+// trains the model, and no native compilation for a program that runs once.
+std::vector<Array> initial_values(const std::vector<ParamSpec>& specs, uint64_t seed) {
   if (specs.empty()) return {};
-  // Drawn by the interpreter: the same numbers whatever backend trains the model, and no
-  // native compilation for a program that runs once.
   auto draw = [&](const std::vector<Tensor>&) {
     Tensor root = random::key(seed);
     std::vector<Tensor> values;
@@ -65,20 +66,58 @@ std::vector<Array> Model::init(uint64_t seed) const {
   return compile_flat(draw, {}, Backend::Interp).run({});
 }
 
-Tensor Model::operator()(std::span<const Tensor> params, const Tensor& x, std::source_location loc) const {
-  std::vector<ParamSpec> specs = param_specs();
-  if (params.size() != specs.size()) {
-    fluxion::detail::fail("nn::Model", layer_->describe() + " takes " + std::to_string(specs.size()) + " parameters, got " +
-                                  std::to_string(params.size()), &loc);
+// Error unless `given` has one Tensor per spec, each with its spec's shape and a float (or, for
+// state, the spec's kind of) dtype.
+void check_against(const std::string& layer, const char* what, std::span<const Tensor> given,
+                   const std::vector<ParamSpec>& specs, const std::source_location& loc) {
+  if (given.size() != specs.size()) {
+    fluxion::detail::fail(
+        "nn::Model",
+        layer + " takes " + std::to_string(specs.size()) + " " + what + " tensors, got " + std::to_string(given.size()),
+        &loc);
   }
   for (size_t i = 0; i < specs.size(); ++i) {
-    if (params[i].shape() != specs[i].shape || !is_float(params[i].dtype())) {
-      fluxion::detail::fail("nn::Model", "parameter " + std::to_string(i) + " '" + specs[i].name + "' is " +
-                                    params[i].type().str() + ", expected a float tensor of shape " +
-                                    shape_str(specs[i].shape), &loc);
+    if (given[i].shape() != specs[i].shape || !is_float(given[i].dtype())) {
+      fluxion::detail::fail("nn::Model",
+                            std::string(what) + " " + std::to_string(i) + " '" + specs[i].name + "' is " +
+                                given[i].type().str() + ", expected a float tensor of shape " +
+                                shape_str(specs[i].shape),
+                            &loc);
     }
   }
-  return layer_->forward(params, x);
+}
+
+}  // namespace
+
+std::vector<Array> Model::init(uint64_t seed) const { return initial_values(param_specs(), seed); }
+
+std::vector<std::string> Model::state_names() const {
+  std::vector<std::string> names;
+  for (const ParamSpec& s : state_specs()) names.push_back(s.name);
+  return names;
+}
+
+std::vector<Array> Model::init_state() const { return initial_values(state_specs(), 0); }
+
+Tensor Model::operator()(std::span<const Tensor> params, const Tensor& x, std::source_location loc) const {
+  check_against(layer_->describe(), "parameter", params, param_specs(), loc);
+  if (!state_specs().empty()) {
+    fluxion::detail::fail("nn::Model",
+                          layer_->describe() + " has state (" + state_names()[0] + ", ...): call Model::apply with it",
+                          &loc);
+  }
+  Context ctx;
+  return layer_->apply(params, x, ctx);
+}
+
+Applied Model::apply(std::span<const Tensor> params, std::span<const Tensor> state, const Tensor& x,
+                     const ApplyOptions& options, std::source_location loc) const {
+  check_against(layer_->describe(), "parameter", params, param_specs(), loc);
+  check_against(layer_->describe(), "state", state, state_specs(), loc);
+  Context ctx{options.training, options.key, state, {}};
+  Tensor out = layer_->apply(params, x, ctx);
+  if (ctx.new_state.empty()) return {out, std::vector<Tensor>(state.begin(), state.end())};
+  return {out, ctx.new_state};
 }
 
 std::string Model::summary() const {
@@ -89,7 +128,8 @@ std::string Model::summary() const {
   };
   if (const auto* seq = dynamic_cast<const Sequential*>(layer_.get())) {
     out += "Sequential\n";
-    for (size_t i = 0; i < seq->layers().size(); ++i) add_layer("  (" + std::to_string(i) + ") ", seq->layers()[i].layer());
+    for (size_t i = 0; i < seq->layers().size(); ++i)
+      add_layer("  (" + std::to_string(i) + ") ", seq->layers()[i].layer());
   } else {
     add_layer("", *layer_);
   }
@@ -108,13 +148,33 @@ std::vector<ParamSpec> Sequential::params() const {
   return out;
 }
 
-Tensor Sequential::forward(std::span<const Tensor> p, const Tensor& x) const {
+std::vector<ParamSpec> Sequential::state() const {
+  std::vector<ParamSpec> out;
+  for (size_t i = 0; i < layers_.size(); ++i) {
+    for (ParamSpec s : layers_[i].state_specs()) {
+      s.name = std::to_string(i) + "." + s.name;
+      out.push_back(std::move(s));
+    }
+  }
+  return out;
+}
+
+Tensor Sequential::apply(std::span<const Tensor> p, const Tensor& x, Context& ctx) const {
   Tensor h = x;
-  size_t used = 0;
-  for (const Model& m : layers_) {
-    size_t n = m.layer().params().size();
-    h = m.layer().forward(p.subspan(used, n), h);
-    used += n;
+  size_t params_used = 0, state_used = 0;
+  for (size_t i = 0; i < layers_.size(); ++i) {
+    const Layer& layer = layers_[i].layer();
+    size_t n = layer.params().size(), k = layer.state().size();
+    Context inner{ctx.training,
+                  ctx.key.valid() ? random::fold_in(ctx.key, static_cast<int32_t>(i)) : Tensor(),
+                  ctx.state.subspan(state_used, k),
+                  {}};
+    h = layer.apply(p.subspan(params_used, n), h, inner);
+    const std::vector<Tensor>& updated = inner.new_state;
+    if (updated.empty()) ctx.new_state.insert(ctx.new_state.end(), inner.state.begin(), inner.state.end());
+    else ctx.new_state.insert(ctx.new_state.end(), updated.begin(), updated.end());
+    params_used += n;
+    state_used += k;
   }
   return h;
 }
@@ -125,12 +185,38 @@ std::string Sequential::describe() const {
   return out + ")";
 }
 
+const Tensor& Context::require_key(const std::string& layer) const {
+  if (!key.valid()) {
+    fluxion::detail::fail(layer,
+                          "needs a random key in training mode: pass ApplyOptions::key (nn::Trainer "
+                          "derives one per step)");
+  }
+  return key;
+}
+
+Tensor Layer::forward(std::span<const Tensor> p, const Tensor& x) const {
+  // A layer that overrides neither would recurse between the defaults.
+  thread_local const Layer* in_default = nullptr;
+  if (in_default == this) fluxion::detail::fail(describe(), "implements neither forward() nor apply()");
+  if (!state().empty()) fluxion::detail::fail(describe(), "has state: call it through Model::apply");
+  struct Restore {
+    const Layer* previous;
+    ~Restore() { in_default = previous; }
+  } restore{in_default};
+  in_default = this;
+  Context ctx;
+  return apply(p, x, ctx);
+}
+
+Tensor Layer::apply(std::span<const Tensor> p, const Tensor& x, Context&) const { return forward(p, x); }
+
 void expect_input(const std::string& layer, const Tensor& x, int64_t rank, int64_t axis, int64_t size, bool at_least) {
   if (!x.valid()) fluxion::detail::fail(layer, "the input is an empty Tensor");
   bool rank_ok = at_least ? x.rank() >= rank : x.rank() == rank;
   std::string want = (at_least ? "rank >= " : "rank ") + std::to_string(rank);
   if (size >= 0) want += " with dimension " + std::to_string(axis) + " = " + std::to_string(size);
-  if (!is_float(x.dtype())) fluxion::detail::fail(layer, "input " + x.type().str() + ": expected a float input of " + want);
+  if (!is_float(x.dtype()))
+    fluxion::detail::fail(layer, "input " + x.type().str() + ": expected a float input of " + want);
   if (!rank_ok || (size >= 0 && x.shape()[static_cast<size_t>(axis < 0 ? axis + x.rank() : axis)] != size))
     fluxion::detail::fail(layer, "input " + x.type().str() + ": expected " + want);
 }

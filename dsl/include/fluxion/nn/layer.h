@@ -26,24 +26,55 @@ struct ParamSpec {
   Initializer init;
 };
 
+// What a layer's apply() sees besides its parameters and its input.
+struct Context {
+  bool training = false;          // training mode: dropout drops, batch norm uses batch statistics
+  Tensor key;                     // this layer's random key (i32[2], random::key); empty when the
+                                  // caller gave none
+  std::span<const Tensor> state;  // this layer's state, in state() order
+  std::vector<Tensor> new_state;  // set by the layer when it updates its state (same order and
+                                  // types); left empty, the state stays as it was
+  // The key, or an Error naming `layer` when the caller gave none.
+  const Tensor& require_key(const std::string& layer) const;
+};
+
 class Layer {
  public:
   virtual ~Layer() = default;
-  // This layer's parameters, in the order forward() takes them.
+  // This layer's parameters, in the order forward() and apply() take them.
   virtual std::vector<ParamSpec> params() const { return {}; }
-  // The output for input `x`; `p` holds one Tensor per params() entry with its shape. Raises
-  // Error (naming the layer, the input's shape and what it expected) when x does not fit.
-  virtual Tensor forward(std::span<const Tensor> p, const Tensor& x) const = 0;
+  // Its mutable state (PyTorch's buffers: batch norm's running statistics), not trained but
+  // updated by apply() in training mode and saved in checkpoints.
+  virtual std::vector<ParamSpec> state() const { return {}; }
+  // The output for input `x` in evaluation mode; `p` holds one Tensor per params() entry with
+  // its shape. Raises Error (naming the layer, the input's shape and what it expected) when x
+  // does not fit. A layer implements forward() or apply() (or both): by default, forward() is
+  // apply() in evaluation mode without a key (an Error for a layer with state), and apply() is
+  // forward().
+  virtual Tensor forward(std::span<const Tensor> p, const Tensor& x) const;
+  // The output in the mode, with the key and the state, of `ctx`; a layer with state writes its
+  // updated state into ctx.new_state.
+  virtual Tensor apply(std::span<const Tensor> p, const Tensor& x, Context& ctx) const;
   // "Dense(784 -> 32)".
   virtual std::string describe() const = 0;
+};
+
+struct ApplyOptions {
+  bool training = false;
+  Tensor key;  // the step's random key (i32[2]): each layer gets fold_in(key, its index)
+};
+
+// A model's output and its updated state.
+struct Applied {
+  Tensor output;
+  std::vector<Tensor> state;
 };
 
 // A handle to a layer (copies share it): what users pass around and call.
 class Model {
  public:
   template <class L>
-    requires std::derived_from<L, Layer>
-  Model(L layer) : layer_(std::make_shared<L>(std::move(layer))) {}
+  requires std::derived_from<L, Layer> Model(L layer) : layer_(std::make_shared<L>(std::move(layer))) {}
   explicit Model(std::shared_ptr<const Layer> layer);
 
   std::vector<ParamSpec> param_specs() const { return layer_->params(); }
@@ -51,9 +82,19 @@ class Model {
   int64_t param_count() const;  // number of scalar parameters
   // Fresh parameters drawn from each spec's initialiser; the same seed gives the same values.
   std::vector<Array> init(uint64_t seed) const;
-  // The forward pass inside a trace. Raises Error when `params` do not match param_specs().
+  // The state's names ("1.running_mean", as a torch state_dict's buffers) and specs.
+  std::vector<ParamSpec> state_specs() const { return layer_->state(); }
+  std::vector<std::string> state_names() const;
+  // A fresh state from each spec's initialiser.
+  std::vector<Array> init_state() const;
+  // The forward pass in evaluation mode inside a trace (a model without state). Raises Error
+  // when `params` do not match param_specs().
   Tensor operator()(std::span<const Tensor> params, const Tensor& x,
                     std::source_location loc = std::source_location::current()) const;
+  // The forward pass in training or evaluation mode with the model's state (state_specs()
+  // order): the output and the updated state.
+  Applied apply(std::span<const Tensor> params, std::span<const Tensor> state, const Tensor& x,
+                const ApplyOptions& options, std::source_location loc = std::source_location::current()) const;
   // One line per layer with its parameter shapes, and the total count.
   std::string summary() const;
   const Layer& layer() const { return *layer_; }
@@ -62,14 +103,15 @@ class Model {
   std::shared_ptr<const Layer> layer_;
 };
 
-// Layers applied in order; parameter names are prefixed with the layer's index ("0.weight"),
-// as in PyTorch's nn.Sequential.
+// Layers applied in order; parameter and state names are prefixed with the layer's index
+// ("0.weight"), as in PyTorch's nn.Sequential, and layer i's key is fold_in(key, i).
 class Sequential : public Layer {
  public:
   Sequential(std::initializer_list<Model> layers) : layers_(layers) {}
   explicit Sequential(std::vector<Model> layers) : layers_(std::move(layers)) {}
   std::vector<ParamSpec> params() const override;
-  Tensor forward(std::span<const Tensor> p, const Tensor& x) const override;
+  std::vector<ParamSpec> state() const override;
+  Tensor apply(std::span<const Tensor> p, const Tensor& x, Context& ctx) const override;
   std::string describe() const override;
   const std::vector<Model>& layers() const { return layers_; }
 

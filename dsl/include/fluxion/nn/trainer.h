@@ -16,10 +16,13 @@
 
 namespace fluxion::nn {
 
-// What a training run carries from step to step (opt_state: Optimizer::init's layout).
+// What a training run carries from step to step.
 struct TrainState {
   std::vector<Array> params;
-  std::vector<Array> opt_state;
+  std::vector<Array> opt_state;    // Optimizer::init's layout (hyperparameters first)
+  std::vector<Array> model_state;  // Model::state_specs()'s (batch norm's running statistics)
+  Array step;                      // i32 scalar: steps taken
+  Array key;                       // i32[2]: the run's random key; step k's is fold_in(key, k)
 };
 
 // loss(model output, target) -> float scalar.
@@ -44,19 +47,25 @@ class Trainer {
  public:
   Trainer(Model model, LossFn loss, Optimizer optimizer, Backend backend = default_backend(),
           TrainerOptions options = {});
-  // Parameters from the model's initialisers (seeded) and fresh optimizer state (in
-  // data-parallel mode, rank 0's, on every rank).
+  // Parameters from the model's initialisers (seeded), fresh optimizer and model state, step 0
+  // and the random key of `seed` (in data-parallel mode, rank 0's, on every rank).
   TrainState init(uint64_t seed) const;
-  // One compiled call: forward, loss, backward and update of `state` for the batch (x, y).
-  // Returns the batch's loss, which stays on the device with Vulkan until read. The parameters
-  // and state are updated in place (their Arrays' storage is reused, so copies of them that
+  // One compiled call: forward in training mode, loss, backward and update of `state` for the
+  // batch (x, y). Layers draw their random numbers from fold_in(fold_in(key, step), layer) (and
+  // the rank in data-parallel mode), so a run is reproducible and a resumed run continues the
+  // same stream. Returns the batch's loss, which stays on the device with Vulkan until read.
+  // The state's arrays are updated in place (their storage is reused, so copies of them that
   // share it see the update: clone() what you keep; on Vulkan they stay on the device); when
   // the numerics check is on, the step's new arrays replace state's after the call succeeded.
   Array step(TrainState& state, const Array& x, const Array& y) const;
-  // The model's output for x.
+  // The model's output for x in evaluation mode.
+  Array predict(const TrainState& state, const Array& x) const;
+  // The same for a model without state.
   Array predict(const std::vector<Array>& params, const Array& x) const;
-  // The loss summed over the batch's rows (its mean times the batch size) and the number of
-  // rows whose argmax matches the label (for classifiers; i32).
+  // In evaluation mode: the loss summed over the batch's rows (its mean times the batch size)
+  // and the number of rows whose argmax matches the label (for classifiers; i32).
+  std::pair<Array, Array> evaluate(const TrainState& state, const Array& x, const Array& y) const;
+  // The same for a model without state.
   std::pair<Array, Array> evaluate(const std::vector<Array>& params, const Array& x, const Array& y) const;
   const Model& model() const { return model_; }
   const Optimizer& optimizer() const { return optimizer_; }
@@ -68,10 +77,12 @@ class Trainer {
   // ranks' (8 bytes exchanged a step).
   Compiled step_program(const TrainState& state, const Array& x, const Array& y) const;
 
-  using StepFn = std::function<std::tuple<Tensor, std::vector<Tensor>, std::vector<Tensor>>(
-      const std::vector<Tensor>&, const std::vector<Tensor>&, const Tensor&, const Tensor&)>;
-  using PredictFn = std::function<Tensor(const std::vector<Tensor>&, const Tensor&)>;
-  using EvalFn = std::function<std::pair<Tensor, Tensor>(const std::vector<Tensor>&, const Tensor&, const Tensor&)>;
+  using Tensors = std::vector<Tensor>;
+  // (params, opt_state, model_state, step, key, x, y) -> (loss, params, opt_state, model_state, step + 1)
+  using StepFn = std::function<std::tuple<Tensor, Tensors, Tensors, Tensors, Tensor>(
+      const Tensors&, const Tensors&, const Tensors&, const Tensor&, const Tensor&, const Tensor&, const Tensor&)>;
+  using PredictFn = std::function<Tensor(const Tensors&, const Tensors&, const Tensor&)>;
+  using EvalFn = std::function<std::pair<Tensor, Tensor>(const Tensors&, const Tensors&, const Tensor&, const Tensor&)>;
 
   Model model_;
   Optimizer optimizer_;
