@@ -8,12 +8,12 @@
 #include <fluxion/fluxion.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cstdio>
 #include <string>
 #include <vector>
 
 #include "cpu_target.h"
+#include "timing.h"
 
 namespace fx = fluxion;
 
@@ -40,29 +40,11 @@ const Shape kShapes[] = {
     {"W5", "g x^T (dW)", 256, 512, 4096, false, true},
 };
 
+// The median of about 0.3 s of calls (at least 7, at most 20,000), in microseconds.
 template <class F>
 double median_us(F f) {
-  for (int i = 0; i < 3; ++i) f();
-  std::vector<double> ts;
-  double total = 0;
-  while ((total < 3e5 && ts.size() < 20000) || ts.size() < 7) {
-    auto t0 = std::chrono::steady_clock::now();
-    f();
-    double us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
-    ts.push_back(us);
-    total += us;
-  }
-  std::sort(ts.begin(), ts.end());
+  std::vector<double> ts = bench::call_times_us(f, 3, 7, 0.3, 20000);
   return ts[ts.size() / 2];
-}
-
-std::vector<float> values(int64_t n, uint32_t seed) {
-  std::vector<float> v(static_cast<size_t>(n));
-  for (auto& x : v) {
-    seed = seed * 1664525u + 1013904223u;
-    x = static_cast<float>(seed >> 8) / 16777216.0f - 0.5f;
-  }
-  return v;
 }
 
 // The strategy of the product's kernel in a kernel listing: "matmul[tiles]", ...
@@ -85,7 +67,8 @@ int main() {
   for (const Shape& s : kShapes) {
     std::vector<int64_t> as = s.ta ? std::vector<int64_t>{s.k, s.m} : std::vector<int64_t>{s.m, s.k};
     std::vector<int64_t> bs = s.tb ? std::vector<int64_t>{s.n, s.k} : std::vector<int64_t>{s.k, s.n};
-    std::vector<float> av = values(as[0] * as[1], 1), bv = values(bs[0] * bs[1], 2), cv(static_cast<size_t>(s.m) * s.n);
+    std::vector<float> av = bench::lcg_values(as[0] * as[1], 1), bv = bench::lcg_values(bs[0] * bs[1], 2),
+                       cv(static_cast<size_t>(s.m) * s.n);
     bool ta = s.ta, tb = s.tb;
     auto f = fx::jit([ta, tb](fx::Tensor a, fx::Tensor b) {
       return fx::matmul(ta ? fx::transpose(a) : a, tb ? fx::transpose(b) : b);

@@ -87,13 +87,16 @@ class KernelEmitter {
   // combined in part order, into its own buffer; `bufs` holds buffers()' pointers.
   llvm::Function* emit_combine(const std::string& name);
   // After emit: which code path it took ("tiles", "transposed-tiles", "sliding", "im2col",
-  // "block", "scalar", "flat", "pool-windows", "pieces", "nest"; docs/cpu.md), Kernel::strategy's value.
+  // "block", "scalar", "flat", "pool-windows", "pieces", "nest", "rows"; docs/cpu.md),
+  // Kernel::strategy's value.
   const std::string& strategy() const { return strategy_; }
 
   // The value of v at index `idx` (one i64 per dimension of v's type).
   llvm::Value* at(ir::ValueId v, const Index& idx);
   // The value of v at row-major position `flat`: a plain load when v has its own buffer.
   llvm::Value* at_flat(ir::ValueId v, llvm::Value* flat);
+  // Stores x at row-major position `flat` of v's buffer.
+  void store_flat(ir::ValueId v, llvm::Value* flat, llvm::Value* x);
 
  private:
   class Renderer;     // the shared per-element lowering's primitives (renderer.h)
@@ -126,6 +129,9 @@ class KernelEmitter {
   // A Loop kernel holding a max-pooling gradient whose windows tile its input exactly runs
   // window by window instead of element by element (pool_grad_windows.cpp); false if it does not.
   bool pool_grad_by_windows(llvm::Value* lo, llvm::Value* hi);
+  // A Scatter kernel (scatter.cpp): the result rows or outer indices of dimension-0 range
+  // [lo, hi), zeroed, then the indices scanned in order.
+  void scatter(llvm::Value* lo, llvm::Value* hi);
   // A Loop kernel that stores a concatenation along an axis other than 0 runs one loop nest per
   // part (concat_pieces.cpp); false if it has none.
   bool concat_by_pieces(llvm::Value* lo, llvm::Value* hi);

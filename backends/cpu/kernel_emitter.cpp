@@ -93,8 +93,9 @@ KernelEmitter::KernelEmitter(const ir::Region& r, const kernel::RegionSchedule& 
   computed_.assign(r.types.size(), false);
   auto mark = [&](size_t n) {
     const ir::Node& node = r.nodes[n];
-    bool stored_result = k.kind != kernel::KernelKind::StraightLine &&
-                         (ir::op_info(node.op).cls == ir::OpClass::Reduce || (k.kind == kernel::KernelKind::MatMul && n == k.root));
+    bool root = (k.kind == kernel::KernelKind::MatMul || k.kind == kernel::KernelKind::Scatter) && n == k.root;
+    bool stored_result =
+        k.kind != kernel::KernelKind::StraightLine && (ir::op_info(node.op).cls == ir::OpClass::Reduce || root);
     if (!stored_result) {
       for (ir::ValueId v : node.results) computed_[static_cast<size_t>(v)] = true;
     }
@@ -172,6 +173,12 @@ Value* KernelEmitter::load(ir::ValueId v, const Index& idx) {
   Value* p = address(v, idx);
   Value* x = builder_.CreateLoad(mem_type(context_, t.dtype), p);
   return t.dtype == DType::boolean ? builder_.CreateICmpNE(x, builder_.getInt8(0)) : x;
+}
+
+void KernelEmitter::store_flat(ir::ValueId v, Value* f, Value* x) {
+  llvm::Type* et = mem_type(context_, region_.type(v).dtype);
+  if (region_.type(v).dtype == DType::boolean) x = builder_.CreateZExt(x, builder_.getInt8Ty());
+  builder_.CreateStore(x, builder_.CreateInBoundsGEP(et, pointer(v), f));
 }
 
 void KernelEmitter::store(ir::ValueId v, const Index& idx, Value* x) {
@@ -368,6 +375,9 @@ llvm::Function* KernelEmitter::emit(const std::string& name) {
   if (kernel_.kind == kernel::KernelKind::StraightLine) {
     strategy_ = "block";
     straight_line();
+  } else if (kernel_.kind == kernel::KernelKind::Scatter) {
+    strategy_ = "rows";
+    scatter(lo, hi);
   } else if (kernel_.kind == kernel::KernelKind::MatMul) {
     init_reductions(lo, hi);
     if (region_.nodes[kernel_.root].op == ir::Op::MatMul) {

@@ -109,6 +109,14 @@ class KernelEmitter::Renderer {
 
   // Data and control.
   V at(ir::ValueId v, const std::vector<V>& idx) { return emitter_.at(v, idx); }
+  V at_flat(ir::ValueId v, V flat) { return emitter_.at_flat(v, flat); }
+  void store_flat(ir::ValueId v, V flat, V x) { emitter_.store_flat(v, flat, x); }
+  template <class Body>
+  void when(V cond, Body&& body) {
+    auto saved = emitter_.memo_;
+    emit_if(builder_, cond, body);
+    emitter_.memo_ = std::move(saved);
+  }
   template <class Body>
   std::vector<V> loop(int64_t lo, int64_t hi, const std::vector<kernel::Carried<V>>& carried, Body&& body) {
     std::vector<V> init;

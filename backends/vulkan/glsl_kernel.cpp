@@ -54,7 +54,7 @@ GlslKernel::GlslKernel(const ir::Region& r, const kernel::RegionSchedule& s, con
   computed_.assign(r.types.size(), false);
   auto mark = [&](size_t n) {
     const ir::Node& node = r.nodes[n];
-    bool gemm_root = k.kind == kernel::KernelKind::MatMul && n == k.root;
+    bool gemm_root = (k.kind == kernel::KernelKind::MatMul || k.kind == kernel::KernelKind::Scatter) && n == k.root;
     if (is_reduce(node) || gemm_root) return;
     for (ir::ValueId v : node.results) computed_[static_cast<size_t>(v)] = true;
   };
@@ -168,19 +168,25 @@ std::string GlslKernel::buffer(ir::ValueId v, bool write) {
   return buffer_names_[v];
 }
 
-std::string GlslKernel::load(ir::ValueId v, const Index& idx) {
-  const TensorType& t = region_.type(v);
-  if (t.dtype == DType::boolean) return "(fx_ld8(" + buffer(v, false) + ", " + flat(idx, t.shape) + ") != 0u)";
-  return "fx_ld_" + memory_suffix(t.dtype) + "(" + buffer(v, false) + ", " + flat(idx, t.shape) + ")";
+std::string GlslKernel::load(ir::ValueId v, const Index& idx) { return load_flat(v, flat(idx, region_.type(v).shape)); }
+
+std::string GlslKernel::load_flat(ir::ValueId v, const std::string& f) {
+  DType t = region_.type(v).dtype;
+  if (t == DType::boolean) return "(fx_ld8(" + buffer(v, false) + ", " + f + ") != 0u)";
+  return "fx_ld_" + memory_suffix(t) + "(" + buffer(v, false) + ", " + f + ")";
 }
 
 void GlslKernel::store(ir::ValueId v, const Index& idx, const std::string& x) {
-  const TensorType& t = region_.type(v);
-  if (t.dtype == DType::boolean) {
-    line("fx_st8(" + buffer(v, true) + ", " + flat(idx, t.shape) + ", " + x + " ? 1u : 0u);");
+  store_flat(v, flat(idx, region_.type(v).shape), x);
+}
+
+void GlslKernel::store_flat(ir::ValueId v, const std::string& f, const std::string& x) {
+  DType t = region_.type(v).dtype;
+  if (t == DType::boolean) {
+    line("fx_st8(" + buffer(v, true) + ", " + f + ", " + x + " ? 1u : 0u);");
     return;
   }
-  line("fx_st_" + memory_suffix(t.dtype) + "(" + buffer(v, true) + ", " + flat(idx, t.shape) + ", " + x + ");");
+  line("fx_st_" + memory_suffix(t) + "(" + buffer(v, true) + ", " + f + ", " + x + ");");
 }
 
 std::string GlslKernel::at(ir::ValueId v, const Index& idx) {
@@ -459,7 +465,10 @@ KernelShader GlslKernel::emit(const std::string& name) {
       for (ir::ValueId v : root.results) computed_[static_cast<size_t>(v)] = true;
     }
   }
-  if (gemm) {
+  if (kernel_.kind == kernel::KernelKind::Scatter) {
+    strategy_ = "row-blocks";
+    emit_scatter(false);
+  } else if (gemm) {
     strategy_ = "tiles";
     emit_matmul();
   } else if (has_reduce) {
@@ -553,7 +562,9 @@ std::string GlslKernel::emit_cooperative(const std::function<std::string(ir::Val
     // A convolution inside a loop kernel: computed per output element, like a gathering op.
     for (ir::ValueId v : region_.nodes[kernel_.root].results) computed_[static_cast<size_t>(v)] = true;
   }
-  if (kernel_.kind == kernel::KernelKind::MatMul && region_.nodes[kernel_.root].op == Op::MatMul) {
+  if (kernel_.kind == kernel::KernelKind::Scatter) {
+    emit_scatter(true);
+  } else if (kernel_.kind == kernel::KernelKind::MatMul && region_.nodes[kernel_.root].op == Op::MatMul) {
     emit_cooperative_matmul();
   } else {
     emit_cooperative_rows();

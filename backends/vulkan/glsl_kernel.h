@@ -34,6 +34,9 @@ class GlslKernel {
   std::string view(const ir::Node& n, ir::ValueId v, const Index& idx);
   std::string load(ir::ValueId v, const Index& idx);
   void store(ir::ValueId v, const Index& idx, const std::string& x);
+  // v's element at row-major position `flat` of its buffer, and a store there.
+  std::string load_flat(ir::ValueId v, const std::string& flat);
+  void store_flat(ir::ValueId v, const std::string& flat, const std::string& x);
   std::string flat(const Index& idx, const Shape& shape);
   std::string buffer(ir::ValueId v, bool write);
   std::string constant(DType t, double v);
@@ -69,9 +72,15 @@ class GlslKernel {
   Gemm matmul_gemm();
   Gemm conv_gemm();
   void emit_matmul();
+  // A Scatter kernel (glsl_scatter.cpp): each invocation owns one column (an outer index and a
+  // position after the axis) of a block of result rows, zeroes it and scans every index in
+  // order; dispatched, or (`cooperative`) as a block of a loop shader.
+  void emit_scatter(bool cooperative);
   // Cooperative forms: every invocation of one workgroup strides over rows / outputs.
   void emit_cooperative_rows();
   void emit_cooperative_matmul();
+  // The scatter of invocation `column` (0 .. outer x inner - 1) over result rows [lo, hi).
+  void scatter_column(const std::string& column, const std::string& lo, const std::string& hi);
   // Index of the kernel's space from the kept (row) and folded (column) indices of `axes`.
   Index merge_index(const std::vector<int64_t>& axes, const Index& kept, const Index& folded) const;
   const std::vector<int64_t>* reduced_axes(std::vector<size_t>* reductions) const;

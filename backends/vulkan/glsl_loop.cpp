@@ -55,6 +55,14 @@ int64_t kernel_iterations(const ir::Region& r, const kernel::Kernel& k) {
   for (size_t n : k.nodes) inner += op_iterations(r, r.nodes[n]);
   for (size_t n : k.recomputed) inner += op_iterations(r, r.nodes[n]);
   const ir::Node& root = r.nodes[k.root];
+  if (k.kind == kernel::KernelKind::Scatter) {
+    // Each invocation zeroes at most a column's rows, then scans every index, for each of its
+    // (block, column) pairs (GlslKernel::emit_scatter).
+    const Shape& s = r.type(root.results[0]).shape;
+    int64_t rows = s[static_cast<size_t>(root.attrs.axes[0])];
+    int64_t per = (numel(s) / std::max<int64_t>(1, rows) + 63) / 64 + 2;
+    return per * (rows + 2 * r.type(root.operands[1]).numel() + 2) + 2;
+  }
   if (k.kind == kernel::KernelKind::MatMul && root.op == ir::Op::MatMul) {
     int64_t per = (numel(k.space) + 63) / 64;
     return per + 1 + per * (r.type(root.operands[0]).shape.back() + 1 + inner);

@@ -67,6 +67,13 @@ class GlslKernel::Renderer {
 
   // Data and control.
   V at(ir::ValueId v, const std::vector<V>& idx) { return emitter_.at(v, idx); }
+  V at_flat(ir::ValueId v, const V& flat) { return emitter_.load_flat(v, flat); }
+  void store_flat(ir::ValueId v, const V& flat, const V& x) { emitter_.store_flat(v, flat, x); }
+  template <class Body>
+  void when(const V& cond, Body&& body) {
+    emitter_.line("if (" + cond + ")");
+    emitter_.block(body);
+  }
   template <class Body>
   std::vector<V> loop(int64_t lo, int64_t hi, const std::vector<kernel::Carried<V>>& carried, Body&& body) {
     std::vector<V> vars;

@@ -196,6 +196,34 @@ Tensor take(const Tensor& x, const Tensor& indices, int64_t axis, Loc loc) {
   return detail::emit1(Op::Take, {x, indices}, loc, std::move(a));
 }
 
+Tensor scatter_add(const Tensor& updates, const Tensor& indices, int64_t dim, int64_t axis, Loc loc) {
+  require_valid(updates, "scatter_add", loc);
+  require_valid(indices, "scatter_add", loc);
+  auto fail = [&](const std::string& what) {
+    detail::fail("scatter_add", what + " (updates " + updates.type().str() + ", indices " + indices.type().str() + ")",
+                 &loc);
+  };
+  if (indices.dtype() != DType::i32) fail("indices must be i32");
+  if (!is_numeric(updates.dtype())) fail("updates must have a numeric dtype (f32, f64 or i32)");
+  if (updates.rank() < indices.rank()) fail("updates must have at least the indices' rank");
+  if (dim < 0 || (dim == 0 && indices.numel() > 0)) {
+    fail("dim " + std::to_string(dim) + " must be > 0 (0 only without indices)");
+  }
+  int64_t ax = detail::norm_axis(axis, updates.rank() - indices.rank() + 1, "scatter_add", loc);
+  const Shape& us = updates.shape();
+  Shape at(us.begin() + ax, us.begin() + ax + indices.rank());
+  if (at != indices.shape()) {
+    fail("updates must hold the indices' shape " + shape_str(indices.shape()) + " at axis " + std::to_string(ax) +
+         ", not " + shape_str(at));
+  }
+  Shape out(us.begin(), us.begin() + ax);
+  out.push_back(dim);
+  out.insert(out.end(), us.begin() + ax + indices.rank(), us.end());
+  ir::Attrs a;
+  a.axes = {ax};
+  return detail::emit1(Op::ScatterAdd, {updates, indices}, loc, std::move(a), {TensorType{updates.dtype(), out}});
+}
+
 Tensor one_hot(const Tensor& indices, int64_t depth, DType dtype, Loc loc) {
   require_valid(indices, "one_hot", loc);
   if (indices.dtype() != DType::i32 || depth < 0) {

@@ -84,7 +84,7 @@ std::vector<ValueId> jvp_node(Builder& b, const ir::Node& n, const std::vector<V
       for (size_t i = 0; i < parts.size(); ++i) parts[i] = t[i] >= 0 ? t[i] : b.splat_like(0, parts[i]);
       return {b.op(Op::Concat, parts, n.attrs)};
     }
-    default:  // linear in operand 0 (views, reduce_sum, pad, gather, take, avg pooling, collectives)
+    default:  // linear in operand 0 (views, reduce_sum, pad, gather, take, scatter_add, avg pooling, collectives)
       return {t[0] >= 0 ? apply_to(b, n, 0, t[0]) : -1};
   }
 }

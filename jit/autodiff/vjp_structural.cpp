@@ -1,6 +1,8 @@
 // Reverse rules of reductions, matmul and data movement. Each sends the result's adjoint g
 // back to the operand's shape: the transpose of the op's linear map.
 #include <algorithm>
+#include <cstdint>
+#include <limits>
 #include <numeric>
 
 #include "fluxion/error.h"
@@ -121,42 +123,39 @@ ValueId clamp_indices(Builder& b, ValueId idx, int64_t dim) {
   return b.binary(Op::Max, b.binary(Op::Min, idx, b.splat_like(static_cast<double>(dim - 1), idx)), b.splat_like(0, idx));
 }
 
-// take_along_axis: dx[.., c, ..] = sum_j [idx[.., j, ..] == c] g[.., j, ..], through a one-hot
-// comparison over a new dimension of size D placed after the axis.
+// take_along_axis, with x and the indices seen as [A, D, B] and [A, J, B]: dx[a, c, b] is the sum
+// of g[a, j, b] over the j with clamp(idx[a, j, b]) == c. One scatter_add over x's flat
+// positions: element (a, j, b) of g goes to (a * D + clamp(idx[a, j, b])) * B + b.
 ValueId ungather(Builder& b, const ir::Node& n, ValueId g) {
   size_t ax = static_cast<size_t>(n.attrs.axes[0]);
-  int64_t dim = b.shape(n.operands[0])[ax];
+  Shape xs = b.shape(n.operands[0]);
   Shape is = b.shape(n.operands[1]);
-  Shape with_one = is, wide = is;
-  with_one.insert(with_one.begin() + static_cast<long>(ax) + 1, 1);
-  wide.insert(wide.begin() + static_cast<long>(ax) + 1, dim);
-  ValueId idx = b.broadcast(b.reshape(clamp_indices(b, n.operands[1], dim), with_one), wide);
-  ir::Attrs iota;
-  iota.axes = {static_cast<int64_t>(ax) + 1};
-  ValueId classes = b.op(Op::Iota, {}, std::move(iota), {TensorType{DType::i32, wide}});
-  ValueId spread = b.mask(b.binary(Op::Eq, idx, classes), b.broadcast(b.reshape(g, with_one), wide));
-  return b.reduce_sum(spread, {static_cast<int64_t>(ax)});
+  int64_t dim = xs[ax];
+  if (numel(xs) > std::numeric_limits<int32_t>::max()) {
+    detail::fail("gather", "the gradient of a gather from " + shape_str(xs) +
+                               " is not built: its flat positions do not fit in i32");
+  }
+  Shape s3{numel(Shape(is.begin(), is.begin() + static_cast<long>(ax))), is[ax],
+           numel(Shape(is.begin() + static_cast<long>(ax) + 1, is.end()))};
+  auto position = [&](int64_t axis) {
+    ir::Attrs iota;
+    iota.axes = {axis};
+    return b.op(Op::Iota, {}, std::move(iota), {TensorType{DType::i32, s3}});
+  };
+  ValueId row = b.reshape(clamp_indices(b, n.operands[1], dim), s3);
+  row = b.add(b.mul(position(0), b.splat_like(static_cast<double>(dim), row)), row);
+  ValueId target = b.add(b.mul(row, b.splat_like(static_cast<double>(s3[2]), row)), position(2));
+  ir::Attrs a;
+  a.axes = {0};
+  ValueId flat = b.op(Op::ScatterAdd, {b.reshape(g, {numel(is)}), b.reshape(target, {numel(is)})}, std::move(a),
+                      {TensorType{b.type(g).dtype, {numel(xs)}}});
+  return b.reshape(flat, xs);
 }
 
-// index_select: dx[a, c, b] = sum_i [idx[i] == c] g[a, i, b], as one matmul of g (with the
-// index dimension last) by the one-hot matrix of the indices.
+// index_select: dx = scatter_add(g, idx), the rows of g added into the rows of x they were taken
+// from, in index order (scatter_add clamps the indices as take does).
 ValueId untake(Builder& b, const ir::Node& n, ValueId g) {
-  size_t ax = static_cast<size_t>(n.attrs.axes[0]);
-  const Shape& xs = b.shape(n.operands[0]);
-  int64_t dim = xs[ax];
-  int64_t count = b.type(n.operands[1]).numel();
-  int64_t before = numel(Shape(xs.begin(), xs.begin() + static_cast<long>(ax)));
-  int64_t after = numel(Shape(xs.begin() + static_cast<long>(ax) + 1, xs.end()));
-  DType ft = b.type(g).dtype;
-  ValueId idx = b.broadcast(b.reshape(clamp_indices(b, n.operands[1], dim), {count, 1}), {count, dim});
-  ir::Attrs iota;
-  iota.axes = {1};
-  ValueId classes = b.op(Op::Iota, {}, std::move(iota), {TensorType{DType::i32, {count, dim}}});
-  ValueId one_hot = b.convert(b.binary(Op::Eq, idx, classes), ft);
-  ValueId gl = b.transpose(b.reshape(g, {before, count, after}), {0, 2, 1});  // [before, after, count]
-  ValueId prod = b.binary(Op::MatMul, b.reshape(gl, {before * after, count}), one_hot);  // [before*after, dim]
-  ValueId back = b.transpose(b.reshape(prod, {before, after, dim}), {0, 2, 1});
-  return b.reshape(back, xs);
+  return b.op(Op::ScatterAdd, {g, n.operands[1]}, n.attrs, {b.type(n.operands[0])});
 }
 
 }  // namespace
@@ -211,6 +210,8 @@ std::vector<ValueId> vjp_structural(Builder& b, const ir::Node& n, ValueId g, co
     case Op::AvgPool2dGrad: set(0, [&] { return b.op(Op::AvgPool2d, {g}, n.attrs); }); break;
     case Op::Gather: set(0, [&] { return ungather(b, n, g); }); break;
     case Op::Take: set(0, [&] { return untake(b, n, g); }); break;
+    // Linear in the updates, whose adjoint is g read back at the indices: take's.
+    case Op::ScatterAdd: set(0, [&] { return b.op(Op::Take, {g, n.operands[1]}, n.attrs); }); break;
     default:
       detail::fail(ir::op_name(n.op), "reverse-mode differentiation through this op is not built yet");
   }

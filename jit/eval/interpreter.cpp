@@ -89,7 +89,8 @@ std::vector<Value> eval_node(const ir::Node& n, const std::vector<Value>& in, co
     case ir::OpClass::Pad:
     case ir::OpClass::Concat:
     case ir::OpClass::Gather:
-    case ir::OpClass::Take: return one(eval_movement(n, in, out[0]));
+    case ir::OpClass::Take:
+    case ir::OpClass::ScatterAdd: return one(eval_movement(n, in, out[0]));
     case ir::OpClass::Random:
     case ir::OpClass::RngFold: return one(eval_random(n, in, out[0]));
     case ir::OpClass::Collective: return one(eval_collective(n, in, out[0]));

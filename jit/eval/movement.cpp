@@ -1,5 +1,6 @@
 // Creation and data movement: constant, iota, reshape, transpose, broadcast, slice, concat,
-// gather, take. Each output element is computed from its multi-index.
+// gather, take, and take's transpose scatter_add. Each output element is computed from its
+// multi-index, except scatter_add's, which sum the updates in index order.
 #include <algorithm>
 
 #include "fluxion/error.h"
@@ -80,6 +81,27 @@ Buffer pad(const ir::Node& n, const Buffer& x, const TensorType& out) {
   return r;
 }
 
+// out[a, clamp(idx[i]), b] += updates[a, i, b] for i in increasing order, each sum rounded to the
+// dtype as the backends' adds are (f32 + f32 in double, then to float, is the f32 sum).
+Buffer scatter_add(const ir::Node& n, const Buffer& updates, const Buffer& idx, const TensorType& out) {
+  Buffer r = zeros(out);
+  size_t ax = static_cast<size_t>(n.attrs.axes[0]);
+  int64_t outer = numel(Shape(out.shape.begin(), out.shape.begin() + static_cast<long>(ax)));
+  int64_t rows = out.shape[ax];
+  int64_t inner = numel(Shape(out.shape.begin() + static_cast<long>(ax) + 1, out.shape.end()));
+  int64_t count = idx.type.numel();
+  for (int64_t a = 0; a < outer; ++a) {
+    for (int64_t i = 0; i < count; ++i) {
+      int64_t c = clamp_index(idx.v[static_cast<size_t>(i)], rows);
+      for (int64_t b = 0; b < inner; ++b) {
+        double& dst = r.v[static_cast<size_t>((a * rows + c) * inner + b)];
+        dst = round_to(out.dtype, dst + updates.v[static_cast<size_t>((a * count + i) * inner + b)]);
+      }
+    }
+  }
+  return r;
+}
+
 }  // namespace
 
 Buffer eval_movement(const ir::Node& n, const std::vector<Value>& in, const TensorType& out) {
@@ -97,6 +119,7 @@ Buffer eval_movement(const ir::Node& n, const std::vector<Value>& in, const Tens
       return r;
     case OpClass::Concat: return concat(n, in, out);
     case OpClass::Pad: return pad(n, *in[0], out);
+    case OpClass::ScatterAdd: return scatter_add(n, *in[0], *in[1], out);
     default: break;
   }
   for (int64_t i = 0; i < out.numel(); ++i) {

@@ -49,6 +49,7 @@ OpRole op_role(Op op) {
     case OpClass::Concat:
     case OpClass::Gather:
     case OpClass::Take: return OpRole::View;
+    case OpClass::ScatterAdd: return OpRole::Scatter;
     case OpClass::Scan:
     case OpClass::While:
     case OpClass::Cond:

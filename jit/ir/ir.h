@@ -44,6 +44,7 @@ enum class OpClass : uint8_t {
   Concat,
   Gather,
   Take,
+  ScatterAdd,
   Random,
   RngFold,
   Collective,
@@ -88,15 +89,18 @@ bool op_from_name(std::string_view name, Op* out);
 //   random draws); computed with an inner loop over materialized operands.
 // View: data movement without arithmetic (reshape, transpose, slice, gather...), folded into
 //   the index math of its readers.
+// Scatter: each operand element is added to a result element its index chooses (scatter_add);
+//   a kernel of its own, whose schedule gives each result element to one thread or invocation.
 // Control: a loop or branch with regions.
 // Collective: an exchange between the ranks of a job, run by the host between kernels.
-enum class OpRole : uint8_t { Elementwise, Creation, Reduce, Gathering, View, Control, Collective };
+enum class OpRole : uint8_t { Elementwise, Creation, Reduce, Gathering, View, Scatter, Control, Collective };
 OpRole op_role(Op op);
 
 inline bool is_elementwise(Op op) { return op_role(op) == OpRole::Elementwise; }
 inline bool has_regions(Op op) { return op_role(op) == OpRole::Control; }
 inline bool is_view(Op op) { return op_role(op) == OpRole::View; }
 inline bool is_gathering(Op op) { return op_role(op) == OpRole::Gathering; }
+inline bool is_scatter(Op op) { return op_role(op) == OpRole::Scatter; }
 inline bool is_collective(Op op) { return op_role(op) == OpRole::Collective; }
 // Elementwise ops cheap enough to recompute in a later kernel instead of storing the result.
 inline bool is_cheap(Op op) { return op_info(op).cost == 1; }
@@ -105,7 +109,7 @@ inline bool is_differentiable(Op op) { return op_info(op).derivative == Derivati
 // Op attributes. One struct for all ops; each op reads only the fields docs/ir.md lists for it,
 // and the others stay at their defaults (the printer shows fields that differ from default).
 struct Attrs {
-  std::vector<int64_t> axes;      // reduce axes; [axis] for argmax/iota/concat/gather/take
+  std::vector<int64_t> axes;      // reduce axes; [axis] for argmax/iota/concat/gather/take/scatter_add
   std::vector<int64_t> perm;      // transpose: result dim i is operand dim perm[i]
   std::vector<int64_t> starts;    // slice
   std::vector<int64_t> limits;    // slice (exclusive)
@@ -166,8 +170,8 @@ struct Region {
   std::vector<TensorType> result_types() const;
 
   // Appends a node after checking it with the op's shape rule (shape_rules.cpp). For ops whose
-  // result type is declared (constant, iota, convert, reshape, broadcast, rng_*, and the conv and
-  // average-pool gradients), `declared`
+  // result type is declared (constant, iota, convert, reshape, broadcast, rng_*, scatter_add, and
+  // the conv and average-pool gradients), `declared`
   // gives it; otherwise pass {} and the rule computes the types. Raises Error naming the op,
   // the operand types and what was expected. Returns the new node's results.
   const std::vector<ValueId>& add(Op op, std::vector<ValueId> operands, Attrs attrs = {},

@@ -298,6 +298,26 @@ std::vector<TensorType> take(const Ctx& c) {
   return {{data.dtype, out}};
 }
 
+// updates T[A..., I..., B...], indices i32[I...] -> the declared T[A..., D, B...], the axis
+// being D's position.
+std::vector<TensorType> scatter_add(const Ctx& c) {
+  const TensorType& t = c.one_declared();
+  const TensorType& updates = c.in[0];
+  const TensorType& idx = c.in[1];
+  c.require(c.a.axes.size() == 1, "expected exactly one axis");
+  c.require(idx.dtype == DType::i32, "indices must be i32");
+  c.require(t.dtype == updates.dtype, "declared dtype must equal the updates' (declared " + t.str() + ")");
+  int64_t ax = c.a.axes[0];
+  c.check_axis(ax, t.rank(), "axis");
+  Shape want(t.shape.begin(), t.shape.begin() + ax);
+  want.insert(want.end(), idx.shape.begin(), idx.shape.end());
+  want.insert(want.end(), t.shape.begin() + ax + 1, t.shape.end());
+  c.require(updates.shape == want, "updates must be shaped " + shape_str(want) + " (the declared " + t.str() +
+                                       " with the axis replaced by the indices' shape)");
+  c.require(t.shape[ax] > 0 || idx.numel() == 0, "cannot scatter into an empty axis");
+  return {t};
+}
+
 const TensorType kKeyType{DType::i32, {2}};
 const TensorType kI32Scalar{DType::i32, {}};
 const TensorType kBoolScalar{DType::boolean, {}};
@@ -545,6 +565,7 @@ std::vector<TensorType> rule(const Ctx& c) {
     case OpClass::Concat: return concat(c);
     case OpClass::Gather: return gather(c);
     case OpClass::Take: return take(c);
+    case OpClass::ScatterAdd: check_operand_dtype(c, 0); return scatter_add(c);
     case OpClass::RngFold:
       c.require(in[0] == kKeyType && in[1] == kI32Scalar, "expected rng_fold(i32[2], i32[])");
       return {kKeyType};

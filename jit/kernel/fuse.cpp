@@ -5,8 +5,9 @@
 // reduction joins the kernel of its input; a matmul starts a MatMul kernel whose elementwise
 // consumers become its epilogue. Views (transpose, broadcast, slice, reshape, pad, concat,
 // gather, take) are folded into the index math of whoever reads them, so their operands are
-// materialized. A value read across kernels is stored, unless it is a short chain of cheap
-// elementwise ops, which the reader recomputes from the chain's inputs.
+// materialized. A scatter_add is a Scatter kernel of its own, reading stored operands. A value
+// read across kernels is stored, unless it is a short chain of cheap elementwise ops, which the
+// reader recomputes from the chain's inputs.
 #include <algorithm>
 #include <climits>
 #include <cstdlib>
@@ -24,7 +25,7 @@ using ir::Op;
 using ir::OpClass;
 using ir::ValueId;
 
-enum class Role : uint8_t { Inline, Global, View, Elementwise, Reduce, Gathering, MatMul, Control };
+enum class Role : uint8_t { Inline, Global, View, Elementwise, Reduce, Gathering, MatMul, Scatter, Control };
 
 // Largest k-block (elements) a convolution kernel packs per panel.
 constexpr int64_t kMaxPackedBlock = 4096;
@@ -46,6 +47,7 @@ Role role_of(const ir::Region& r, const ir::Node& n) {
     return is_float_result && n.attrs.groups == 1 && small_blocks && !is_direct_conv(r, n) ? Role::MatMul : Role::Gathering;
   }
   if (ir::is_gathering(n.op)) return Role::Gathering;
+  if (ir::is_scatter(n.op)) return Role::Scatter;
   if (ir::op_role(n.op) == ir::OpRole::Reduce) return Role::Reduce;
   return Role::Elementwise;
 }
@@ -229,6 +231,7 @@ class Fuser {
     if (a == b) return true;
     const Group &ga = G(a), &gb = G(b);
     if (ga.copy || gb.copy || ga.control_node >= 0 || gb.control_node >= 0) return false;
+    if (ga.kind == KernelKind::Scatter || gb.kind == KernelKind::Scatter) return false;
     if (ga.kind == KernelKind::MatMul && gb.kind == KernelKind::MatMul) return false;
     if (!reductions_fit(a, b)) return false;
     return !depends(a, b) && !depends(b, a);
@@ -255,6 +258,7 @@ class Fuser {
       case Role::View: return;  // folded into readers, or a copy made when one needs a buffer
       case Role::Control: return add_control_step(i);
       case Role::MatMul: return start_matmul(i);
+      case Role::Scatter: return add_scatter(i);
       default: return fuse(i);
     }
   }
@@ -267,6 +271,21 @@ class Fuser {
       for (int d : need_buffer(o)) groups_[static_cast<size_t>(g)].preds.insert(d);
     }
     group_of_[i] = g;
+  }
+
+  // A scatter_add is a Scatter kernel alone: its operands and its result are stored, so nothing
+  // fuses into it (a fused producer would be recomputed per index scanned) nor after it (its
+  // elements are complete only when the kernel ends).
+  void add_scatter(size_t i) {
+    const ir::Node& n = region_.nodes[i];
+    int g = new_group(KernelKind::Scatter, region_.type(n.results[0]).shape);
+    groups_[static_cast<size_t>(g)].root = static_cast<int>(i);
+    groups_[static_cast<size_t>(g)].nodes.push_back(i);
+    for (ValueId o : n.operands) {
+      for (int d : need_buffer(o)) groups_[static_cast<size_t>(g)].preds.insert(d);
+    }
+    group_of_[i] = g;
+    must_[static_cast<size_t>(n.results[0])] = true;
   }
 
   // A matmul or convolution starts a MatMul kernel reading its operands through strided views
@@ -322,7 +341,7 @@ class Fuser {
   bool may_join(int t, size_t i, const std::set<int>& reads) {
     if (t < 0) return false;
     const Group& gt = G(t);
-    if (gt.copy || gt.control_node >= 0) return false;
+    if (gt.copy || gt.control_node >= 0 || gt.kind == KernelKind::Scatter) return false;
     if (gt.kind == KernelKind::MatMul && roles_[i] == Role::Gathering) return false;
     if (roles_[i] == Role::Reduce && !options_.mixed_reductions) {
       if (gt.kind == KernelKind::MatMul) return false;

@@ -30,6 +30,11 @@ enum class KernelKind : uint8_t {
   // unrolled, only the region's results stored (straight_line.cpp). `space` is empty; `nodes` is
   // every node but the baked constants.
   StraightLine,
+  // A scatter_add (`root`, its only node) over `space` = its result's shape, reading stored
+  // operands: each result element is owned by one thread or invocation, which zeroes it and adds
+  // its updates in increasing index order (scatter_lowering.h), so the sums are the same bits on
+  // every backend, thread count and run.
+  Scatter,
 };
 
 struct Kernel {
@@ -37,7 +42,7 @@ struct Kernel {
   Shape space;
   std::vector<size_t> nodes;       // owned nodes (region node indices), in execution order
   std::vector<size_t> recomputed;  // cheap nodes of other kernels computed here again, not stored
-  size_t root = 0;                 // MatMul: the matmul or convolution node
+  size_t root = 0;                 // MatMul: the matmul or convolution node; Scatter: the scatter_add
   bool parallel = false;           // the outermost dimension may be split across threads
   // A kernel whose reductions fold the outermost dimension (so it is not `parallel`) may still
   // run as `split_chunks` (> 1) parts of that dimension, each accumulating into its own partial
@@ -150,7 +155,7 @@ SplitLayout split_layout(const ir::Region& r, const Kernel& k);
 RegionSchedule schedule(const ir::Region& r, bool top_level, const FusionOptions& options = {});
 
 // Whether the nested region r runs as one StraightLine kernel: no control flow, no convolution,
-// pooling or random numbers, every array at most kMaxStraightLineElements and about
+// pooling, random numbers or scatter, every array at most kMaxStraightLineElements and about
 // kMaxStraightLineWork scalar operations in all. A step of W7 is ~60 operations that would
 // otherwise be 3 kernels forward and 7 backward, each a loop with loads and stores.
 inline constexpr int64_t kMaxStraightLineElements = 256;

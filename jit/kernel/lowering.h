@@ -9,6 +9,7 @@
 //   view_lowering.h         reshape, transpose, broadcast, slice, pad, concat, gather, take
 //   gather_lowering.h       convolutions, pooling, arg-reductions, random numbers, the integer
 //                           matmul, and the combine step of reductions
+//   scatter_lowering.h      scatter_add: the scan of the indices and each step of its sums
 //
 // A Builder provides, with V its value type (a scalar, or on the CPU a vector of lanes in
 // elementwise code):
@@ -44,6 +45,10 @@
 //
 // Data and control:
 //   V at(ir::ValueId v, const std::vector<V>& idx)   value v of the region at index idx
+//   V at_flat(ir::ValueId v, V flat)   stored value v at row-major position flat, read from
+//                            memory now (not remembered: a Scatter kernel writes what it reads)
+//   void store_flat(ir::ValueId v, V flat, V x)   stores x at row-major position flat of v
+//   void when(V cond, body())   runs body only where cond holds
 //   std::vector<V> loop(int64_t lo, int64_t hi, const std::vector<Carried<V>>& carried,
 //                       body(V i, const std::vector<V>& carried) -> std::vector<V>)
 //                            for i in [lo, hi), the carried values updated by body; returns

@@ -8,7 +8,10 @@ namespace fluxion::kernel {
 
 std::string kernel_line(const ir::Region& r, const Kernel& k, size_t index) {
   std::ostringstream out;
-  const char* kind = k.kind == KernelKind::MatMul ? "matmul" : k.kind == KernelKind::StraightLine ? "straight" : "loop";
+  const char* kind = k.kind == KernelKind::MatMul         ? "matmul"
+                     : k.kind == KernelKind::StraightLine ? "straight"
+                     : k.kind == KernelKind::Scatter      ? "scatter"
+                                                          : "loop";
   out << "kernel " << index << " " << kind;
   if (!k.strategy.empty()) out << "[" << k.strategy << "]";
   out << " " << shape_str(k.space) << (k.parallel ? " parallel" : "");

@@ -40,6 +40,11 @@ int64_t partial_bytes(const ir::Region& r, size_t node) {
 }  // namespace
 
 int64_t kernel_work(const ir::Region& r, const Kernel& k) {
+  if (k.kind == KernelKind::Scatter) {
+    // Zeroing the result and adding every update, each a load and a store.
+    const ir::Node& root = r.nodes[k.root];
+    return kLeastOperationsPerIndex * (numel(k.space) + r.type(root.operands[0]).numel());
+  }
   if (k.kind != KernelKind::MatMul) {
     // An LSTM cell's gates are 16,384 elements but over a hundred operations on each.
     int64_t per_index = 0;

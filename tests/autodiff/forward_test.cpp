@@ -87,6 +87,17 @@ TEST_P(Forward, ReductionsMatmulAndViews) {
   }, {uniform64({3, 4}, -1, 1, 5)});
 }
 
+TEST_P(Forward, ScatterAdd) {
+  FLUXION_REQUIRE_F64(backend());
+  Array idx(std::vector<int32_t>{2, 0, 2, -1, 7}, {5});  // repeated and clamped indices
+  expect_jvp_matches(backend(),
+                     [&](std::vector<Tensor> x) {
+                       return fx::scatter_add(x[0] * x[0], fx::constant(idx), 4) +
+                              fx::sum(fx::scatter_add(x[1], fx::constant(idx), 4, 1), 0);
+                     },
+                     {uniform64({5, 3}, -1, 1, 6), uniform64({2, 5, 3}, -1, 1, 7)});
+}
+
 TEST_P(Forward, ConvAndAveragePooling) {
   FLUXION_REQUIRE_F64(backend());
   expect_jvp_matches(backend(), [](std::vector<Tensor> x) {

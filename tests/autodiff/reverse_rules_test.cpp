@@ -109,6 +109,53 @@ TEST_P(Reverse, GatherAndTake) {
                          uniform64({2, 3, 2}, -1, 1, 22));
 }
 
+TEST_P(Reverse, ScatterAdd) {
+  FLUXION_REQUIRE_F64(backend());
+  Array idx(std::vector<int32_t>{2, 0, 2, -1, 7}, {5});  // 2 repeated; -1 and 7 clamped to rows 0 and 3
+  expect_gradients_match(
+      backend(), [&](Tensor u) { return weighted(fx::scatter_add(u, fx::constant(idx), 4)); },
+      uniform64({5, 3}, -1, 1, 40));
+  expect_gradients_match(
+      backend(), [&](Tensor u) { return weighted(fx::scatter_add(u, fx::constant(idx), 3, 1)); },
+      uniform64({2, 5, 2}, -1, 1, 41));
+  // Through a non-linear loss, and grad of grad: take's rule is scatter_add and scatter_add's take.
+  auto f = [&](Tensor t) {
+    return fx::sum(fx::sin(fx::take(t, fx::constant(idx), 1)) * fx::scatter_add(t, fx::constant(idx), 5, 1));
+  };
+  Array x = uniform64({2, 5}, -1, 1, 42);
+  Array v = uniform64({2, 5}, -1, 1, 43);
+  expect_gradients_match(backend(), f, x);
+  expect_gradients_match(
+      backend(), [&](Tensor t) { return fx::sum(fx::grad(f)(t)[0] * fx::constant(v)); }, x);
+}
+
+// The adjoints of take and gather are scatters: no one-hot matrix, no matmul, no comparison
+// against an iota (an embedding table's gradient was a [count, rows] one-hot product).
+TEST_P(Reverse, TakeAndGatherGradientsAreScatters) {
+  FLUXION_REQUIRE_F64(backend());
+  // The indices are arguments, so that the (linear) gradients are not folded into constants.
+  Array idx(std::vector<int32_t>{3, 1, 3, 40}, {4});
+  auto table = fx::jit(fx::grad([](Tensor t, Tensor i) { return weighted(fx::take(t, i, 0)); }, {0}), backend());
+  std::string ir = table.lower(uniform64({20, 6}, -1, 1, 44), idx).ir();
+  EXPECT_NE(ir.find("scatter_add"), std::string::npos) << ir;
+  EXPECT_EQ(ir.find("matmul"), std::string::npos) << ir;
+  EXPECT_EQ(ir.find(" eq "), std::string::npos) << ir;
+  Array labels(std::vector<int32_t>{2, 0, 5}, {3});
+  auto picked = fx::jit(fx::grad([](Tensor x, Tensor i) { return weighted(fx::gather(x, i, 1)); }, {0}), backend());
+  ir = picked.lower(uniform64({3, 4}, -1, 1, 45), labels).ir();
+  EXPECT_NE(ir.find("scatter_add"), std::string::npos) << ir;
+  EXPECT_EQ(ir.find(" eq "), std::string::npos) << ir;
+  // Still the derivative, with the gathered axis not last and two-dimensional take indices.
+  Array idx2(std::vector<int32_t>{1, 1, 0, 5, 2, -2}, {2, 3});
+  Array pick(std::vector<int32_t>{1, 0, 2, 2, 0, 1, 3, 3}, {2, 2, 2});
+  expect_gradients_match(
+      backend(), [&](Tensor x) { return weighted(fx::gather(x, fx::constant(pick), 1)); },
+      uniform64({2, 3, 2}, -1, 1, 46));
+  expect_gradients_match(
+      backend(), [&](Tensor x) { return weighted(fx::take(x, fx::constant(idx2), 1)); },
+      uniform64({2, 4, 3}, -1, 1, 47));
+}
+
 TEST_P(Reverse, CompositeMlpWithCrossEntropy) {
   FLUXION_REQUIRE_F64(backend());
   // The W3 network at a small size, with a numerically stable softmax cross-entropy.

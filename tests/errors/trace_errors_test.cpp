@@ -134,6 +134,22 @@ TEST(TraceErrors, IndexingAndMovement) {
   expect_error([] { trace([](fx::Tensor a) { return a + fx::zeros({2, -1}); }, f32({2})); }, {"negative dimension"});
 }
 
+TEST(TraceErrors, ScatterAdd) {
+  auto fails = [](const fx::Array& u, const fx::Array& i, int64_t dim, int64_t axis, std::vector<std::string> parts) {
+    auto f = [dim, axis](fx::Tensor x, fx::Tensor idx) { return fx::scatter_add(x, idx, dim, axis); };
+    parts.push_back("op 'scatter_add'");
+    expect_error([&] { trace(f, u, i); }, parts);
+  };
+  fails(f32({3, 2}), f32({3}), 4, 0, {"indices must be i32", "updates f32[3,2], indices f32[3]", kFile});
+  fails(fx::Array(fx::DType::boolean, {3}), i32({3}), 4, 0, {"numeric dtype", "bool[3]"});
+  fails(f32({3, 2}), i32({4}), 4, 0, {"the indices' shape [4] at axis 0, not [3]", "f32[3,2]", "i32[4]"});
+  fails(f32({2, 3}), i32({2}), 4, 1, {"at axis 1, not [3]"});
+  fails(f32({3}), i32({3, 1}), 4, 0, {"at least the indices' rank"});
+  fails(f32({3}), i32({3}), 0, 0, {"dim 0 must be > 0"});
+  fails(f32({3}), i32({3}), -2, 0, {"dim -2"});
+  fails(f32({3, 2}), i32({3}), 4, 2, {"axis 2 is out of range for rank 2"});
+}
+
 TEST(TraceErrors, TensorMisuse) {
   expect_error([] { fx::zeros({2}); }, {"no trace is active"});
   fx::Tensor escaped;

@@ -117,3 +117,23 @@ TEST(InterpMovement, TakeIsIndexSelectAndClamps) {
   expect_same(run_op(Op::Take, {f64({1, 2, 3, 4, 5, 6}, {2, 3}), i32({2, 2, 0})}, axes({1})).to_doubles(),
               {3, 3, 1, 6, 6, 4}, "last axis");
 }
+
+TEST(InterpMovement, ScatterAddSumsInIndexOrderAndClamps) {
+  // Rows of [4, 2]: 1 + 3 at row 2, 2 at row 0 (from -1), 5 at row 3 (from 7); row 1 stays 0.
+  Array u = f64({1, 10, 2, 20, 3, 30, 5, 50}, {4, 2});
+  Array y = run_op(Op::ScatterAdd, {u, i32({2, -1, 2, 7}, {4})}, axes({0}), {TensorType{DType::f64, {4, 2}}});
+  expect_same(y.to_doubles(), {2, 20, 0, 0, 4, 40, 5, 50}, "axis 0");
+  // Along axis 1, with two-dimensional indices.
+  Array v = f64({1, 2, 3, 4, 5, 6, 7, 8}, {2, 2, 2});
+  y = run_op(Op::ScatterAdd, {v, i32({1, 1, 0, 1}, {2, 2})}, axes({1}), {TensorType{DType::f64, {2, 3}}});
+  expect_same(y.to_doubles(), {3, 7, 0, 7, 19, 0}, "axis 1");
+  // f32 sums are rounded after each add, in index order: 1 + 2^-24 + 2^-24 stays 1, while
+  // 2^-24 + 2^-24 + 1 would not.
+  float tiny = 0x1p-24f;
+  y = run_op(Op::ScatterAdd, {f32({1, tiny, tiny}, {3}), i32({0, 0, 0}, {3})}, axes({0}),
+             {TensorType{DType::f32, {1}}});
+  EXPECT_EQ(y.to_vector<float>(), std::vector<float>{1.0f});
+  y = run_op(Op::ScatterAdd, {f32({tiny, tiny, 1}, {3}), i32({0, 0, 0}, {3})}, axes({0}),
+             {TensorType{DType::f32, {1}}});
+  EXPECT_EQ(y.to_vector<float>(), std::vector<float>{1.0f + 2 * tiny});
+}

@@ -57,6 +57,22 @@ TEST(IrVerifier, ShapeRuleFailureNamesTheNode) {
   expect_error([&] { ir::verify(p); }, {"node 2 (reduce_sum): op 'reduce_sum': axis 5 is out of range"});
 }
 
+TEST(IrVerifier, ScatterAddShapeRule) {
+  auto program = [](const std::string& updates, const std::string& result, const std::string& axis) {
+    return "func @main(%0: " + updates + ", %1: i32[4]) -> (" + result + ") {\n  %2 = scatter_add %0, %1 {axes=[" +
+           axis + "]} : " + result + "\n  return %2\n}\n";
+  };
+  EXPECT_NO_THROW(ir::verify(ir::parse(program("f32[2,4,3]", "f32[2,5,3]", "1"))));
+  EXPECT_NO_THROW(ir::verify(ir::parse(program("i32[4,3]", "i32[1,3]", "0"))));
+  expect_error([&] { ir::parse(program("f32[2,4,3]", "f32[2,5,2]", "1")); },
+               {"op 'scatter_add'", "updates must be shaped [2,4,2]", "f32[2,4,3], i32[4]"});
+  expect_error([&] { ir::parse(program("f32[2,4,3]", "f64[2,5,3]", "1")); },
+               {"declared dtype must equal the updates'"});
+  expect_error([&] { ir::parse(program("bool[4]", "bool[2]", "0")); }, {"expected a numeric dtype"});
+  expect_error([&] { ir::parse(program("f32[2,4]", "f32[2,3]", "2")); }, {"axis 2 is out of range for rank 2"});
+  expect_error([&] { ir::parse(program("f32[2,4]", "f32[2,0]", "1")); }, {"cannot scatter into an empty axis"});
+}
+
 TEST(IrVerifier, ValueDefinedTwice) {
   ir::Program p = hand_built();
   p.body.nodes[1].results = p.body.nodes[0].results;

@@ -204,6 +204,11 @@ std::vector<Sample> samples() {
       {"take",
        program("%0: f64[3,4], %1: i32[2]", "f64[3,2]", "  %2 = take %0, %1 {axes=[1]} : f64[3,2]\n", "%2"),
        {any, integral(-1, 4)}},
+      // Repeated indices and indices one past either end (clamped); the sums are in index order
+      // on every backend, as in the evaluator.
+      {"scatter_add",
+       program("%0: f64[2,4,3], %1: i32[4]", "f64[2,3,3]", "  %2 = scatter_add %0, %1 {axes=[1]} : f64[2,3,3]\n", "%2"),
+       {any, integral(-1, 3)}},
       // Random numbers.
       {"rng_uniform", program("%0: i32[2]", "f64[2,3]", "  %1 = rng_uniform %0 : f64[2,3]\n", "%1"), {kKey}},
       {"rng_normal",

@@ -150,6 +150,14 @@ Tensor gather(const Tensor& x, const Tensor& indices, int64_t axis, Loc loc = Lo
 // index_select: rows of x along `axis` for each index; result x.shape[:axis] + indices.shape +
 // x.shape[axis+1:]. Out-of-range indices are clamped.
 Tensor take(const Tensor& x, const Tensor& indices, int64_t axis = 0, Loc loc = Loc::current());
+// index_add, the transpose of take: the rows of `updates` added into `dim` rows along `axis`
+// (segment sums). updates has shape S[:axis] + indices.shape + S[axis+1:] and the result S, with
+// S[axis] = dim: result[a, c, b] is the sum of updates[a, i, b] over the i whose index, clamped
+// into [0, dim - 1] as take clamps, is c (0 for a row no index reaches). The sums run in
+// increasing i, without atomics: the result is the same bits on every backend and in every run.
+// Gradient: take of the adjoint at the indices (the indices get none).
+Tensor scatter_add(const Tensor& updates, const Tensor& indices, int64_t dim, int64_t axis = 0,
+                   Loc loc = Loc::current());
 // [..., depth] with 1 at the index, 0 elsewhere (all zeros for an index outside [0, depth)).
 Tensor one_hot(const Tensor& indices, int64_t depth, DType dtype = DType::f32, Loc loc = Loc::current());
 
