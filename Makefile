@@ -12,6 +12,8 @@
 #               BENCH_ARGS=--quick for a fast smoke run
 #   make bench-distributed  jobs of 1, 2 and 4 ranks under mpirun: the all-reduce against
 #               MPI_Allreduce and data-parallel training steps (docs/distributed.md)
+#   make layer-fixtures  regenerates the libtorch values the nn layer tests compare against
+#               (tests/nn/fixtures/layers.safetensors; needs libtorch, as make bench)
 #   make test-gpu-validation  the Vulkan self-test under GPU-assisted validation (buffer device
 #               address bounds checks in every shader; slow, minutes on lavapipe; not in make test)
 #   make docs   the API reference of the public headers (Doxygen) in build/docs/html
@@ -30,7 +32,7 @@ ifeq ($(LP_NUM_THREADS),)
 LP_NUM_THREADS := 0
 endif
 
-.PHONY: deps demo test test-unit test-sanitize test-tsan test-fuzz test-gpu-validation build-release build-test bench bench-distributed docs lint clean
+.PHONY: deps demo test test-unit test-sanitize test-tsan test-fuzz test-gpu-validation build-release build-test bench bench-distributed layer-fixtures docs lint clean
 
 deps:
 	scripts/install-deps.sh
@@ -104,6 +106,13 @@ bench:
 # 2 ranks again with the exchanges not overlapping the computation.
 MPIRUN = OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_btl_vader_single_copy_mechanism=none \
   mpirun --oversubscribe --mca btl self,vader,tcp --mca btl_tcp_if_include lo
+# Regenerates tests/nn/fixtures/layers.safetensors from libtorch (bench/layer_fixtures.cpp).
+layer-fixtures:
+	scripts/install-deps.sh --bench
+	cmake --preset bench $(CMAKE_FLAGS)
+	cmake --build build/bench --target fluxion_layer_fixtures -j $(JOBS)
+	build/bench/bench/fluxion_layer_fixtures tests/nn/fixtures/layers.safetensors
+
 bench-distributed:
 	scripts/install-deps.sh --bench
 	cmake --preset bench $(CMAKE_FLAGS)

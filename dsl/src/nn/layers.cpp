@@ -1,6 +1,7 @@
 #include "fluxion/nn/layers.h"
 
 #include "fluxion/error.h"
+#include "fluxion/nn/functional.h"
 
 namespace fluxion::nn {
 
@@ -38,9 +39,10 @@ Conv2d::Conv2d(int64_t in, int64_t out, std::vector<int64_t> kernel, Options opt
     : in_(in), out_(out), kernel_(std::move(kernel)), opt_(std::move(opt)) {
   if (kernel_.size() != 2 || kernel_[0] < 1 || kernel_[1] < 1 || opt_.groups < 1 || in_ % opt_.groups != 0 ||
       out_ % opt_.groups != 0) {
-    fluxion::detail::fail("nn::Conv2d", "kernel " + join(kernel_) + " with " + std::to_string(in_) + " -> " +
-                                   std::to_string(out_) + " channels in " + std::to_string(opt_.groups) +
-                                   " groups: expected two positive kernel sizes and channels divisible by groups");
+    fluxion::detail::fail("nn::Conv2d",
+                          "kernel " + join(kernel_) + " with " + std::to_string(in_) + " -> " + std::to_string(out_) +
+                              " channels in " + std::to_string(opt_.groups) +
+                              " groups: expected two positive kernel sizes and channels divisible by groups");
   }
 }
 
@@ -48,7 +50,8 @@ std::vector<ParamSpec> Conv2d::params() const {
   std::vector<ParamSpec> p{{"weight", {out_, in_ / opt_.groups, kernel_[0], kernel_[1]}, opt_.weight_init}};
   if (opt_.bias) {
     Initializer b = opt_.bias_init;
-    if (b.kind == Initializer::Kind::FanInUniform && b.fan_in == 0) b.fan_in = in_ / opt_.groups * kernel_[0] * kernel_[1];
+    if (b.kind == Initializer::Kind::FanInUniform && b.fan_in == 0)
+      b.fan_in = in_ / opt_.groups * kernel_[0] * kernel_[1];
     p.push_back({"bias", {out_}, b});
   }
   return p;
@@ -98,6 +101,9 @@ Tensor Activation::forward(std::span<const Tensor>, const Tensor& x) const {
     case Kind::Tanh: return tanh(x);
     case Kind::Sigmoid: return sigmoid(x);
     case Kind::Softplus: return softplus(x);
+    case Kind::Gelu: return gelu(x);
+    case Kind::GeluTanh: return gelu(x, true);
+    case Kind::Silu: return silu(x);
   }
   fluxion::detail::fail("nn::Activation", "unknown kind");
 }
@@ -108,6 +114,9 @@ std::string Activation::describe() const {
     case Kind::Tanh: return "Tanh";
     case Kind::Sigmoid: return "Sigmoid";
     case Kind::Softplus: return "Softplus";
+    case Kind::Gelu: return "GELU";
+    case Kind::GeluTanh: return "GELU(tanh)";
+    case Kind::Silu: return "SiLU";
   }
   return "Activation";
 }
@@ -116,7 +125,8 @@ std::vector<ParamSpec> Embedding::params() const { return {{"weight", {count_, d
 
 Tensor Embedding::forward(std::span<const Tensor> p, const Tensor& x) const {
   if (!x.valid() || x.dtype() != i32)
-    fluxion::detail::fail(describe(), "input " + (x.valid() ? x.type().str() : std::string("(empty)")) + ": expected i32 indices");
+    fluxion::detail::fail(describe(),
+                          "input " + (x.valid() ? x.type().str() : std::string("(empty)")) + ": expected i32 indices");
   return take(p[0], x, 0);
 }
 

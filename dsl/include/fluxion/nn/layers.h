@@ -97,7 +97,7 @@ class Reshape : public Layer {
 // An elementwise activation as a layer.
 class Activation : public Layer {
  public:
-  enum class Kind { Relu, Tanh, Sigmoid, Softplus };
+  enum class Kind { Relu, Tanh, Sigmoid, Softplus, Gelu, GeluTanh, Silu };
   explicit Activation(Kind kind) : kind_(kind) {}
   Tensor forward(std::span<const Tensor> p, const Tensor& x) const override;
   std::string describe() const override;
@@ -109,6 +109,11 @@ inline Activation ReLU() { return Activation(Activation::Kind::Relu); }
 inline Activation Tanh() { return Activation(Activation::Kind::Tanh); }
 inline Activation Sigmoid() { return Activation(Activation::Kind::Sigmoid); }
 inline Activation Softplus() { return Activation(Activation::Kind::Softplus); }
+// GELU with the exact normal CDF (PyTorch's default), or with its tanh approximation.
+inline Activation GELU(bool tanh_approximation = false) {
+  return Activation(tanh_approximation ? Activation::Kind::GeluTanh : Activation::Kind::Gelu);
+}
+inline Activation SiLU() { return Activation(Activation::Kind::Silu); }
 
 // A lookup table: i32 indices [...] -> [..., dim]; weight [count, dim], initialised N(0, 1)
 // as in PyTorch. Out-of-range indices are clamped (as take does).

@@ -1,0 +1,166 @@
+// Writes libtorch's values and gradients of the nn layers on fixed inputs into a safetensors
+// fixture (tests/nn/fixtures/layers.safetensors), so that `make test` checks Fluxion's layers
+// against PyTorch without needing libtorch. Everything is float64. Per case `c`:
+//   c.x (input), c.param.<name> (PyTorch's named_parameters, in order), c.weights (the upstream
+//   gradient: loss = sum(y * weights)), c.y (output), c.grad.x, c.grad.<name>, and for stateful
+//   layers c.state.<name> after the step; metadata "c.names" lists the parameter names.
+// Run: make layer-fixtures (build/bench/bench/fluxion_layer_fixtures tests/nn/fixtures/layers.safetensors).
+#include <torch/torch.h>
+
+#include <fluxion/safetensors.h>
+#include <cmath>
+#include <cstdio>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace {
+
+fluxion::NamedArrays tensors;
+std::map<std::string, std::string> metadata;
+
+void put(const std::string& name, const torch::Tensor& t) {
+  torch::Tensor c = t.detach().contiguous();
+  fluxion::Shape shape(c.sizes().begin(), c.sizes().end());
+  if (c.scalar_type() == torch::kLong || c.scalar_type() == torch::kInt) {
+    torch::Tensor i = c.to(torch::kInt);
+    tensors.emplace_back(
+        name, fluxion::Array(std::vector<int32_t>(i.data_ptr<int32_t>(), i.data_ptr<int32_t>() + i.numel()), shape));
+  } else if (c.scalar_type() == torch::kBool) {
+    std::vector<bool> v;
+    for (int64_t k = 0; k < c.numel(); ++k) v.push_back(c.view(-1)[k].item<bool>());
+    tensors.emplace_back(name, fluxion::Array(v, shape));
+  } else {
+    torch::Tensor d = c.to(torch::kDouble);
+    tensors.emplace_back(
+        name, fluxion::Array(std::vector<double>(d.data_ptr<double>(), d.data_ptr<double>() + d.numel()), shape));
+  }
+}
+
+// Runs y = forward(x) with random parameters, records values and gradients under `c`.
+template <class Forward>
+void record(const std::string& c, torch::nn::Module& module, torch::Tensor x, Forward forward) {
+  std::string names;
+  for (auto& p : module.named_parameters()) {
+    torch::NoGradGuard no_grad;
+    p.value().copy_(torch::randn_like(p.value()) * 0.5);  // not the defaults: every entry matters
+  }
+  for (auto& p : module.named_parameters()) {
+    put(c + ".param." + p.key(), p.value());
+    names += (names.empty() ? "" : ",") + p.key();
+  }
+  metadata[c + ".names"] = names;
+  put(c + ".x", x);
+  bool float_input = x.is_floating_point();
+  if (float_input) x.set_requires_grad(true);
+  torch::Tensor y = forward(x);
+  torch::Tensor w = torch::randn_like(y);
+  put(c + ".y", y);
+  put(c + ".weights", w);
+  (y * w).sum().backward();
+  if (float_input) put(c + ".grad.x", x.grad());
+  for (auto& p : module.named_parameters()) put(c + ".grad." + p.key(), p.value().grad());
+  for (auto& b : module.named_buffers()) {
+    if (b.key().find("num_batches_tracked") == std::string::npos) put(c + ".state." + b.key(), b.value());
+  }
+}
+
+struct Empty : torch::nn::Module {};
+
+// A causal attention mask for libtorch's C++ MultiheadAttention, which adds attn_mask to the
+// scores (a bool mask would add 1, not mask): -inf above the diagonal.
+torch::Tensor causal_mask(int64_t s) {
+  return torch::zeros({s, s}).masked_fill(torch::ones({s, s}, torch::kBool).triu(1), -INFINITY);
+}
+
+// PyTorch's TransformerEncoderLayer with norm_first=True and batch_first=True, built from its
+// parts (libtorch's C++ layer has neither option), with its parameter names.
+struct PreNormBlock : torch::nn::Module {
+  torch::nn::MultiheadAttention self_attn{nullptr};
+  torch::nn::Linear linear1{nullptr}, linear2{nullptr};
+  torch::nn::LayerNorm norm1{nullptr}, norm2{nullptr};
+  bool causal;
+  PreNormBlock(int64_t e, int64_t heads, int64_t ff, bool causal_) : causal(causal_) {
+    self_attn =
+        register_module("self_attn", torch::nn::MultiheadAttention(torch::nn::MultiheadAttentionOptions(e, heads)));
+    linear1 = register_module("linear1", torch::nn::Linear(e, ff));
+    linear2 = register_module("linear2", torch::nn::Linear(ff, e));
+    norm1 = register_module("norm1", torch::nn::LayerNorm(torch::nn::LayerNormOptions({e})));
+    norm2 = register_module("norm2", torch::nn::LayerNorm(torch::nn::LayerNormOptions({e})));
+  }
+  torch::Tensor forward(torch::Tensor x) {  // x [B, S, E]
+    torch::Tensor h = norm1(x).transpose(0, 1);
+    int64_t s = x.size(1);
+    torch::Tensor mask = causal ? causal_mask(s) : torch::Tensor();
+    torch::Tensor a = std::get<0>(self_attn->forward(h, h, h, torch::Tensor(), false, mask)).transpose(0, 1);
+    x = x + a;
+    return x + linear2(torch::gelu(linear1(norm2(x))));
+  }
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc != 2) {
+    std::fprintf(stderr, "usage: %s OUTPUT.safetensors\n", argv[0]);
+    return 2;
+  }
+  torch::manual_seed(20261126);
+  torch::set_default_dtype(caffe2::TypeMeta::Make<double>());
+  {
+    Empty none;
+    record("gelu", none, torch::randn({4, 5}) * 2, [](torch::Tensor x) { return torch::gelu(x); });
+    record("gelu_tanh", none, torch::randn({4, 5}) * 2, [](torch::Tensor x) { return torch::gelu(x, "tanh"); });
+    record("silu", none, torch::randn({4, 5}) * 2, [](torch::Tensor x) { return torch::silu(x); });
+  }
+  {
+    torch::nn::LayerNorm ln(torch::nn::LayerNormOptions({4, 6}));
+    record("layer_norm", *ln, torch::randn({3, 4, 6}), [&](torch::Tensor x) { return ln(x); });
+  }
+  {
+    torch::nn::BatchNorm1d bn(torch::nn::BatchNorm1dOptions(5).momentum(0.2));
+    {
+      torch::NoGradGuard g;
+      bn->running_mean.copy_(torch::randn({5}));
+      bn->running_var.copy_(torch::rand({5}) + 0.5);
+    }
+    put("batch_norm1d.state_before.running_mean", bn->running_mean);
+    put("batch_norm1d.state_before.running_var", bn->running_var);
+    bn->train();
+    record("batch_norm1d", *bn, torch::randn({8, 5, 3}), [&](torch::Tensor x) { return bn(x); });
+    bn->eval();
+    torch::Tensor x = torch::randn({4, 5, 3});
+    put("batch_norm1d.eval.x", x);
+    put("batch_norm1d.eval.y", bn(x));
+  }
+  {
+    torch::nn::BatchNorm2d bn(torch::nn::BatchNorm2dOptions(3));
+    put("batch_norm2d.state_before.running_mean", bn->running_mean);
+    put("batch_norm2d.state_before.running_var", bn->running_var);
+    bn->train();
+    record("batch_norm2d", *bn, torch::randn({4, 3, 5, 5}), [&](torch::Tensor x) { return bn(x); });
+  }
+  {
+    torch::nn::Embedding emb(10, 4);
+    record("embedding", *emb, torch::randint(0, 10, {3, 5}), [&](torch::Tensor x) { return emb(x); });
+  }
+  for (bool causal : {false, true}) {
+    torch::nn::MultiheadAttention mha(torch::nn::MultiheadAttentionOptions(8, 2));
+    torch::Tensor padding = torch::zeros({2, 5}, torch::kBool);
+    padding[1][3] = true;
+    padding[1][4] = true;
+    std::string c = causal ? "mha_causal" : "mha_padding";
+    if (!causal) put(c + ".key_padding", padding);
+    record(c, *mha, torch::randn({2, 5, 8}), [&](torch::Tensor x) {
+      torch::Tensor t = x.transpose(0, 1);  // [S, B, E]
+      torch::Tensor mask = causal ? causal_mask(5) : torch::Tensor();
+      return std::get<0>(mha->forward(t, t, t, causal ? torch::Tensor() : padding, false, mask)).transpose(0, 1);
+    });
+  }
+  {
+    auto block = std::make_shared<PreNormBlock>(8, 2, 16, true);
+    record("transformer_block", *block, torch::randn({2, 5, 8}), [&](torch::Tensor x) { return block->forward(x); });
+  }
+  fluxion::save_safetensors(argv[1], tensors, metadata);
+  std::printf("wrote %zu tensors to %s\n", tensors.size(), argv[1]);
+}
