@@ -4,6 +4,7 @@
 #pragma once
 
 #include <algorithm>
+#include <array>
 #include <string_view>
 #include <utility>
 #include <vector>
@@ -128,13 +129,43 @@ class KernelEmitter::Renderer {
     emitter_.memo_ = std::move(saved);
     return out;
   }
-  // The reference evaluator's Philox streams, called in the runtime (runtime.cpp).
+  // Uniform numbers: Philox inline (jit/eval/philox.h's rounds, unrolled), so that a kernel
+  // drawing dropout masks vectorises instead of calling the runtime per element. Normal numbers
+  // (initialisers, rarely in a hot loop) call the runtime's recipe (runtime.cpp).
   V random(ir::Op op, DType t, V key0, V key1, V counter) {
+    if (op == ir::Op::RngUniform) return uniform(t, key0, key1, counter);
     auto f = emitter_.module_.getOrInsertFunction("fx_rng", builder_.getDoubleTy(), builder_.getInt32Ty(),
                                                   builder_.getInt32Ty(), builder_.getInt64Ty(), builder_.getInt32Ty());
     int kind = op == ir::Op::RngNormal ? 2 : t == DType::f32 ? 0 : 1;
     V x = builder_.CreateCall(f, {key0, key1, counter, builder_.getInt32(static_cast<uint32_t>(kind))});
     return t == DType::f32 ? builder_.CreateFPTrunc(x, builder_.getFloatTy()) : x;
+  }
+  V uniform(DType t, V key0, V key1, V counter) {
+    llvm::Type* i32 = builder_.getInt32Ty();
+    llvm::Type* i64 = builder_.getInt64Ty();
+    std::array<V, 4> c{builder_.CreateTrunc(counter, i32), builder_.CreateTrunc(builder_.CreateLShr(counter, 32), i32),
+                       builder_.getInt32(0), builder_.getInt32(0)};
+    V k0 = key0, k1 = key1;
+    auto product = [&](V x, uint32_t m) {
+      return builder_.CreateMul(builder_.CreateZExt(x, i64), builder_.getInt64(m));
+    };
+    auto high = [&](V p) { return builder_.CreateTrunc(builder_.CreateLShr(p, 32), i32); };
+    for (int round = 0; round < 10; ++round) {
+      V p0 = product(c[0], 0xD2511F53u), p1 = product(c[2], 0xCD9E8D57u);
+      c = {builder_.CreateXor(builder_.CreateXor(high(p1), c[1]), k0), builder_.CreateTrunc(p1, i32),
+           builder_.CreateXor(builder_.CreateXor(high(p0), c[3]), k1), builder_.CreateTrunc(p0, i32)};
+      k0 = builder_.CreateAdd(k0, builder_.getInt32(0x9E3779B9u));
+      k1 = builder_.CreateAdd(k1, builder_.getInt32(0xBB67AE85u));
+    }
+    // The interpreter's conversions, exact in both widths: 24 bits of word 0 for f32, 53 bits of
+    // words 0 and 1 for f64.
+    if (t == DType::f32) {
+      V bits = builder_.CreateUIToFP(builder_.CreateLShr(c[0], 8), builder_.getFloatTy());
+      return builder_.CreateFMul(bits, llvm::ConstantFP::get(builder_.getFloatTy(), 0x1p-24));
+    }
+    V wide = builder_.CreateOr(builder_.CreateShl(builder_.CreateZExt(c[0], i64), 32), builder_.CreateZExt(c[1], i64));
+    V bits = builder_.CreateUIToFP(builder_.CreateLShr(wide, 11), builder_.getDoubleTy());
+    return builder_.CreateFMul(bits, llvm::ConstantFP::get(builder_.getDoubleTy(), 0x1p-53));
   }
   V rng_fold(V key0, V key1, V data, V word) {
     auto f = emitter_.module_.getOrInsertFunction("fx_rng_fold", builder_.getInt32Ty(), builder_.getInt32Ty(),
