@@ -53,6 +53,8 @@ ParamMask matrices_only() {
 }
 
 std::string GradientTransformation::describe() const {
+  // A chain lists its links, which show their own hyperparameters.
+  if (name == "chain") return "chain(" + settings + ")";
   std::string s = name + "(";
   for (size_t i = 0; i < hyperparameters.size(); ++i) {
     char buf[96];

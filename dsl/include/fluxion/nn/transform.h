@@ -55,7 +55,8 @@ struct GradientTransformation {
   // The state's names given the parameters' (one per init entry): "adam.m.0.weight".
   std::function<std::vector<std::string>(const std::vector<std::string>& param_names)> state_names;
   std::function<TransformResult(const TransformInputs&)> update;
-  // Trace-time settings shown by describe() beside the hyperparameters: "schedule=...".
+  // Trace-time settings shown by describe() after the hyperparameters ("schedule=..."); a
+  // chain's are its links' descriptions, shown instead of its hyperparameters.
   std::string settings;
 
   // "scale_by_adam(beta1=0.9, beta2=0.999, eps=1e-08)".
