@@ -44,6 +44,42 @@ std::vector<std::string> Model::param_names() const {
   return names;
 }
 
+std::vector<std::pair<std::string, ParamSpec>> Model::named_parameters() const {
+  std::vector<std::pair<std::string, ParamSpec>> out;
+  for (ParamSpec& s : param_specs()) out.emplace_back(s.name, std::move(s));
+  return out;
+}
+
+template <class T>
+Named<T>::Named(const Model& model, std::vector<T>& values) : names_(model.param_names()), values_(&values) {
+  if (values.size() != names_.size()) {
+    fluxion::detail::fail("nn::Named", model.layer().describe() + " has " + std::to_string(names_.size()) +
+                                           " parameters, the list " + std::to_string(values.size()));
+  }
+}
+
+template <class T>
+T& Named<T>::operator[](const std::string& name) const {
+  for (size_t i = 0; i < names_.size(); ++i) {
+    if (names_[i] == name) return (*values_)[i];
+  }
+  std::string known;
+  for (const std::string& n : names_) known += (known.empty() ? "" : ", ") + n;
+  fluxion::detail::fail("nn::Named", "no parameter '" + name + "'; the model has: " + known);
+}
+
+template <class T>
+std::vector<T> Named<T>::with_prefix(const std::string& prefix) const {
+  std::vector<T> out;
+  for (size_t i = 0; i < names_.size(); ++i) {
+    if (names_[i].rfind(prefix, 0) == 0) out.push_back((*values_)[i]);
+  }
+  return out;
+}
+
+template class Named<Array>;
+template class Named<Tensor>;
+
 int64_t Model::param_count() const {
   int64_t n = 0;
   for (const ParamSpec& s : param_specs()) n += numel(s.shape);

@@ -12,6 +12,7 @@
 #include <source_location>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "fluxion/array.h"
@@ -79,6 +80,8 @@ class Model {
 
   std::vector<ParamSpec> param_specs() const { return layer_->params(); }
   std::vector<std::string> param_names() const;
+  // (name, spec) of every parameter, in order (torch's named_parameters()).
+  std::vector<std::pair<std::string, ParamSpec>> named_parameters() const;
   int64_t param_count() const;  // number of scalar parameters
   // Fresh parameters drawn from each spec's initialiser; the same seed gives the same values.
   std::vector<Array> init(uint64_t seed) const;
@@ -101,6 +104,24 @@ class Model {
 
  private:
   std::shared_ptr<const Layer> layer_;
+};
+
+// Named access to a model's parameters, or to anything laid out like them (gradients, Adam's
+// moments): view["0.weight"]. Holds a reference to the list; raises Error naming the model's
+// parameters for an unknown name. T is Array (host side) or Tensor (inside a trace).
+template <class T>
+class Named {
+ public:
+  Named(const Model& model, std::vector<T>& values);
+  T& operator[](const std::string& name) const;
+  // The entries whose names start with `prefix` ("1." for a Sequential's second layer), in
+  // order: the parameter list of that sub-model.
+  std::vector<T> with_prefix(const std::string& prefix) const;
+  const std::vector<std::string>& names() const { return names_; }
+
+ private:
+  std::vector<std::string> names_;
+  std::vector<T>* values_;
 };
 
 // Layers applied in order; parameter and state names are prefixed with the layer's index
