@@ -14,6 +14,8 @@
 #include <string>
 #include <vector>
 
+#include "torch_transformer.h"
+
 namespace {
 
 fluxion::NamedArrays tensors;
@@ -66,38 +68,6 @@ void record(const std::string& c, torch::nn::Module& module, torch::Tensor x, Fo
 }
 
 struct Empty : torch::nn::Module {};
-
-// A causal attention mask for libtorch's C++ MultiheadAttention, which adds attn_mask to the
-// scores (a bool mask would add 1, not mask): -inf above the diagonal.
-torch::Tensor causal_mask(int64_t s) {
-  return torch::zeros({s, s}).masked_fill(torch::ones({s, s}, torch::kBool).triu(1), -INFINITY);
-}
-
-// PyTorch's TransformerEncoderLayer with norm_first=True and batch_first=True, built from its
-// parts (libtorch's C++ layer has neither option), with its parameter names.
-struct PreNormBlock : torch::nn::Module {
-  torch::nn::MultiheadAttention self_attn{nullptr};
-  torch::nn::Linear linear1{nullptr}, linear2{nullptr};
-  torch::nn::LayerNorm norm1{nullptr}, norm2{nullptr};
-  bool causal;
-  PreNormBlock(int64_t e, int64_t heads, int64_t ff, bool causal_) : causal(causal_) {
-    self_attn =
-        register_module("self_attn", torch::nn::MultiheadAttention(torch::nn::MultiheadAttentionOptions(e, heads)));
-    linear1 = register_module("linear1", torch::nn::Linear(e, ff));
-    linear2 = register_module("linear2", torch::nn::Linear(ff, e));
-    norm1 = register_module("norm1", torch::nn::LayerNorm(torch::nn::LayerNormOptions({e})));
-    norm2 = register_module("norm2", torch::nn::LayerNorm(torch::nn::LayerNormOptions({e})));
-  }
-  torch::Tensor forward(torch::Tensor x) {  // x [B, S, E]
-    torch::Tensor h = norm1(x).transpose(0, 1);
-    int64_t s = x.size(1);
-    torch::Tensor mask = causal ? causal_mask(s) : torch::Tensor();
-    torch::Tensor a = std::get<0>(self_attn->forward(h, h, h, torch::Tensor(), false, mask)).transpose(0, 1);
-    x = x + a;
-    return x + linear2(torch::gelu(linear1(norm2(x))));
-  }
-};
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -153,12 +123,12 @@ int main(int argc, char** argv) {
     if (!causal) put(c + ".key_padding", padding);
     record(c, *mha, torch::randn({2, 5, 8}), [&](torch::Tensor x) {
       torch::Tensor t = x.transpose(0, 1);  // [S, B, E]
-      torch::Tensor mask = causal ? causal_mask(5) : torch::Tensor();
+      torch::Tensor mask = causal ? bench::causal_mask(5) : torch::Tensor();
       return std::get<0>(mha->forward(t, t, t, causal ? torch::Tensor() : padding, false, mask)).transpose(0, 1);
     });
   }
   {
-    auto block = std::make_shared<PreNormBlock>(8, 2, 16, true);
+    auto block = std::make_shared<bench::PreNormBlock>(8, 2, 16, true);
     record("transformer_block", *block, torch::randn({2, 5, 8}), [&](torch::Tensor x) { return block->forward(x); });
   }
   fluxion::save_safetensors(argv[1], tensors, metadata);

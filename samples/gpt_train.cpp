@@ -36,11 +36,12 @@ double validation_loss(const nn::Trainer& trainer, const nn::TrainState& state, 
 int main(int argc, char** argv) {
   samples::TrainingOptions opt;
   opt.epochs = 30;
-  opt.batch_size = 32;
-  opt.lr = 3e-3;
+  opt.batch_size = 16;
+  opt.lr = 2e-3;
   opt.optimizer = "adamw";
   opt.weight_decay = 0.1;
   samples::GptOptions g;
+  g.context = 64;  // the GPL's 35,000 characters give ~490 training windows of 64
   std::string text_path = "/usr/share/common-licenses/GPL-3", prime = "The ", checkpoint = "gpt_train.safetensors";
   int64_t sample_length = 400, warmup_percent = 5;
   double temperature = 0.7, clip = 1.0, dropout = 0.1;
@@ -77,13 +78,7 @@ int main(int argc, char** argv) {
                             {.batch_size = opt.batch_size, .shuffle = true, .seed = static_cast<uint64_t>(opt.seed)});
     int64_t total_steps = std::max<int64_t>(2, opt.epochs * loader.size());
     nn::Schedule schedule = nn::Schedule::warmup_cosine(total_steps * warmup_percent / 100, total_steps, 0.1);
-    // AdamW (betas 0.9, 0.95) decaying matrices only, not biases and norms' scales, as nanoGPT.
-    std::vector<nn::GradientTransformation> links;
-    if (clip > 0) links.push_back(nn::clip_by_global_norm(clip));
-    links.push_back(nn::scale_by_adam(0.9, 0.95));
-    links.push_back(nn::add_decayed_weights(opt.weight_decay, nn::matrices_only()));
-    links.push_back(nn::scale_by_learning_rate(opt.lr, schedule));
-    nn::Optimizer optimizer("adamw", nn::chain(links));
+    nn::Optimizer optimizer = samples::gpt_optimizer(opt.lr, opt.weight_decay, clip, schedule);
     auto loss = [](const Tensor& logits, const Tensor& next) { return nn::softmax_cross_entropy(logits, next); };
     nn::Trainer trainer(model, loss, optimizer, backend);
     nn::TrainState state = trainer.init(static_cast<uint64_t>(opt.seed));

@@ -48,4 +48,13 @@ nn::Model gpt_model(const GptOptions& o) {
   return nn::Model(nn::Sequential(std::move(layers)));
 }
 
+nn::Optimizer gpt_optimizer(double lr, double weight_decay, double clip, const nn::Schedule& schedule) {
+  std::vector<nn::GradientTransformation> links;
+  if (clip > 0) links.push_back(nn::clip_by_global_norm(clip));
+  links.push_back(nn::scale_by_adam(0.9, 0.95));
+  links.push_back(nn::add_decayed_weights(weight_decay, nn::matrices_only()));
+  links.push_back(nn::scale_by_learning_rate(lr, schedule));
+  return nn::Optimizer("adamw", nn::chain(links));
+}
+
 }  // namespace samples

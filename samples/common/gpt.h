@@ -21,4 +21,9 @@ struct GptOptions {
 // PyTorch module would give them under nn.Sequential: "0.tok_emb.weight", "1.self_attn...".
 fluxion::nn::Model gpt_model(const GptOptions& o);
 
+// nanoGPT's optimizer: gradients clipped to a global norm (when clip > 0), then AdamW with
+// betas (0.9, 0.95) decaying matrices only, and the learning rate under `schedule`.
+fluxion::nn::Optimizer gpt_optimizer(double lr, double weight_decay, double clip,
+                                     const fluxion::nn::Schedule& schedule);
+
 }  // namespace samples
