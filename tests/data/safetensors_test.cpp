@@ -50,8 +50,9 @@ TEST_F(Safetensors, FileLayoutFollowsTheFormat) {
             R"({"w":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}})");
   EXPECT_EQ(bytes.substr(8 + n), std::string("\0\0\x80?\0\0\0@", 8));
   // And a file written by another tool, with whitespace and metadata first, reads back.
-  write_bytes(path("other.safetensors"),
-              file_with(R"( { "__metadata__" : {"a":"b"}, "w" : {"dtype":"F32", "shape":[2], "data_offsets":[0, 8]} } )"));
+  write_bytes(
+      path("other.safetensors"),
+      file_with(R"( { "__metadata__" : {"a":"b"}, "w" : {"dtype":"F32", "shape":[2], "data_offsets":[0, 8]} } )"));
   EXPECT_EQ(fx::load_safetensors(path("other.safetensors"))[0].second.to_vector<float>(), (std::vector<float>{1, 2}));
 }
 
@@ -66,12 +67,14 @@ TEST_F(Safetensors, DamagedFilesRaiseErrorsNamingTheProblem) {
   expect(std::string("\xff\xff\xff\xff\0\0\0\0", 8), "header length");
   expect(file_with(ok).substr(0, file_with(ok).size() - 3), "truncated");
   expect(file_with(R"({"w":{"dtype":"F32","shape":[2],"data_offsets":[0,8]})"), "malformed JSON");
-  expect(file_with(R"({"w":{"dtype":"F16","shape":[2],"data_offsets":[0,8]}})"), "F16");
+  expect(file_with(R"({"w":{"dtype":"F8_E4M3","shape":[8],"data_offsets":[0,8]}})"), "F8_E4M3");
   expect(file_with(R"({"w":{"dtype":"F32","shape":[3],"data_offsets":[0,8]}})"), "needs 12 bytes");
   expect(file_with(R"({"w":{"dtype":"F32","shape":[2]}})"), "data_offsets");
   expect(file_with(R"({"w":{"dtype":"F32","shape":[-2],"data_offsets":[0,8]}})"), "bad dimension");
-  expect(file_with(R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},"b":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}})"),
-         "overlapping");
+  expect(
+      file_with(
+          R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},"b":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}})"),
+      "overlapping");
   expect(file_with(ok, std::string(12, '\0')), "holds 12");
   expect(file_with(R"([1,2])"), "not a JSON object");
   expect(file_with(R"({"w":{"dtype":"F32","shape":[99999999999999999999],"data_offsets":[0,8]}})"), "64-bit integer");

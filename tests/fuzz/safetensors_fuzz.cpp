@@ -1,5 +1,6 @@
 // libFuzzer target: the safetensors reader. Any input either loads or raises fluxion::Error;
-// what loads has the byte count its dtypes and shapes say.
+// what loads holds no more elements than the input has bytes (a file stores every element in at
+// least one byte; F16 and the narrow integers are widened on load, so Fluxion's bytes may not).
 #include <cstdint>
 #include <cstdlib>
 #include <map>
@@ -12,12 +13,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string bytes(reinterpret_cast<const char*>(data), size);
   try {
     std::map<std::string, std::string> metadata;
-    int64_t total = 0;
+    int64_t elements = 0;
     for (const auto& [name, a] : fluxion::data::parse_safetensors(bytes, "fuzz input", &metadata)) {
       if (name.empty()) std::abort();
-      total += a.size() * fluxion::dtype_size(a.dtype());
+      elements += a.size();
     }
-    if (total > static_cast<int64_t>(size)) std::abort();
+    if (elements > static_cast<int64_t>(size)) std::abort();
   } catch (const fluxion::Error&) {
   }
   return 0;

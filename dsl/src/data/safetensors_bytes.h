@@ -9,8 +9,9 @@
 
 namespace fluxion::data {
 
-// Raises Error naming `name` for damaged bytes (see load_safetensors).
-NamedArrays parse_safetensors(const std::string& bytes, const std::string& name,
+// The tensors of a file's bytes `file`; raises Error naming `path` for damaged bytes (see
+// load_safetensors).
+NamedArrays parse_safetensors(const std::string& file, const std::string& path,
                               std::map<std::string, std::string>* metadata = nullptr);
 
 }  // namespace fluxion::data

@@ -1,6 +1,8 @@
 #include "fluxion/nn/checkpoint.h"
 
+#include <algorithm>
 #include <map>
+#include <optional>
 
 #include "fluxion/error.h"
 #include "fluxion/safetensors.h"
@@ -10,39 +12,23 @@ namespace fluxion::nn {
 namespace {
 
 constexpr const char* kOptimizerPrefix = "optimizer.";
+constexpr const char* kStepName = "trainer.step";
+constexpr const char* kKeyName = "trainer.key";
 
 struct Expected {
   std::string name;
   TensorType type;
 };
 
-std::vector<Expected> expected_params(const Model& model) {
+std::vector<Expected> expected(const std::vector<ParamSpec>& specs) {
   std::vector<Expected> out;
-  for (const ParamSpec& s : model.param_specs()) out.push_back({s.name, {f32, s.shape}});
+  for (const ParamSpec& s : specs) out.push_back({s.name, {f32, s.shape}});
   return out;
 }
 
-// Checks every expected name, shape and dtype against the file's tensors; lists every problem.
-std::vector<Array> take_checked(const std::map<std::string, Array>& file, const std::vector<Expected>& want,
-                                std::vector<std::string>& problems) {
-  std::vector<Array> out;
-  for (const Expected& e : want) {
-    auto it = file.find(e.name);
-    if (it == file.end()) {
-      problems.push_back("missing '" + e.name + "' " + e.type.str());
-    } else if (it->second.type() != e.type) {
-      problems.push_back("'" + e.name + "' is " + it->second.type().str() + ", expected " + e.type.str());
-    } else {
-      out.push_back(it->second);
-    }
-  }
-  return out;
-}
-
-std::map<std::string, Array> by_name(const NamedArrays& arrays) {
-  std::map<std::string, Array> m;
-  for (const auto& [k, v] : arrays) m.emplace(k, v);
-  return m;
+// A checkpoint's training state beside the model's tensors: the optimizer's, the step, the key.
+bool is_training_entry(const std::string& name) {
+  return name.starts_with(kOptimizerPrefix) || name == kStepName || name == kKeyName;
 }
 
 [[noreturn]] void mismatch(const std::string& op, const std::string& path, const std::vector<std::string>& problems) {
@@ -51,24 +37,127 @@ std::map<std::string, Array> by_name(const NamedArrays& arrays) {
   fluxion::detail::fail(op, msg);
 }
 
-}  // namespace
+// A file's tensor under the name it is read as.
+struct FileTensor {
+  std::string file_name;
+  Array value;
+  bool taken = false;
+};
 
-namespace {
+// The name a file's tensor is read as: the first pair of `renames` whose prefix it starts with
+// applies.
+std::string read_as(const std::string& name, const std::vector<std::pair<std::string, std::string>>& renames) {
+  for (const auto& [from, to] : renames)
+    if (name.starts_with(from)) return to + name.substr(from.size());
+  return name;
+}
 
-constexpr const char* kStepName = "trainer.step";
-constexpr const char* kKeyName = "trainer.key";
+[[noreturn]] void read_twice(const std::string& op, const std::string& path, const std::string& first,
+                             const std::string& second, const std::string& as) {
+  fluxion::detail::fail(op, "'" + path + "': '" + first + "' and '" + second + "' are both read as '" + as + "'");
+}
+
+// Matches a file's tensors to the expected names, shapes and dtypes, collecting every problem
+// (for the strict Error) and the report (for the non-strict loader).
+class Matcher {
+ public:
+  Matcher(const std::string& op, const std::string& path, const LoadOptions& options) : op_(op), path_(path) {
+    for (auto& [name, a] : load_safetensors(path)) {
+      std::string as = read_as(name, options.rename_prefixes);
+      auto [it, fresh] = file_.emplace(as, FileTensor{name, a});
+      if (!fresh) read_twice(op, path, it->second.file_name, name, as);
+    }
+  }
+
+  // The file's array for `e`, or nothing (a missing or mismatched entry, recorded).
+  std::optional<Array> take(const Expected& e) {
+    auto it = file_.find(e.name);
+    if (it == file_.end()) {
+      report_.missing.push_back(e.name);
+      problems_.push_back("missing '" + e.name + "' " + e.type.str());
+      return std::nullopt;
+    }
+    FileTensor& t = it->second;
+    t.taken = true;
+    if (t.value.type() != e.type) {
+      std::string what = "'" + e.name + "'" + (t.file_name == e.name ? "" : " (in the file '" + t.file_name + "')") +
+                         " is " + t.value.type().str() + ", expected " + e.type.str();
+      report_.mismatched.push_back(what);
+      problems_.push_back(what);
+      return std::nullopt;
+    }
+    return t.value;
+  }
+
+  // Records every tensor not taken as unexpected, except those `ignored(read-as name, file name)`
+  // accepts; then gives the report and, in strict mode, raises the Error listing every problem.
+  template <class Ignored>
+  void finish(Ignored ignored, bool strict, LoadReport* report) {
+    for (const auto& [as, t] : file_) {
+      if (t.taken || ignored(as, t.file_name)) continue;
+      report_.unexpected.push_back(t.file_name);
+      problems_.push_back("unexpected '" + t.file_name + "' " + t.value.type().str());
+    }
+    if (report) *report = report_;
+    if (strict && !problems_.empty()) mismatch(op_, path_, problems_);
+  }
+
+ private:
+  std::string op_, path_;
+  std::map<std::string, FileTensor> file_;
+  LoadReport report_;
+  std::vector<std::string> problems_;
+};
+
+// Each of `want` from the file, else (not strict) from `fresh()`, called once when needed; strict,
+// the Error comes later and an empty Array holds the place.
+template <class Fresh>
+std::vector<Array> take_or(Matcher& m, const std::vector<Expected>& want, bool strict, Fresh fresh) {
+  std::vector<Array> out;
+  std::vector<Array> initial;
+  for (size_t i = 0; i < want.size(); ++i) {
+    if (std::optional<Array> a = m.take(want[i])) {
+      out.push_back(*a);
+      continue;
+    }
+    if (strict) {
+      out.emplace_back();
+      continue;
+    }
+    if (initial.empty()) initial = fresh();
+    out.push_back(initial[i]);
+  }
+  return out;
+}
+
+LoadedModel load(const std::string& op, const std::string& path, const Model& model, const LoadOptions& options,
+                 LoadReport* report, bool with_state) {
+  Matcher m(op, path, options);
+  LoadedModel out;
+  out.params = take_or(m, expected(model.param_specs()), options.strict, [&] { return model.init(options.seed); });
+  std::vector<std::string> state_names = model.state_names();
+  if (with_state)
+    out.state = take_or(m, expected(model.state_specs()), options.strict, [&] { return model.init_state(); });
+  m.finish(
+      [&](const std::string& as, const std::string& file_name) {
+        return is_training_entry(file_name) ||
+               (!with_state && std::find(state_names.begin(), state_names.end(), as) != state_names.end());
+      },
+      options.strict, report);
+  return out;
+}
 
 // Every tensor of a training state with its checkpoint name and, from a fresh state, its type:
 // the parameters and the model state under their own names (a torch state_dict's parameters
 // and buffers), the optimizer state under "optimizer.", the step and the key under "trainer.".
 std::vector<Expected> checkpoint_entries(const Model& model, const Optimizer& optimizer) {
-  std::vector<Expected> out = expected_params(model);
+  std::vector<Expected> out = expected(model.param_specs());
   std::vector<Array> zero_params;
   for (const Expected& e : out) zero_params.emplace_back(e.type.dtype, e.type.shape);
   std::vector<Array> fresh = optimizer.init(zero_params);
   std::vector<std::string> names = optimizer.state_names(model.param_names());
   for (size_t i = 0; i < names.size(); ++i) out.push_back({kOptimizerPrefix + names[i], fresh[i].type()});
-  for (const ParamSpec& s : model.state_specs()) out.push_back({s.name, {f32, s.shape}});
+  for (const Expected& e : expected(model.state_specs())) out.push_back(e);
   out.push_back({kStepName, {DType::i32, {}}});
   out.push_back({kKeyName, {DType::i32, {2}}});
   return out;
@@ -110,16 +199,11 @@ void save_checkpoint(const std::string& path, const Model& model, const Optimize
 }
 
 void load_checkpoint(const std::string& path, const Model& model, const Optimizer& optimizer, TrainState& state) {
-  std::map<std::string, Array> file = by_name(load_safetensors(path));
-  std::vector<Expected> want = checkpoint_entries(model, optimizer);
-  std::vector<std::string> problems;
-  std::vector<Array> loaded = take_checked(file, want, problems);
-  for (const auto& [name, a] : file) {
-    bool known = false;
-    for (const Expected& e : want) known = known || e.name == name;
-    if (!known) problems.push_back("unexpected '" + name + "' " + a.type().str());
-  }
-  if (!problems.empty()) mismatch("nn::load_checkpoint", path, problems);
+  Matcher m("nn::load_checkpoint", path, LoadOptions{});
+  std::vector<Array> loaded;
+  for (const Expected& e : checkpoint_entries(model, optimizer))
+    if (std::optional<Array> a = m.take(e)) loaded.push_back(*a);
+  m.finish([](const std::string&, const std::string&) { return false; }, /*strict=*/true, nullptr);
   auto next = loaded.begin();
   auto take = [&](size_t n) {
     std::vector<Array> part(next, next + static_cast<std::ptrdiff_t>(n));
@@ -133,18 +217,13 @@ void load_checkpoint(const std::string& path, const Model& model, const Optimize
   state.key = *next;
 }
 
-std::vector<Array> load_parameters(const std::string& path, const Model& model) {
-  std::map<std::string, Array> file = by_name(load_safetensors(path));
-  std::vector<std::string> problems;
-  std::vector<Array> params = take_checked(file, expected_params(model), problems);
-  for (const auto& [name, a] : file) {
-    bool known = name.rfind(kOptimizerPrefix, 0) == 0 || name == kStepName || name == kKeyName;
-    for (const std::string& n : model.state_names()) known = known || n == name;
-    for (const std::string& n : model.param_names()) known = known || n == name;
-    if (!known) problems.push_back("unexpected '" + name + "' " + a.type().str());
-  }
-  if (!problems.empty()) mismatch("nn::load_parameters", path, problems);
-  return params;
+std::vector<Array> load_parameters(const std::string& path, const Model& model, const LoadOptions& options,
+                                   LoadReport* report) {
+  return load("nn::load_parameters", path, model, options, report, /*with_state=*/false).params;
+}
+
+LoadedModel load_model(const std::string& path, const Model& model, const LoadOptions& options, LoadReport* report) {
+  return load("nn::load_model", path, model, options, report, /*with_state=*/true);
 }
 
 }  // namespace fluxion::nn
