@@ -4,10 +4,16 @@
 #include "common/models.h"
 
 int main(int argc, char** argv) {
-  samples::TrainingOptions opt;
-  opt.lr = 2e-3;  // Adam; 0.878 test accuracy after 5 epochs (docs/samples.md)
-  samples::Cli cli("lenet_train", "LeNet-5 on Fashion-MNIST.");
-  cli.add_training(&opt);
-  cli.parse(argc, argv);
-  return samples::train_classifier(cli.program(), opt, samples::lenet_model(), samples::make_optimizer(opt));
+  try {
+    samples::TrainingOptions opt;
+    opt.lr = 2e-3;  // Adam; 0.878 test accuracy after 5 epochs (docs/samples.md)
+    double dropout = 0;
+    samples::Cli cli("lenet_train", "LeNet-5 on Fashion-MNIST.");
+    cli.add_training(&opt);
+    cli.add("--dropout", &dropout, "probability of Dropout before the last dense layer (0: no Dropout layer)");
+    cli.parse(argc, argv);
+    return samples::train_classifier(cli.program(), opt, samples::lenet_model(dropout));
+  } catch (const std::exception& e) {
+    return samples::report_error("lenet_train", e);
+  }
 }

@@ -43,16 +43,17 @@ Timing time_calls(F call, int64_t repeats) {
   std::sort(us.begin(), us.end());
   fx::RuntimeCounters c = fx::counters();
   double n = static_cast<double>(repeats);
-  return {us.front(), us[us.size() / 2], static_cast<double>(c.native_calls) / n, static_cast<double>(c.kernel_launches) / n};
+  return {us.front(), us[us.size() / 2], static_cast<double>(c.native_calls) / n,
+          static_cast<double>(c.kernel_launches) / n};
 }
 
 }  // namespace
 
-int main(int argc, char** argv) {
+int main(int argc, char** argv) try {
   std::string backend_name = "cpu";
   int64_t steps = 8000, repeats = 20, threads = 1, seed = 0;
   samples::Cli cli("small_loop", "Workload W7: 8000 steps of a tiny recurrent update, forward and gradient.");
-  cli.add("--backend", &backend_name, "cpu, vulkan or interp");
+  cli.add_choice("--backend", &backend_name, {"cpu", "vulkan", "interp"}, "the backend that runs it");
   cli.add("--steps", &steps, "loop steps");
   cli.add("--repeats", &repeats, "timed calls of each program");
   cli.add("--threads", &threads, "CPU threads (0: all cores)");
@@ -60,34 +61,31 @@ int main(int argc, char** argv) {
   cli.parse(argc, argv);
   samples::TrainingOptions named;
   named.backend = backend_name;
-  try {
-    fx::Backend backend = named.backend_kind();
-    if (threads > 0) fx::set_num_threads(static_cast<int>(threads));
-    // The inputs, drawn once by the interpreter from the seed.
-    auto inputs = fx::jit(
-        [&]() {
-          Tensor key = fx::random::key(static_cast<uint64_t>(seed));
-          return std::make_tuple(fx::random::uniform(fx::random::fold_in(key, 0), {12}, fx::f32, -1, 1),
-                                 fx::random::uniform(fx::random::fold_in(key, 1), {12}, fx::f32, -1, 1),
-                                 fx::random::uniform(fx::random::fold_in(key, 2), {steps}, fx::f32, -0.01, 0.01));
-        },
-        fx::Backend::Interp)();
-    auto [w1, w2, noise] = inputs;
-    auto forward = fx::jit(final_state, backend);
-    auto gradient = fx::jit(fx::value_and_grad(final_state, {0, 1}), backend);
-    fx::Array s = forward(w1, w2, noise);
-    auto [value, grads] = gradient(w1, w2, noise);
-    std::printf("small_loop on %s: %lld steps\nfinal s = %.6f\nd s / d w1[0..2] = %.6g %.6g %.6g\n",
-                fx::backend_name(backend), static_cast<long long>(steps), s.item(), grads[0].to_doubles()[0],
-                grads[0].to_doubles()[1], grads[0].to_doubles()[2]);
-    Timing f = time_calls([&] { forward(w1, w2, noise).item(); }, repeats);
-    Timing g = time_calls([&] { gradient(w1, w2, noise).first.item(); }, repeats);
-    std::printf("%-9s %12s %12s %22s %18s\n", "", "min us", "median us", "host round trips/call", "kernels/call");
-    std::printf("%-9s %12.1f %12.1f %22.2f %18.0f\n", "forward", f.min_us, f.median_us, f.roundtrips, f.kernels);
-    std::printf("%-9s %12.1f %12.1f %22.2f %18.0f\n", "gradient", g.min_us, g.median_us, g.roundtrips, g.kernels);
-    return 0;
-  } catch (const fx::Error& e) {
-    std::fprintf(stderr, "error: %s\n", e.what());
-    return 1;
-  }
+  fx::Backend backend = named.backend_kind();
+  if (threads > 0) fx::set_num_threads(static_cast<int>(threads));
+  // The inputs, drawn once by the interpreter from the seed.
+  auto inputs = fx::jit(
+      [&]() {
+        Tensor key = fx::random::key(static_cast<uint64_t>(seed));
+        return std::make_tuple(fx::random::uniform(fx::random::fold_in(key, 0), {12}, fx::f32, -1, 1),
+                               fx::random::uniform(fx::random::fold_in(key, 1), {12}, fx::f32, -1, 1),
+                               fx::random::uniform(fx::random::fold_in(key, 2), {steps}, fx::f32, -0.01, 0.01));
+      },
+      fx::Backend::Interp)();
+  auto [w1, w2, noise] = inputs;
+  auto forward = fx::jit(final_state, backend);
+  auto gradient = fx::jit(fx::value_and_grad(final_state, {0, 1}), backend);
+  fx::Array s = forward(w1, w2, noise);
+  auto [value, grads] = gradient(w1, w2, noise);
+  std::printf("small_loop on %s: %lld steps\nfinal s = %.6f\nd s / d w1[0..2] = %.6g %.6g %.6g\n",
+              fx::backend_name(backend), static_cast<long long>(steps), s.item(), grads[0].to_doubles()[0],
+              grads[0].to_doubles()[1], grads[0].to_doubles()[2]);
+  Timing f = time_calls([&] { forward(w1, w2, noise).item(); }, repeats);
+  Timing g = time_calls([&] { gradient(w1, w2, noise).first.item(); }, repeats);
+  std::printf("%-9s %12s %12s %22s %18s\n", "", "min us", "median us", "host round trips/call", "kernels/call");
+  std::printf("%-9s %12.1f %12.1f %22.2f %18.0f\n", "forward", f.min_us, f.median_us, f.roundtrips, f.kernels);
+  std::printf("%-9s %12.1f %12.1f %22.2f %18.0f\n", "gradient", g.min_us, g.median_us, g.roundtrips, g.kernels);
+  return 0;
+} catch (const std::exception& e) {
+  return samples::report_error("small_loop", e);
 }

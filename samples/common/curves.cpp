@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <stdexcept>
@@ -36,6 +37,24 @@ void write_csv(const std::string& path, const std::vector<EpochRecord>& rows) {
          (r.test_accuracy >= 0 ? fmt("%.4f", r.test_accuracy) : std::string()) + "," + fmt("%.3f", r.seconds) + "\n";
   }
   write_atomically(path, s);
+}
+
+std::vector<EpochRecord> read_csv(const std::string& path) {
+  std::ifstream in(path);
+  std::vector<EpochRecord> rows;
+  std::string line;
+  std::getline(in, line);  // the header
+  while (std::getline(in, line)) {
+    EpochRecord r;
+    char accuracy[32] = "";
+    // An empty accuracy (a language model) leaves the field unread and the record's -1.
+    int n = std::sscanf(line.c_str(), "%d,%lf,%lf,%31[^,],%lf", &r.epoch, &r.train_loss, &r.test_loss, accuracy,
+                        &r.seconds);
+    if (n == 5) r.test_accuracy = std::atof(accuracy);
+    else if (n != 3 || std::sscanf(line.c_str(), "%*d,%*f,%*f,,%lf", &r.seconds) != 1) continue;
+    rows.push_back(r);
+  }
+  return rows;
 }
 
 void write_svg(const std::string& path, const std::string& title, const std::vector<EpochRecord>& rows) {

@@ -18,5 +18,7 @@ struct EpochRecord {
 // Both files are written to a temporary name and renamed into place.
 void write_csv(const std::string& path, const std::vector<EpochRecord>& rows);
 void write_svg(const std::string& path, const std::string& title, const std::vector<EpochRecord>& rows);
+// The rows of a file write_csv wrote; none when there is no such file.
+std::vector<EpochRecord> read_csv(const std::string& path);
 
 }  // namespace samples

@@ -8,10 +8,12 @@
 
 namespace samples {
 
-// W3: Flatten, 784 -> hidden (tanh) -> 10.
-fluxion::nn::Model mlp_model(int64_t hidden = 32);
-// W4, LeNet-5 for 1x28x28 images.
-fluxion::nn::Model lenet_model();
+// W3: Flatten, 784 -> hidden (tanh) -> 10. With dropout > 0, Dropout(dropout) after the tanh
+// (inside the activation's slot: the parameter names stay "1.weight", "3.weight", ...).
+fluxion::nn::Model mlp_model(int64_t hidden = 32, double dropout = 0);
+// W4, LeNet-5 for 1x28x28 images. With dropout > 0, Dropout(dropout) before the last dense layer
+// (after the ReLU in front of it, names unchanged as in mlp_model).
+fluxion::nn::Model lenet_model(double dropout = 0);
 // Images [N, 1, 28, 28] read as 28 rows of 28 pixels by an LSTM or GRU ("lstm", "gru"); the
 // last step's state feeds a dense layer over the 10 classes.
 fluxion::nn::Model rnn_model(const std::string& cell, int64_t hidden = 128, int64_t layers = 1);
