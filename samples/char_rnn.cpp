@@ -4,39 +4,20 @@
 // the softmax with Gumbel noise), with no round trip per character.
 #include <cmath>
 #include <cstdio>
-#include <filesystem>
-#include <stdexcept>
 
-#include "common/classifier.h"
-#include "common/curves.h"
+#include "common/language_model.h"
 #include "common/models.h"
 
 namespace fx = fluxion;
 namespace nn = fluxion::nn;
 using fx::Tensor;
 
-namespace {
-
-// The text to learn; the default's missing file says where it comes from.
-fx::data::CharText load_text(const std::string& path, const std::string& default_path) {
-  try {
-    return fx::data::CharText::load(path);
-  } catch (const fx::Error& e) {
-    if (path != default_path || std::filesystem::exists(path)) throw;
-    throw std::runtime_error(std::string(e.what()) +
-                             " (the default text comes in Debian's package base-files; or pass --text FILE)");
-  }
-}
-
-}  // namespace
-
 int main(int argc, char** argv) try {
   samples::TrainingOptions opt;
   opt.epochs = 20;
   opt.batch_size = 32;
   opt.lr = 3e-3;
-  const std::string default_text = "/usr/share/common-licenses/GPL-3";
-  std::string text_path = default_text, prime = "The ";
+  std::string text_path = samples::kDefaultText, prime = "The ";
   int64_t hidden = 256, layers = 1, embed = 32, seq_len = 64, sample_length = 400;
   double temperature = 0.7;
   samples::Cli cli("char_rnn", "A character-level LSTM language model that writes text after training.");
@@ -52,12 +33,9 @@ int main(int argc, char** argv) try {
   cli.parse(argc, argv);
   if (opt.threads > 0) fx::set_num_threads(static_cast<int>(opt.threads));
   fx::Backend backend = opt.backend_kind();
-  fx::data::CharText text = load_text(text_path, default_text);
-  fx::data::Dataset all = text.sequences(seq_len);
-  int64_t n_valid = std::max<int64_t>(1, all.size() / 10);  // the last tenth is held out
-  fx::data::Dataset train = fx::data::subset(all, 0, all.size() - n_valid);
-  fx::data::Dataset valid = fx::data::subset(all, all.size() - n_valid, all.size());
-  if (opt.limit > 0 && opt.limit < train.size()) train = fx::data::subset(train, 0, opt.limit);
+  samples::TextData data = samples::load_text_data(text_path, seq_len, opt.limit);
+  const fx::data::CharText& text = data.text;
+  const fx::data::Dataset& train = data.train;
   int64_t V = text.vocab_size();
 
   samples::CharModel net(V, embed, hidden, layers);
@@ -80,24 +58,8 @@ int main(int argc, char** argv) try {
       static_cast<long long>(train.size()), static_cast<long long>(seq_len), optimizer.describe().c_str(),
       opt.schedule.c_str(), model.summary().c_str());
 
-  std::string csv = opt.csv.empty() ? "char_rnn_curves.csv" : opt.csv;
-  std::string svg = opt.svg.empty() ? "char_rnn_curves.svg" : opt.svg;
-  std::vector<samples::EpochRecord> curves = checkpoints.resumed_curves(csv);
-  auto validation_loss = [&] {
-    return trainer.evaluate(state, valid.inputs, valid.targets).first.item() / static_cast<double>(valid.size());
-  };
-  for (int64_t epoch = first; epoch <= checkpoints.last_epoch(); ++epoch) {
-    auto [train_loss, seconds] = samples::train_epoch(trainer, state, loader, epoch);
-    double valid_loss = validation_loss();
-    std::printf("epoch %lld/%lld  train loss %.4f  validation loss %.4f (%.3f bits/char)  %.2f s\n",
-                static_cast<long long>(epoch), static_cast<long long>(opt.epochs), train_loss, valid_loss,
-                valid_loss / std::log(2.0), seconds);
-    curves.push_back({static_cast<int>(epoch), train_loss, valid_loss, -1, seconds});
-    samples::write_csv(csv, curves);
-    samples::write_svg(svg, "char_rnn on " + text_path, curves);
-    checkpoints.end_epoch(epoch, valid_loss, state);
-  }
-  checkpoints.finish(state);
+  double final_loss =
+      samples::train_language_model("char_rnn", opt, text_path, trainer, state, loader, data.valid, checkpoints, first);
 
   // Generation: the prime warms the state up, then each step feeds back the drawn character.
   uint64_t seed = static_cast<uint64_t>(opt.seed);
@@ -133,7 +95,7 @@ int main(int argc, char** argv) try {
   fx::Array out = generate(state.params, fx::Array(prime_ids, {static_cast<int64_t>(prime_ids.size())}));
   std::vector<int32_t> ids = out.to_vector<int32_t>();
   std::printf("\n--- sample (temperature %.2f) ---\n%s%s\n---\n", temperature, prime.c_str(), text.decode(ids).c_str());
-  std::printf("final validation loss: %.4f\n", validation_loss());
+  std::printf("final validation loss: %.4f\n", final_loss);
   return 0;
 } catch (const std::exception& e) {
   return samples::report_error("char_rnn", e);

@@ -205,7 +205,7 @@ TEST_P(Optimizers, SchedulesOnTheDeviceMatchTheirFormulas) {
     auto factors = jit([&c](const Tensor& steps) {
       std::vector<Tensor> out;
       for (int64_t s = 0; s < steps.dim(0); ++s)
-        out.push_back(c.schedule(fx::take(steps, fx::scalar(s, fx::i32)), DType::f32));
+        out.push_back(c.schedule(fx::take(steps, fx::scalar(static_cast<double>(s), fx::i32)), DType::f32));
       return fx::stack(out);
     });
     std::vector<int32_t> s(16);

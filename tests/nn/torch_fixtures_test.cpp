@@ -59,9 +59,9 @@ class TorchFixtures : public BackendTest {
     std::vector<std::string> names = model.param_names();
     ASSERT_EQ(names, f.names(c)) << "parameter names differ from torch's named_parameters()";
     std::vector<Array> params;
-    for (const std::string& n : names) params.push_back(f.at(c + ".param." + n));
+    for (const std::string& n : names) params.push_back(f.at(c + ".param." += n));
     std::vector<Array> state;
-    for (const std::string& n : model.state_names()) state.push_back(f.at(c + ".state_before." + n));
+    for (const std::string& n : model.state_names()) state.push_back(f.at(c + ".state_before." += n));
     Array x = f.at(c + ".x"), w = f.at(c + ".weights");
     bool float_input = fx::is_float(x.dtype());
     auto loss = [&](const std::vector<Tensor>& p, const std::vector<Tensor>& s, const Tensor& xin, const Tensor& wt) {

@@ -132,7 +132,7 @@ class ValueAndGrad {
     std::vector<Tensor> grads(r.begin() + 1, r.begin() + 1 + static_cast<std::ptrdiff_t>(n_grads));
     if constexpr (aux) {
       const Tensor* a = r.data() + 1 + n_grads;
-      return std::make_tuple(r[0], tree::rebuild<Tensor, Tensor>(traced->second, a), std::move(grads));
+      return std::make_tuple(r[0], tree::rebuild<Tensor, Tensor>(traced.value().second, a), std::move(grads));
     } else {
       return std::make_pair(r[0], std::move(grads));
     }

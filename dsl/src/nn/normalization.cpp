@@ -74,7 +74,7 @@ Tensor BatchNorm::apply(std::span<const Tensor> p, const Tensor& x, Context& ctx
   if (ctx.training) {
     mean_ = mean(x, over, true);
     var_ = mean(square(x - mean_), over, true);
-    double n = static_cast<double>(x.numel() / features_);
+    double n = static_cast<double>(x.numel()) / static_cast<double>(features_);
     Tensor batch_mean = reshape(mean_, {features_}), unbiased = reshape(var_, {features_}) * (n / std::max(n - 1, 1.0));
     ctx.new_state = {ctx.state[0] * (1 - opt_.momentum) + batch_mean * opt_.momentum,
                      ctx.state[1] * (1 - opt_.momentum) + unbiased * opt_.momentum};

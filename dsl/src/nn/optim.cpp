@@ -96,7 +96,7 @@ size_t Optimizer::hyper_index(const std::vector<Array>& state, const std::string
   std::string known;
   for (size_t i = 0; i < hs.size(); ++i) {
     if (hs[i].name == name) {
-      if (state.size() < hs.size() || state[i].shape().size() != 0)
+      if (state.size() < hs.size() || !state[i].shape().empty())
         fluxion::detail::fail(op, "the state does not hold this optimizer's hyperparameters (use Optimizer::init)");
       return i;
     }

@@ -65,7 +65,7 @@ struct GradientTransformation {
 
 // The transformations applied in order, as one. Raises Error when two of them declare a
 // hyperparameter of the same name.
-GradientTransformation chain(std::vector<GradientTransformation> transformations);
+GradientTransformation chain(std::vector<GradientTransformation> links);
 
 // u -> -lr * schedule(step) * u: the last link of every optimizer. Hyperparameter "lr"; a
 // schedule other than the constant keeps its step count in the state ("lr.step", i32).
