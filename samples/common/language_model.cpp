@@ -49,6 +49,8 @@ double train_language_model(const std::string& program, const TrainingOptions& o
   std::string csv = opt.csv.empty() ? program + "_curves.csv" : opt.csv;
   std::string svg = opt.svg.empty() ? program + "_curves.svg" : opt.svg;
   std::vector<EpochRecord> curves = checkpoints.resumed_curves(csv);
+  std::string title = program;
+  title += " on " + text_path;
   double valid_loss = std::nan("");
   for (int64_t epoch = first; epoch <= checkpoints.last_epoch(); ++epoch) {
     auto [train_loss, seconds] = train_epoch(trainer, state, loader, epoch);
@@ -58,7 +60,7 @@ double train_language_model(const std::string& program, const TrainingOptions& o
                 valid_loss / std::log(2.0), seconds);
     curves.push_back({static_cast<int>(epoch), train_loss, valid_loss, -1, seconds});
     write_csv(csv, curves);
-    write_svg(svg, program + " on " + text_path, curves);
+    write_svg(svg, title, curves);
     checkpoints.end_epoch(epoch, valid_loss, state);
   }
   checkpoints.finish(state);

@@ -4,7 +4,7 @@
 
 #include <algorithm>
 #include <functional>
-#include <optional>
+#include <memory>
 #include <source_location>
 #include <string>
 #include <tuple>
@@ -118,11 +118,11 @@ class ValueAndGrad {
     std::vector<Tensor> flat;
     std::vector<bool> mask;
     detail::flatten_marked(wrt_, flat, mask, loc_, args...);
-    std::optional<Result> traced;  // f's result in the trace: the aux tree's shape
+    std::unique_ptr<Result> traced;  // f's result in the trace: the aux tree's shape
     auto fn = [&](const std::vector<Tensor>& params) {
       const Tensor* p = params.data();
       std::tuple<Args...> rebuilt{tree::rebuild<Tensor, Tensor>(args, p)...};
-      traced.emplace(std::apply(f_, rebuilt));
+      traced = std::make_unique<Result>(std::apply(f_, rebuilt));
       std::vector<Tensor> out;
       tree::flatten<Tensor>(*traced, out);
       return out;
@@ -132,7 +132,7 @@ class ValueAndGrad {
     std::vector<Tensor> grads(r.begin() + 1, r.begin() + 1 + static_cast<std::ptrdiff_t>(n_grads));
     if constexpr (aux) {
       const Tensor* a = r.data() + 1 + n_grads;
-      return std::make_tuple(r[0], tree::rebuild<Tensor, Tensor>(traced.value().second, a), std::move(grads));
+      return std::make_tuple(r[0], tree::rebuild<Tensor, Tensor>(traced->second, a), std::move(grads));
     } else {
       return std::make_pair(r[0], std::move(grads));
     }
