@@ -47,12 +47,14 @@ nn::Trainer trainer(nn::TrainerOptions options, nn::LossFn loss = cross_entropy,
   return nn::Trainer(model(), loss, nn::sgd({.lr = 0.1, .momentum = 0.9}), backend, options);
 }
 
-// Every parameter's bytes, in order.
+// Every parameter's and model state tensor's bytes, in order.
 std::vector<char> bytes_of(const nn::TrainState& s) {
   std::vector<char> out;
-  for (const Array& a : s.params) {
-    const char* p = static_cast<const char*>(a.data());
-    out.insert(out.end(), p, p + a.size() * fx::dtype_size(a.dtype()));
+  for (const std::vector<Array>* part : {&s.params, &s.model_state}) {
+    for (const Array& a : *part) {
+      const char* p = static_cast<const char*>(a.data());
+      out.insert(out.end(), p, p + a.size() * fx::dtype_size(a.dtype()));
+    }
   }
   return out;
 }
@@ -116,6 +118,19 @@ TEST(DataParallel, EveryRankHoldsTheSameParametersAfterEveryStep) {
   for (fx::Backend b : fx::available_backends()) {
     SCOPED_TRACE(fx::backend_name(b));
     train(trainer({.data_parallel = true, .bucket_bytes = 256}, cross_entropy, b), 2, true);
+  }
+}
+
+TEST(DataParallel, BatchNormStatisticsAndDropoutKeepEveryRankTheSame) {
+  nn::Model stateful(
+      nn::Sequential{nn::Dense(6, 16), nn::BatchNorm1d(16), nn::Tanh(), nn::Dropout(0.2), nn::Dense(16, 3)});
+  for (fx::Backend b : fx::available_backends()) {
+    SCOPED_TRACE(fx::backend_name(b));
+    nn::Trainer t(stateful, cross_entropy, nn::adam({.lr = 1e-2}), b, {.data_parallel = true, .bucket_bytes = 256});
+    nn::TrainState s = t.init(11);
+    std::vector<double> fresh = s.model_state[0].to_doubles();
+    run_epochs(t, s, 0, 2, true);
+    EXPECT_NE(s.model_state[0].to_doubles(), fresh) << "the running mean moved";
   }
 }
 
