@@ -3,7 +3,7 @@
 #include <fluxion/fluxion.h>
 namespace fx = fluxion;
 
-int main() {
+int main() try {
   // A small network's forward pass; b broadcasts over the batch dimension.
   auto f = [](fx::Tensor W, fx::Tensor b, fx::Tensor x) {
     fx::Tensor h = fx::tanh(fx::matmul(W, x) + b);
@@ -18,4 +18,8 @@ int main() {
   auto [h, loss] = step(W, b, x);          // traced and compiled on the first call
   std::printf("%s\nloss = %g\n", h.str().c_str(), loss.item());
   std::printf("%s", step.lower(W, b, x).ir().c_str());  // the graph IR that ran
+} catch (const std::exception& e) {
+  // An fx::Error says what went wrong: the op, the shapes and dtypes, and the caller's line.
+  std::fprintf(stderr, "quickstart: error: %s\n", e.what());
+  return 1;
 }
