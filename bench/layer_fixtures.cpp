@@ -131,6 +131,13 @@ int main(int argc, char** argv) {
     auto block = std::make_shared<bench::PreNormBlock>(8, 2, 16, true);
     record("transformer_block", *block, torch::randn({2, 5, 8}), [&](torch::Tensor x) { return block->forward(x); });
   }
+  {
+    auto block = std::make_shared<bench::PreNormDecoderBlock>(8, 2, 16);
+    torch::Tensor memory = torch::randn({2, 4, 8});
+    put("transformer_decoder_block.memory", memory);
+    record("transformer_decoder_block", *block, torch::randn({2, 5, 8}),
+           [&](torch::Tensor x) { return block->forward(x, memory); });
+  }
   fluxion::save_safetensors(argv[1], tensors, metadata);
   std::printf("wrote %zu tensors to %s\n", tensors.size(), argv[1]);
 }

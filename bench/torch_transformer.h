@@ -41,4 +41,31 @@ struct PreNormBlock : torch::nn::Module {
   }
 };
 
+// PyTorch's TransformerDecoderLayer with norm_first=True and batch_first=True (GELU), built from
+// its parts, with its parameter names; causal self-attention.
+struct PreNormDecoderBlock : torch::nn::Module {
+  torch::nn::MultiheadAttention self_attn{nullptr}, multihead_attn{nullptr};
+  torch::nn::Linear linear1{nullptr}, linear2{nullptr};
+  torch::nn::LayerNorm norm1{nullptr}, norm2{nullptr}, norm3{nullptr};
+  PreNormDecoderBlock(int64_t e, int64_t heads, int64_t ff) {
+    self_attn =
+        register_module("self_attn", torch::nn::MultiheadAttention(torch::nn::MultiheadAttentionOptions(e, heads)));
+    multihead_attn = register_module("multihead_attn",
+                                     torch::nn::MultiheadAttention(torch::nn::MultiheadAttentionOptions(e, heads)));
+    linear1 = register_module("linear1", torch::nn::Linear(e, ff));
+    linear2 = register_module("linear2", torch::nn::Linear(ff, e));
+    norm1 = register_module("norm1", torch::nn::LayerNorm(torch::nn::LayerNormOptions({e})));
+    norm2 = register_module("norm2", torch::nn::LayerNorm(torch::nn::LayerNormOptions({e})));
+    norm3 = register_module("norm3", torch::nn::LayerNorm(torch::nn::LayerNormOptions({e})));
+  }
+  torch::Tensor forward(torch::Tensor x, torch::Tensor memory) {  // x [B, S, E], memory [B, M, E]
+    torch::Tensor h = norm1(x).transpose(0, 1), m = memory.transpose(0, 1);
+    torch::Tensor mask = causal_mask(x.size(1)).to(x.dtype());
+    x = x + std::get<0>(self_attn->forward(h, h, h, torch::Tensor(), false, mask)).transpose(0, 1);
+    torch::Tensor q = norm2(x).transpose(0, 1);
+    x = x + std::get<0>(multihead_attn->forward(q, m, m, torch::Tensor(), false)).transpose(0, 1);
+    return x + linear2(torch::gelu(linear1(norm3(x))));
+  }
+};
+
 }  // namespace bench

@@ -145,3 +145,13 @@ TEST_P(TorchFixtures, PreNormCausalTransformerBlock) {
   check("transformer_block",
         nn::Model(nn::TransformerBlock(8, 2, {.feedforward = 16, .dropout = 0, .gelu = true, .causal = true})));
 }
+
+TEST_P(TorchFixtures, PreNormDecoderBlockWithCrossAttention) {
+  Array memory = fixture().at("transformer_decoder_block.memory");
+  nn::TransformerDecoderBlock block(8, 2, {.feedforward = 16, .dropout = 0, .gelu = true, .causal = true});
+  check("transformer_decoder_block", nn::Model(block), false,
+        [block, memory](const nn::Model&, const std::vector<Tensor>& p, const std::vector<Tensor>& s, const Tensor& x) {
+          nn::Context ctx;
+          return nn::Applied{block.decode(p, x, fx::constant(memory), ctx), s};
+        });
+}

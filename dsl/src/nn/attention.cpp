@@ -7,11 +7,35 @@ namespace fluxion::nn {
 
 namespace {
 
-// `layer`'s parameter specs with `prefix` + "." before each name.
-std::vector<ParamSpec> prefixed(const std::string& prefix, const Layer& layer) {
-  std::vector<ParamSpec> out = layer.params();
-  for (ParamSpec& s : out) s.name = prefix + "." + s.name;
+// The sub-layers' parameter specs in order, each name prefixed with its sub-layer's ("linear1.weight").
+std::vector<ParamSpec> children_params(std::initializer_list<std::pair<const char*, const Layer*>> children) {
+  std::vector<ParamSpec> out;
+  for (auto [prefix, layer] : children) {
+    for (ParamSpec s : layer->params()) {
+      s.name = std::string(prefix) + "." + s.name;
+      out.push_back(std::move(s));
+    }
+  }
   return out;
+}
+
+// A block's dropout after its sub-layer `index`, drawn from fold_in(key, index) in training.
+struct BlockDropout {
+  const Context& ctx;
+  double p;
+  std::string layer;
+  Tensor operator()(const Tensor& t, int32_t index) const {
+    if (!ctx.training || p == 0) return t;
+    return dropout(t, p, random::fold_in(ctx.require_key(layer), index));
+  }
+};
+
+// x + the feed-forward linear2(dropout(activation(linear1(x)))), with dropout after it.
+Tensor feed_forward(const Tensor& x, const Tensor& normed, const Dense& linear1, std::span<const Tensor> p1,
+                    const Dense& linear2, std::span<const Tensor> p2, bool gelu_activation, const BlockDropout& drop) {
+  Tensor inner = linear1.forward(p1, normed);
+  inner = drop(gelu_activation ? gelu(inner) : relu(inner), 2);
+  return x + drop(linear2.forward(p2, inner), 3);
 }
 
 // A sub-layer's key: fold_in(key, index) when there is a key.
@@ -95,15 +119,11 @@ TransformerBlock::TransformerBlock(int64_t embed, int64_t heads, Options opt)
       norm2_({embed}, {.eps = opt.eps}) {}
 
 std::vector<ParamSpec> TransformerBlock::params() const {
-  std::vector<ParamSpec> out;
-  for (auto [name, layer] : std::initializer_list<std::pair<const char*, const Layer*>>{{"self_attn", &attention_},
-                                                                                        {"linear1", &linear1_},
-                                                                                        {"linear2", &linear2_},
-                                                                                        {"norm1", &norm1_},
-                                                                                        {"norm2", &norm2_}}) {
-    for (ParamSpec& s : prefixed(name, *layer)) out.push_back(std::move(s));
-  }
-  return out;
+  return children_params({{"self_attn", &attention_},
+                          {"linear1", &linear1_},
+                          {"linear2", &linear2_},
+                          {"norm1", &norm1_},
+                          {"norm2", &norm2_}});
 }
 
 Tensor TransformerBlock::apply(std::span<const Tensor> p, const Tensor& x, Context& ctx) const {
@@ -111,19 +131,59 @@ Tensor TransformerBlock::apply(std::span<const Tensor> p, const Tensor& x, Conte
   // params() order: self_attn (4), linear1 (2), linear2 (2), norm1 (2), norm2 (2).
   std::span<const Tensor> attn = p.subspan(0, 4), l1 = p.subspan(4, 2), l2 = p.subspan(6, 2), n1 = p.subspan(8, 2),
                           n2 = p.subspan(10, 2);
-  auto drop = [&](const Tensor& t, int32_t index) {
-    if (!ctx.training || opt_.dropout == 0) return t;
-    return dropout(t, opt_.dropout, random::fold_in(ctx.require_key(describe()), index));
-  };
+  BlockDropout drop{ctx, opt_.dropout, describe()};
   Context attention_ctx = child(ctx, 0);
   Tensor h = x + drop(attention_.apply(attn, norm1_.forward(n1, x), attention_ctx), 1);
-  Tensor inner = linear1_.forward(l1, norm2_.forward(n2, h));
-  inner = drop(opt_.gelu ? gelu(inner) : relu(inner), 2);
-  return h + drop(linear2_.forward(l2, inner), 3);
+  return feed_forward(h, norm2_.forward(n2, h), linear1_, l1, linear2_, l2, opt_.gelu, drop);
 }
 
 std::string TransformerBlock::describe() const {
   return "TransformerBlock(" + std::to_string(embed_) + ", ff " + std::to_string(opt_.feedforward) +
+         (opt_.causal ? ", causal" : "") + ")";
+}
+
+TransformerDecoderBlock::TransformerDecoderBlock(int64_t embed, int64_t heads, TransformerBlock::Options opt)
+    : embed_(embed),
+      opt_(opt),
+      self_attention_(embed, heads, {.bias = true, .dropout = opt.dropout, .causal = opt.causal}),
+      cross_attention_(embed, heads, {.bias = true, .dropout = opt.dropout, .causal = false}),
+      linear1_(embed, opt.feedforward),
+      linear2_(opt.feedforward, embed),
+      norm1_({embed}, {.eps = opt.eps}),
+      norm2_({embed}, {.eps = opt.eps}),
+      norm3_({embed}, {.eps = opt.eps}) {}
+
+std::vector<ParamSpec> TransformerDecoderBlock::params() const {
+  return children_params({{"self_attn", &self_attention_},
+                          {"multihead_attn", &cross_attention_},
+                          {"linear1", &linear1_},
+                          {"linear2", &linear2_},
+                          {"norm1", &norm1_},
+                          {"norm2", &norm2_},
+                          {"norm3", &norm3_}});
+}
+
+Tensor TransformerDecoderBlock::apply(std::span<const Tensor> p, const Tensor& x, Context& ctx) const {
+  return decode(p, x, x, ctx);
+}
+
+Tensor TransformerDecoderBlock::decode(std::span<const Tensor> p, const Tensor& x, const Tensor& memory, Context& ctx,
+                                       const Tensor& memory_padding) const {
+  expect_input(describe(), x, 3, 2, embed_);
+  expect_input(describe(), memory, 3, 2, embed_);
+  // params() order: self_attn (4), multihead_attn (4), linear1 (2), linear2 (2), norm1..3 (2 each).
+  std::span<const Tensor> self = p.subspan(0, 4), cross = p.subspan(4, 4), l1 = p.subspan(8, 2), l2 = p.subspan(10, 2),
+                          n1 = p.subspan(12, 2), n2 = p.subspan(14, 2), n3 = p.subspan(16, 2);
+  BlockDropout drop{ctx, opt_.dropout, describe()};
+  Context self_ctx = child(ctx, 0), cross_ctx = child(ctx, 4);
+  Tensor h = x + drop(self_attention_.apply(self, norm1_.forward(n1, x), self_ctx), 1);
+  Tensor q = norm2_.forward(n2, h);
+  h = h + drop(cross_attention_.attend(cross, q, memory, memory, {.key_padding = memory_padding}, cross_ctx), 5);
+  return feed_forward(h, norm3_.forward(n3, h), linear1_, l1, linear2_, l2, opt_.gelu, drop);
+}
+
+std::string TransformerDecoderBlock::describe() const {
+  return "TransformerDecoderBlock(" + std::to_string(embed_) + ", ff " + std::to_string(opt_.feedforward) +
          (opt_.causal ? ", causal" : "") + ")";
 }
 

@@ -69,4 +69,28 @@ class TransformerBlock : public Layer {
   LayerNorm norm1_, norm2_;
 };
 
+// PyTorch's TransformerDecoderLayer with norm_first=True and batch_first=True: x + self-attention
+// (causal) of norm1(x), then + cross-attention of norm2(.) to `memory`, then + the feed-forward
+// of norm3(.), with dropout after each. Parameter names as PyTorch's: self_attn.*,
+// multihead_attn.*, linear1.*, linear2.*, norm1.*, norm2.*, norm3.*. As a layer (one input) it
+// attends to x itself as memory; decode() takes the encoder's output.
+class TransformerDecoderBlock : public Layer {
+ public:
+  TransformerDecoderBlock(int64_t embed, int64_t heads, TransformerBlock::Options opt);
+  std::vector<ParamSpec> params() const override;
+  Tensor apply(std::span<const Tensor> p, const Tensor& x, Context& ctx) const override;
+  std::string describe() const override;
+  // x [B, S, E] (the target sequence) attending to memory [B, M, E]; `memory_padding` (bool
+  // [B, M], true = padding) as MultiHeadAttention's key_padding.
+  Tensor decode(std::span<const Tensor> p, const Tensor& x, const Tensor& memory, Context& ctx,
+                const Tensor& memory_padding = {}) const;
+
+ private:
+  int64_t embed_;
+  TransformerBlock::Options opt_;
+  MultiHeadAttention self_attention_, cross_attention_;
+  Dense linear1_, linear2_;
+  LayerNorm norm1_, norm2_, norm3_;
+};
+
 }  // namespace fluxion::nn
