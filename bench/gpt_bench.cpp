@@ -15,6 +15,7 @@
 #include <string>
 
 #include "common/gpt.h"
+#include "timing.h"
 #include "torch_transformer.h"
 
 namespace {
@@ -24,9 +25,7 @@ namespace nn = fluxion::nn;
 
 using Batches = std::vector<std::pair<fx::Array, fx::Array>>;
 
-double seconds_since(std::chrono::steady_clock::time_point t0) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-}
+using bench::seconds_since;
 
 struct TorchGpt : torch::nn::Module {
   torch::nn::Embedding tok{nullptr};

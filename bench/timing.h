@@ -10,6 +10,10 @@
 
 namespace bench {
 
+inline double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
 // The times of calls of f in microseconds, sorted: `warmup` untimed calls, then timed ones
 // until there are at least `min_reps` and they add up to `seconds`, or `max_reps` of them once
 // there are `min_reps`.

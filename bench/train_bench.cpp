@@ -18,6 +18,7 @@
 
 #include "common/models.h"
 #include "report.h"
+#include "timing.h"
 
 namespace {
 
@@ -26,9 +27,7 @@ namespace nn = fluxion::nn;
 
 using Batches = std::vector<std::pair<fx::Array, fx::Array>>;
 
-double seconds_since(std::chrono::steady_clock::time_point t0) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-}
+using bench::seconds_since;
 
 struct EpochTimes {
   std::vector<double> seconds;

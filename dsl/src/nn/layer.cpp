@@ -173,10 +173,13 @@ std::string Model::summary() const {
   return out;
 }
 
-std::vector<ParamSpec> Sequential::params() const {
+namespace {
+
+// Every layer's specs (params() or state()), each name prefixed with the layer's index.
+std::vector<ParamSpec> indexed_specs(const std::vector<Model>& layers, std::vector<ParamSpec> (Layer::*specs)() const) {
   std::vector<ParamSpec> out;
-  for (size_t i = 0; i < layers_.size(); ++i) {
-    for (ParamSpec s : layers_[i].param_specs()) {
+  for (size_t i = 0; i < layers.size(); ++i) {
+    for (ParamSpec s : (layers[i].layer().*specs)()) {
       s.name = std::to_string(i) + "." + s.name;
       out.push_back(std::move(s));
     }
@@ -184,16 +187,11 @@ std::vector<ParamSpec> Sequential::params() const {
   return out;
 }
 
-std::vector<ParamSpec> Sequential::state() const {
-  std::vector<ParamSpec> out;
-  for (size_t i = 0; i < layers_.size(); ++i) {
-    for (ParamSpec s : layers_[i].state_specs()) {
-      s.name = std::to_string(i) + "." + s.name;
-      out.push_back(std::move(s));
-    }
-  }
-  return out;
-}
+}  // namespace
+
+std::vector<ParamSpec> Sequential::params() const { return indexed_specs(layers_, &Layer::params); }
+
+std::vector<ParamSpec> Sequential::state() const { return indexed_specs(layers_, &Layer::state); }
 
 Tensor Sequential::apply(std::span<const Tensor> p, const Tensor& x, Context& ctx) const {
   Tensor h = x;

@@ -2,18 +2,13 @@
 
 #include <cstdio>
 
+#include "dsl/src/nn/number_text.h"
 #include "fluxion/error.h"
 #include "fluxion/nn/functional.h"
 
 namespace fluxion::nn {
 
 namespace {
-
-std::string number(double v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%g", v);
-  return buf;
-}
 
 // weight (ones) and bias (zeros) shaped `shape`, when affine.
 std::vector<ParamSpec> affine_params(bool affine, const Shape& shape) {
@@ -45,7 +40,7 @@ Tensor LayerNorm::forward(std::span<const Tensor> p, const Tensor& x) const {
 }
 
 std::string LayerNorm::describe() const {
-  return "LayerNorm(" + shape_str(shape_) + (opt_.eps == 1e-5 ? "" : ", eps " + number(opt_.eps)) + ")";
+  return "LayerNorm(" + shape_str(shape_) + (opt_.eps == 1e-5 ? "" : ", eps " + detail::number_text(opt_.eps)) + ")";
 }
 
 BatchNorm::BatchNorm(int64_t features, int spatial_dims, Options opt)
@@ -91,7 +86,7 @@ std::string BatchNorm::describe() const {
 }
 
 Dropout::Dropout(double p) : p_(p) {
-  if (p < 0 || p > 1) fluxion::detail::fail("nn::Dropout", "p = " + number(p) + ": expected 0 <= p <= 1");
+  if (p < 0 || p > 1) fluxion::detail::fail("nn::Dropout", "p = " + detail::number_text(p) + ": expected 0 <= p <= 1");
 }
 
 Tensor Dropout::apply(std::span<const Tensor>, const Tensor& x, Context& ctx) const {
@@ -99,6 +94,6 @@ Tensor Dropout::apply(std::span<const Tensor>, const Tensor& x, Context& ctx) co
   return dropout(x, p_, ctx.require_key(describe()));
 }
 
-std::string Dropout::describe() const { return "Dropout(" + number(p_) + ")"; }
+std::string Dropout::describe() const { return "Dropout(" + detail::number_text(p_) + ")"; }
 
 }  // namespace fluxion::nn

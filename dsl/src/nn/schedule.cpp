@@ -4,19 +4,10 @@
 #include <cstdio>
 #include <numbers>
 
+#include "dsl/src/nn/number_text.h"
 #include "fluxion/error.h"
 
 namespace fluxion::nn {
-
-namespace {
-
-std::string number(double v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%g", v);
-  return buf;
-}
-
-}  // namespace
 
 Schedule Schedule::step(int64_t every, double gamma) {
   if (every < 1) fluxion::detail::fail("nn::Schedule::step", "every = " + std::to_string(every) + ": expected >= 1");
@@ -90,16 +81,16 @@ Tensor Schedule::operator()(const Tensor& step, DType dtype) const {
 std::string Schedule::describe() const {
   switch (kind_) {
     case Kind::Constant: return "constant";
-    case Kind::Step: return "step(every=" + std::to_string(every_) + ", gamma=" + number(gamma_) + ")";
-    case Kind::Exponential: return "exponential(gamma=" + number(gamma_) + ")";
+    case Kind::Step: return "step(every=" + std::to_string(every_) + ", gamma=" + detail::number_text(gamma_) + ")";
+    case Kind::Exponential: return "exponential(gamma=" + detail::number_text(gamma_) + ")";
     case Kind::WarmupCosine:
       return "warmup_cosine(warmup=" + std::to_string(warmup_) + ", total=" + std::to_string(total_) +
-             ", final=" + number(final_) + ", start=" + number(start_) + ")";
+             ", final=" + detail::number_text(final_) + ", start=" + detail::number_text(start_) + ")";
     case Kind::Piecewise: {
       std::string s = "piecewise(";
       for (size_t k = 0; k < factors_.size(); ++k) {
         if (k) s += ", from " + std::to_string(boundaries_[k - 1]) + ": ";
-        s += number(factors_[k]);
+        s += detail::number_text(factors_[k]);
       }
       return s + ")";
     }

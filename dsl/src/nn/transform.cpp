@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <set>
 
+#include "dsl/src/nn/number_text.h"
 #include "fluxion/error.h"
 #include "fluxion/ops.h"
 
@@ -46,6 +47,32 @@ std::function<std::vector<Array>(const std::vector<Array>&)> moments(int count, 
   };
 }
 
+// A transformation keeping one tensor per parameter (`prefix` + its name, starting at
+// `initial`) and updating element by element: rule(u, state, hyper) -> {new u, new state},
+// with the hyperparameters already in u's dtype.
+using MomentRule = std::function<std::pair<Tensor, Tensor>(const Tensor& u, const Tensor& state, const Tensors& hyper)>;
+GradientTransformation one_moment(std::string name, std::vector<Hyperparameter> hyperparameters, std::string prefix,
+                                  double initial, MomentRule rule) {
+  GradientTransformation t;
+  t.name = std::move(name);
+  t.hyperparameters = std::move(hyperparameters);
+  t.init = moments(1, initial);
+  t.state_names = per_param({std::move(prefix)});
+  t.update = [rule = std::move(rule)](const TransformInputs& in) {
+    Tensors out, state;
+    for (size_t i = 0; i < in.updates.size(); ++i) {
+      const Tensor& u = in.updates[i];
+      Tensors hyper;
+      for (const Tensor& h : in.hyper) hyper.push_back(as(h, u));
+      auto [next, s] = rule(u, in.state[i], hyper);
+      out.push_back(next);
+      state.push_back(s);
+    }
+    return TransformResult{out, state};
+  };
+  return t;
+}
+
 }  // namespace
 
 ParamMask matrices_only() {
@@ -56,11 +83,8 @@ std::string GradientTransformation::describe() const {
   // A chain lists its links, which show their own hyperparameters.
   if (name == "chain") return "chain(" + settings + ")";
   std::string s = name + "(";
-  for (size_t i = 0; i < hyperparameters.size(); ++i) {
-    char buf[96];
-    std::snprintf(buf, sizeof buf, "%s%s=%g", i ? ", " : "", hyperparameters[i].name.c_str(), hyperparameters[i].value);
-    s += buf;
-  }
+  for (size_t i = 0; i < hyperparameters.size(); ++i)
+    s += (i ? ", " : "") + hyperparameters[i].name + "=" + detail::number_text(hyperparameters[i].value);
   if (!settings.empty()) s += (hyperparameters.empty() ? "" : ", ") + settings;
   return s + ")";
 }
@@ -136,23 +160,12 @@ GradientTransformation scale_by_learning_rate(double lr, Schedule schedule) {
 }
 
 GradientTransformation trace(double momentum, bool nesterov) {
-  GradientTransformation t;
-  t.name = "trace";
-  t.hyperparameters = {{"momentum", momentum}};
+  GradientTransformation t = one_moment("trace", {{"momentum", momentum}}, "momentum.", 0,
+                                        [nesterov](const Tensor& u, const Tensor& v0, const Tensors& h) {
+                                          Tensor v = v0 * h[0] + u;
+                                          return std::make_pair(nesterov ? u + v * h[0] : v, v);
+                                        });
   if (nesterov) t.settings = "nesterov";
-  t.init = moments(1);
-  t.state_names = per_param({"momentum."});
-  t.update = [nesterov](const TransformInputs& in) {
-    Tensors out, state;
-    for (size_t i = 0; i < in.updates.size(); ++i) {
-      const Tensor& u = in.updates[i];
-      Tensor m = as(in.hyper[0], u);
-      Tensor v = in.state[i] * m + u;
-      state.push_back(v);
-      out.push_back(nesterov ? u + v * m : v);
-    }
-    return TransformResult{out, state};
-  };
   return t;
 }
 
@@ -213,63 +226,28 @@ GradientTransformation scale_by_adam(double beta1, double beta2, double eps) {
 }
 
 GradientTransformation scale_by_rms(double alpha, double eps) {
-  GradientTransformation t;
-  t.name = "scale_by_rms";
-  t.hyperparameters = {{"alpha", alpha}, {"eps", eps}};
-  t.init = moments(1);
-  t.state_names = per_param({"rms.v."});
-  t.update = [](const TransformInputs& in) {
-    Tensors out, state;
-    for (size_t i = 0; i < in.updates.size(); ++i) {
-      const Tensor& u = in.updates[i];
-      Tensor v = in.state[i] * as(in.hyper[0], u) + square(u) * as(1.0 - in.hyper[0], u);
-      state.push_back(v);
-      out.push_back(u / (sqrt(v) + as(in.hyper[1], u)));
-    }
-    return TransformResult{out, state};
-  };
-  return t;
+  return one_moment("scale_by_rms", {{"alpha", alpha}, {"eps", eps}}, "rms.v.", 0,
+                    [](const Tensor& u, const Tensor& v0, const Tensors& h) {
+                      Tensor v = v0 * h[0] + square(u) * (1.0 - h[0]);
+                      return std::make_pair(u / (sqrt(v) + h[1]), v);
+                    });
 }
 
 GradientTransformation scale_by_rss(double eps, double initial) {
-  GradientTransformation t;
-  t.name = "scale_by_rss";
-  t.hyperparameters = {{"eps", eps}};
-  char buf[48];
-  std::snprintf(buf, sizeof buf, "initial=%g", initial);
-  t.settings = buf;
-  t.init = moments(1, initial);
-  t.state_names = per_param({"adagrad.sum."});
-  t.update = [](const TransformInputs& in) {
-    Tensors out, state;
-    for (size_t i = 0; i < in.updates.size(); ++i) {
-      const Tensor& u = in.updates[i];
-      Tensor s = in.state[i] + square(u);
-      state.push_back(s);
-      out.push_back(u / (sqrt(s) + as(in.hyper[0], u)));
-    }
-    return TransformResult{out, state};
-  };
+  GradientTransformation t = one_moment("scale_by_rss", {{"eps", eps}}, "adagrad.sum.", initial,
+                                        [](const Tensor& u, const Tensor& s0, const Tensors& h) {
+                                          Tensor s = s0 + square(u);
+                                          return std::make_pair(u / (sqrt(s) + h[0]), s);
+                                        });
+  t.settings = "initial=" + detail::number_text(initial);
   return t;
 }
 
 GradientTransformation scale_by_lion(double beta1, double beta2) {
-  GradientTransformation t;
-  t.name = "scale_by_lion";
-  t.hyperparameters = {{"beta1", beta1}, {"beta2", beta2}};
-  t.init = moments(1);
-  t.state_names = per_param({"lion.m."});
-  t.update = [](const TransformInputs& in) {
-    Tensors out, state;
-    for (size_t i = 0; i < in.updates.size(); ++i) {
-      const Tensor& u = in.updates[i];
-      Tensor b1 = as(in.hyper[0], u), b2 = as(in.hyper[1], u);
-      out.push_back(sign(in.state[i] * b1 + u * (1.0 - b1)));
-      state.push_back(in.state[i] * b2 + u * (1.0 - b2));
-    }
-    return TransformResult{out, state};
-  };
-  return t;
+  return one_moment("scale_by_lion", {{"beta1", beta1}, {"beta2", beta2}}, "lion.m.", 0,
+                    [](const Tensor& u, const Tensor& m, const Tensors& h) {
+                      return std::make_pair(sign(m * h[0] + u * (1.0 - h[0])), m * h[1] + u * (1.0 - h[1]));
+                    });
 }
 
 GradientTransformation clip_by_global_norm(double max_norm) {
