@@ -3,7 +3,7 @@
 // Fluxion (one compiled training step per batch) and in libtorch (eager autograd +
 // torch::optim::AdamW + clip_grad_norm_), with the same batches in the same order at 1 thread.
 // Only the training loop is timed. Prints each system's min and median epoch time and their
-// ratio. Run: build/bench/bench/fluxion_gpt_bench [--epochs N] [--context T] [--batch B].
+// ratio. Run: build/bench/bench/fluxion_gpt_bench [--epochs N] [--context T] [--batch B] [--dropout P].
 #include <fluxion/nn.h>
 #include <torch/torch.h>
 
@@ -16,6 +16,7 @@
 
 #include "common/gpt.h"
 #include "timing.h"
+#include "torch_threads.h"
 #include "torch_transformer.h"
 
 namespace {
@@ -114,8 +115,9 @@ int main(int argc, char** argv) {
     if (!std::strcmp(argv[i], "--epochs")) epochs = std::atoi(argv[i + 1]);
     else if (!std::strcmp(argv[i], "--context")) g.context = std::atoll(argv[i + 1]);
     else if (!std::strcmp(argv[i], "--batch")) batch = std::atoll(argv[i + 1]);
+    else if (!std::strcmp(argv[i], "--dropout")) g.dropout = std::atof(argv[i + 1]);
   }
-  torch::set_num_threads(1);
+  bench::set_torch_threads(1);
   fx::set_num_threads(1);
   fx::data::CharText text = fx::data::CharText::load("/usr/share/common-licenses/GPL-3");
   fx::data::Dataset all = text.sequences(g.context);

@@ -19,6 +19,7 @@
 #include "common/models.h"
 #include "report.h"
 #include "timing.h"
+#include "torch_threads.h"
 
 namespace {
 
@@ -35,8 +36,9 @@ struct EpochTimes {
 };
 
 EpochTimes time_fluxion(const nn::Model& model, const Batches& batches, int epochs, fx::Backend backend) {
-  nn::Trainer trainer(model, [](const fx::Tensor& o, const fx::Tensor& y) { return nn::softmax_cross_entropy(o, y); },
-                      nn::adam(), backend);
+  nn::Trainer trainer(
+      model, [](const fx::Tensor& o, const fx::Tensor& y) { return nn::softmax_cross_entropy(o, y); }, nn::adam(),
+      backend);
   nn::TrainState state = trainer.init(0);
   // Compiles for both batch shapes (the last batch is smaller) before the clock starts.
   for (const auto* b : {&batches.front(), &batches.back()}) trainer.step(state, b->first, b->second);
@@ -187,7 +189,7 @@ int main(int argc, char** argv) {
   fx::Backend backend = backend_name == "vulkan" ? fx::Backend::Vulkan : fx::Backend::Cpu;
   setenv("FLUXION_DISK_CACHE", "0", 0);
   fx::set_num_threads(threads);
-  torch::set_num_threads(threads);
+  bench::set_torch_threads(threads);
 
   fx::data::Dataset train = fx::data::fashion_mnist("train");
   fx::data::Loader loader(train, {.batch_size = 128, .shuffle = true, .seed = 0});
@@ -211,7 +213,8 @@ int main(int argc, char** argv) {
   run("lstm", "train-lstm", samples::rnn_model("lstm", 128), [&] { return time_torch<TorchLstm>(batches, epochs); });
 
   std::printf("\nEpoch of Fashion-MNIST training (469 steps of batch 128, Adam), %d thread(s)\n", threads);
-  std::printf("%-12s %-14s %12s %12s %10s %16s\n", "model", "system", "median s", "min s", "last loss", "x libtorch (med)");
+  std::printf("%-12s %-14s %12s %12s %10s %16s\n", "model", "system", "median s", "min s", "last loss",
+              "x libtorch (med)");
   for (const bench::Record& r : records) {
     double torch_median = 0;
     for (const bench::Record& o : records)
