@@ -100,6 +100,7 @@ bench:
 	build/bench/bench/fluxion_train_bench --threads all --epochs 3 --json bench/results.json --append
 	build/bench/bench/fluxion_matmul_bench
 	build/bench/bench/fluxion_scatter_bench
+	build/bench/bench/fluxion_vmap_bench
 	build/bench/bench/fluxion_gpt_bench
 
 # Jobs of 1, 2 and 4 ranks on this machine (loopback; as root, with Open MPI's opt-in): the

@@ -10,20 +10,6 @@
 #include "jit/autodiff/builder.h"
 
 namespace fluxion::detail {
-namespace {
-
-// Records r into the current frame with r's parameters bound to `args`; returns its results.
-std::vector<Tensor> inline_region(const ir::Region& r, const std::vector<Tensor>& args,
-                                  const std::source_location& loc) {
-  const std::shared_ptr<Frame>& f = current_frame("grad", loc);
-  std::vector<ir::ValueId> ids;
-  for (const Tensor& a : args) ids.push_back(use(*f, a, "grad", loc));
-  std::vector<Tensor> out;
-  for (ir::ValueId v : ir::inline_region(f->region, r, ids)) out.push_back(TensorAccess::make(f, v));
-  return out;
-}
-
-}  // namespace
 
 void check_wrt(const std::vector<int>& wrt, size_t n, const std::source_location& loc) {
   for (int w : wrt) {
@@ -47,12 +33,6 @@ std::pair<ir::Region, std::vector<Tensor>> trace_closed(
   std::vector<Tensor> operands = args;
   for (const Tensor& c : unify_captures({&r}, op, loc)) operands.push_back(c);
   return {std::move(r.region), std::move(operands)};
-}
-
-// Adds the differentiating call's location to an error from the transform.
-[[noreturn]] void rethrow_at(const Error& e, const std::source_location& loc) {
-  throw Error(std::string(e.what()) + " (differentiating at " + loc.file_name() + ":" + std::to_string(loc.line()) +
-              ")");
 }
 
 }  // namespace
@@ -86,9 +66,9 @@ std::vector<Tensor> jvp_flat(const std::function<std::vector<Tensor>(const std::
     autodiff::Builder b(r);
     r.results = {outs[0], touts[0] >= 0 ? touts[0] : b.splat_like(0, outs[0])};
   } catch (const Error& e) {
-    rethrow_at(e, loc);
+    rethrow_at(e, "differentiating", loc);
   }
-  return inline_region(r, bind, loc);
+  return inline_traced(r, bind, "grad", loc);
 }
 
 struct PullbackState {
@@ -113,7 +93,7 @@ std::pair<Tensor, Pullback> vjp_flat(const std::function<std::vector<Tensor>(con
            &loc);
     }
   }
-  Tensor y = inline_region(state->region, state->operands, loc)[0];
+  Tensor y = inline_traced(state->region, state->operands, "vjp", loc)[0];
   Pullback pullback;
   pullback.state_ = std::move(state);
   return {y, std::move(pullback)};
@@ -133,9 +113,9 @@ std::vector<Tensor> value_and_grad_flat(const std::function<std::vector<Tensor>(
   std::vector<bool> mask = wrt;
   mask.resize(region.params.size(), false);
   try {
-    return inline_region(autodiff::value_and_grad(region, mask, has_aux), operands, loc);
+    return inline_traced(autodiff::value_and_grad(region, mask, has_aux), operands, "grad", loc);
   } catch (const Error& e) {
-    rethrow_at(e, loc);
+    rethrow_at(e, "differentiating", loc);
   }
 }
 
@@ -161,11 +141,11 @@ std::vector<Tensor> Pullback::operator()(const Tensor& g, std::source_location l
       if (s.wrt[i]) r.results.push_back(grads[i] >= 0 ? grads[i] : b.splat_like(0, params[i]));
     }
   } catch (const Error& e) {
-    detail::rethrow_at(e, loc);
+    detail::rethrow_at(e, "differentiating", loc);
   }
   std::vector<Tensor> bind = s.operands;
   bind.push_back(g);
-  return detail::inline_region(r, bind, loc);
+  return detail::inline_traced(r, bind, "grad", loc);
 }
 
 }  // namespace fluxion

@@ -27,9 +27,7 @@ FrameScope::~FrameScope() {
   if (!saved_.empty()) saved_.swap(g_stack);
 }
 
-Tensor FrameScope::add_param(const TensorType& t) {
-  return TensorAccess::make(frame_, frame_->region.add_param(t));
-}
+Tensor FrameScope::add_param(const TensorType& t) { return TensorAccess::make(frame_, frame_->region.add_param(t)); }
 
 std::pair<ir::Region, std::vector<std::pair<ir::ValueId, ir::ValueId>>> FrameScope::finish(
     const std::vector<Tensor>& outs, const char* op, const std::source_location& loc) {
@@ -82,15 +80,16 @@ std::vector<Tensor> emit(ir::Op op, const std::vector<Tensor>& operands, ir::Att
   return out;
 }
 
-Tensor emit1(ir::Op op, const std::vector<Tensor>& operands, const std::source_location& loc,
-             ir::Attrs attrs, std::vector<TensorType> declared) {
+Tensor emit1(ir::Op op, const std::vector<Tensor>& operands, const std::source_location& loc, ir::Attrs attrs,
+             std::vector<TensorType> declared) {
   return emit(op, operands, std::move(attrs), std::move(declared), {}, loc)[0];
 }
 
 int64_t norm_axis(int64_t axis, int64_t rank, const char* op, const std::source_location& loc) {
   if (axis < -rank || axis >= rank) {
-    fail(op, "axis " + std::to_string(axis) + " is out of range for rank " + std::to_string(rank) +
-                 " (expected -" + std::to_string(rank) + " <= axis < " + std::to_string(rank) + ")",
+    fail(op,
+         "axis " + std::to_string(axis) + " is out of range for rank " + std::to_string(rank) + " (expected -" +
+             std::to_string(rank) + " <= axis < " + std::to_string(rank) + ")",
          &loc);
   }
   return axis < 0 ? axis + rank : axis;
@@ -103,8 +102,9 @@ Shape broadcast_shapes(const TensorType& a, const TensorType& b, const char* op,
     int64_t da = i < a.shape.size() ? a.shape[a.shape.size() - 1 - i] : 1;
     int64_t db = i < b.shape.size() ? b.shape[b.shape.size() - 1 - i] : 1;
     if (da != db && da != 1 && db != 1) {
-      fail(op, "shapes " + a.str() + " and " + b.str() +
-                   " are not broadcastable (expected equal dimensions or 1, aligned from the right)",
+      fail(op,
+           "shapes " + a.str() + " and " + b.str() +
+               " are not broadcastable (expected equal dimensions or 1, aligned from the right)",
            &loc);
     }
     out[n - 1 - i] = da == 1 ? db : da;
@@ -125,8 +125,9 @@ Tensor splat(double value, const TensorType& t, const std::source_location& loc)
 
 Tensor scalar_like(double value, const TensorType& like, const char* op, const std::source_location& loc) {
   if (like.dtype == DType::i32 && (value != static_cast<double>(static_cast<int32_t>(value)))) {
-    fail(op, "the scalar " + std::to_string(value) + " cannot be mixed with an i32 operand " + like.str() +
-                 " (expected an integral value in i32 range; cast the Tensor first)",
+    fail(op,
+         "the scalar " + std::to_string(value) + " cannot be mixed with an i32 operand " + like.str() +
+             " (expected an integral value in i32 range; cast the Tensor first)",
          &loc);
   }
   if (like.dtype == DType::boolean) {
@@ -156,7 +157,8 @@ std::vector<Tensor> unify_captures(std::vector<TracedRegion*> regions, const cha
   }
   const std::shared_ptr<Frame>& f = current_frame(op, loc);
   for (TracedRegion* r : regions) {
-    std::vector<ir::ValueId> params(r->region.params.begin(), r->region.params.begin() + static_cast<long>(r->declared));
+    std::vector<ir::ValueId> params(r->region.params.begin(),
+                                    r->region.params.begin() + static_cast<long>(r->declared));
     for (ir::ValueId outer : all) {
       ir::ValueId p = -1;
       for (auto [o, param] : r->captures) {
@@ -169,6 +171,20 @@ std::vector<Tensor> unify_captures(std::vector<TracedRegion*> regions, const cha
   }
   std::vector<Tensor> out;
   for (ir::ValueId v : all) out.push_back(TensorAccess::make(f, v));
+  return out;
+}
+
+void rethrow_at(const Error& e, const char* doing, const std::source_location& loc) {
+  throw Error(std::string(e.what()) + " (" + doing + " at " + loc.file_name() + ":" + std::to_string(loc.line()) + ")");
+}
+
+std::vector<Tensor> inline_traced(const ir::Region& r, const std::vector<Tensor>& args, const char* op,
+                                  const std::source_location& loc) {
+  const std::shared_ptr<Frame>& f = current_frame(op, loc);
+  std::vector<ir::ValueId> ids;
+  for (const Tensor& a : args) ids.push_back(use(*f, a, op, loc));
+  std::vector<Tensor> out;
+  for (ir::ValueId v : ir::inline_region(f->region, r, ids)) out.push_back(TensorAccess::make(f, v));
   return out;
 }
 

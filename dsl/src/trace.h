@@ -8,6 +8,7 @@
 #include <utility>
 #include <vector>
 
+#include "fluxion/error.h"
 #include "fluxion/tensor.h"
 #include "jit/ir/ir.h"
 
@@ -49,8 +50,9 @@ class FrameScope {
   Tensor add_param(const TensorType& t);
   // Makes the region return `outs` and closes it; returns the region and its captures as
   // (value id in the enclosing frame, parameter id in the region) pairs.
-  std::pair<ir::Region, std::vector<std::pair<ir::ValueId, ir::ValueId>>> finish(
-      const std::vector<Tensor>& outs, const char* op, const std::source_location& loc);
+  std::pair<ir::Region, std::vector<std::pair<ir::ValueId, ir::ValueId>>> finish(const std::vector<Tensor>& outs,
+                                                                                 const char* op,
+                                                                                 const std::source_location& loc);
 
  private:
   std::shared_ptr<Frame> frame_;
@@ -68,8 +70,8 @@ std::vector<Tensor> emit(ir::Op op, const std::vector<Tensor>& operands, ir::Att
                          std::vector<TensorType> declared, std::vector<ir::Region> regions,
                          const std::source_location& loc);
 // The common single-result case.
-Tensor emit1(ir::Op op, const std::vector<Tensor>& operands, const std::source_location& loc,
-             ir::Attrs attrs = {}, std::vector<TensorType> declared = {});
+Tensor emit1(ir::Op op, const std::vector<Tensor>& operands, const std::source_location& loc, ir::Attrs attrs = {},
+             std::vector<TensorType> declared = {});
 
 // ---- Regions of loops, branches and differentiated functions.
 struct TracedRegion {
@@ -84,6 +86,12 @@ TracedRegion trace_region(const std::vector<TensorType>& params,
 // Gives every region one parameter per value captured by any of them, in one shared order,
 // and returns those values (as Tensors of the enclosing frame) to append to the operands.
 std::vector<Tensor> unify_captures(std::vector<TracedRegion*> regions, const char* op, const std::source_location& loc);
+// Records r into the current frame with r's parameters bound to `args`; returns its results.
+std::vector<Tensor> inline_traced(const ir::Region& r, const std::vector<Tensor>& args, const char* op,
+                                  const std::source_location& loc);
+// Rethrows an Error raised by a transform (differentiation, batching) with the transformed
+// call's location: "(<doing> at FILE:LINE)".
+[[noreturn]] void rethrow_at(const Error& e, const char* doing, const std::source_location& loc);
 // The types of ts; Error naming op for an empty Tensor.
 std::vector<TensorType> types_of(const std::vector<Tensor>& ts, const char* op, const std::source_location& loc);
 

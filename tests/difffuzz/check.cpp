@@ -19,7 +19,8 @@ bool close(double got, double want, double rel, double abs) {
 
 std::string compare(const std::string& what, const std::vector<double>& got, const std::vector<double>& want,
                     double rel, double abs) {
-  if (got.size() != want.size()) return what + ": " + std::to_string(got.size()) + " values, expected " + std::to_string(want.size());
+  if (got.size() != want.size())
+    return what + ": " + std::to_string(got.size()) + " values, expected " + std::to_string(want.size());
   for (size_t i = 0; i < got.size(); ++i) {
     if (!close(got[i], want[i], rel, abs)) {
       char buf[160];
@@ -30,7 +31,91 @@ std::string compare(const std::string& what, const std::vector<double>& got, con
   return "";
 }
 
+// Example e's value (of `example` shape) stacked into a batch along `axis`.
+Array stack_along(const std::vector<Array>& examples, int64_t axis) {
+  Shape s = examples[0].shape();
+  Shape batched = s;
+  batched.insert(batched.begin() + axis, static_cast<int64_t>(examples.size()));
+  std::vector<int64_t> strides = row_major_strides(s);
+  std::vector<double> v(static_cast<size_t>(numel(batched)));
+  std::vector<std::vector<double>> values;
+  for (const Array& a : examples) values.push_back(a.to_doubles());
+  std::vector<int64_t> idx(batched.size(), 0);
+  for (double& out : v) {
+    int64_t at = 0;
+    for (size_t d = 0, k = 0; d < idx.size(); ++d) {
+      if (static_cast<int64_t>(d) != axis) at += idx[d] * strides[k++];
+    }
+    out = values[static_cast<size_t>(idx[static_cast<size_t>(axis)])][static_cast<size_t>(at)];
+    for (size_t d = idx.size(); d-- > 0;) {
+      if (++idx[d] < batched[d]) break;
+      idx[d] = 0;
+    }
+  }
+  return Array(v, batched);
+}
+
 }  // namespace
+
+std::string check_vmap(const Spec& spec, const std::vector<Backend>& backends) {
+  constexpr int64_t kExamples = 3;
+  size_t which = spec.seed % spec.inputs.size();
+  int64_t axis = static_cast<int64_t>((spec.seed / 7) % (spec.inputs[which].size() + 1));
+  std::vector<Array> inputs = make_inputs(spec.inputs, spec.seed), examples;
+  for (int64_t e = 0; e < kExamples; ++e) {
+    examples.push_back(make_inputs({spec.inputs[which]}, spec.seed + 100 + static_cast<uint64_t>(e))[0]);
+  }
+  std::vector<Array> batched = inputs;
+  batched[which] = stack_along(examples, axis);
+  std::vector<std::optional<int>> axes(inputs.size(), std::nullopt);
+  axes[which] = static_cast<int>(axis);
+  auto program = [spec, axes](const std::vector<Tensor>& in) {
+    return vmap([spec](const std::vector<Tensor>& x) { return trace(spec, x); }, {BatchAxes(axes)})(in);
+  };
+  auto loss = [program](const std::vector<Tensor>& in) { return sum(program(in)[0]); };
+  try {
+    auto reference = jit(program, Backend::Interp);
+    std::vector<Array> want = reference(batched);
+    auto single = jit([spec](const std::vector<Tensor>& x) { return trace(spec, x); }, Backend::Interp);
+    for (int64_t e = 0; e < kExamples; ++e) {
+      std::vector<Array> alone = inputs;
+      alone[which] = examples[static_cast<size_t>(e)];
+      std::vector<Array> one = single(alone);
+      if (!std::isfinite(one[0].item())) return "";
+      for (size_t r = 0; r < one.size(); ++r) {
+        std::vector<double> all = want[r].to_doubles(), mine = one[r].to_doubles();
+        std::vector<double> slice(all.begin() + e * static_cast<long>(mine.size()),
+                                  all.begin() + (e + 1) * static_cast<long>(mine.size()));
+        std::string err =
+            compare("vmapped result " + std::to_string(r) + " of example " + std::to_string(e) + " vs a single call",
+                    slice, mine, 1e-12, 1e-14);
+        if (!err.empty()) return err;
+      }
+    }
+    auto reference_loss = jit(loss, Backend::Interp);
+    double f0 = reference_loss(batched).item();
+    std::vector<std::vector<double>> fd =
+        testing::central_differences(batched, [&](const std::vector<Array>& x) { return reference_loss(x).item(); });
+    for (Backend b : backends) {
+      std::string at = std::string(" on ") + backend_name(b);
+      std::vector<Array> got = jit(program, b)(batched);
+      for (size_t r = 0; r < got.size(); ++r) {
+        std::string err =
+            compare("vmapped result " + std::to_string(r) + at, got[r].to_doubles(), want[r].to_doubles(), 1e-9, 1e-12);
+        if (!err.empty()) return err;
+      }
+      std::vector<Array> grads = jit(value_and_grad(loss), b)(batched).second;
+      for (size_t i = 0; i < batched.size(); ++i) {
+        std::string err = compare("vmapped gradient of input " + std::to_string(i) + at + " vs finite differences",
+                                  grads[i].to_doubles(), fd[i], 1e-5, testing::gradient_abs_tolerance(f0));
+        if (!err.empty()) return err;
+      }
+    }
+  } catch (const std::exception& e) {
+    return std::string("exception under vmap: ") + e.what();
+  }
+  return "";
+}
 
 std::string check(const Spec& spec, const std::vector<Backend>& backends) {
   std::vector<Array> inputs = make_inputs(spec.inputs, spec.seed);
@@ -72,7 +157,8 @@ std::string check(const Spec& spec, const std::vector<Backend>& backends) {
       std::string at = std::string(" on ") + backend_name(b);
       std::vector<Array> got = jit(program, b)(inputs);
       for (size_t r = 0; r < got.size(); ++r) {
-        std::string e = compare("result " + std::to_string(r) + at, got[r].to_doubles(), want[r].to_doubles(), 1e-9, 1e-12);
+        std::string e =
+            compare("result " + std::to_string(r) + at, got[r].to_doubles(), want[r].to_doubles(), 1e-9, 1e-12);
         if (!e.empty()) return e;
       }
       auto [value, grads] = jit(value_and_grad(loss), b)(inputs);
@@ -88,7 +174,8 @@ std::string check(const Spec& spec, const std::vector<Backend>& backends) {
           },
           b)(inputs, direction);
       if (!close(tangent.item(), fd_direction, grad_rel, grad_abs))
-        return "jvp" + at + " is " + std::to_string(tangent.item()) + ", finite differences " + std::to_string(fd_direction);
+        return "jvp" + at + " is " + std::to_string(tangent.item()) + ", finite differences " +
+               std::to_string(fd_direction);
     }
   } catch (const std::exception& e) {
     return std::string("exception: ") + e.what();
@@ -96,7 +183,7 @@ std::string check(const Spec& spec, const std::vector<Backend>& backends) {
   return "";
 }
 
-Spec shrink(const Spec& spec, const std::vector<Backend>& backends) {
+Spec shrink(const Spec& spec, const std::vector<Backend>& backends, Check check) {
   Spec best = spec;
   for (size_t n = 1; n < spec.length; ++n) {
     Spec shorter = spec;
@@ -121,8 +208,9 @@ std::string report(const Spec& spec, const std::string& failure) {
   } catch (const std::exception& e) {
     ir = std::string("(no IR: ") + e.what() + ")";
   }
-  return "difffuzz seed " + std::to_string(spec.seed) + ", " + std::to_string(spec.length) + " steps:\n" + spec.describe() +
-         "failure: " + failure + "\nIR (value_and_grad; replay(ir, " + std::to_string(spec.seed) + ", backends)):\n" + ir;
+  return "difffuzz seed " + std::to_string(spec.seed) + ", " + std::to_string(spec.length) + " steps:\n" +
+         spec.describe() + "failure: " + failure + "\nIR (value_and_grad; replay(ir, " + std::to_string(spec.seed) +
+         ", backends)):\n" + ir;
 }
 
 std::string replay(const std::string& ir_text, uint64_t input_seed, const std::vector<Backend>& backends) {

@@ -1,6 +1,7 @@
 // The differential fuzzer in the test suite: a fixed range of seeds (FLUXION_DIFFFUZZ_SEEDS=
 // "first,count" changes it), each program checked on every backend against the interpreter and
-// against finite differences; and the programs it has found failing, replayed.
+// against finite differences, and every third one vmapped against a loop of single calls; and the
+// programs it has found failing, replayed.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -61,8 +62,25 @@ TEST(DiffFuzz, FixedSeedRange) {
     std::string failure = df::check(spec, backends);
     if (failure.empty()) continue;
     ++failures;
-    df::Spec small = df::shrink(spec, backends);
+    df::Spec small = df::shrink(spec, backends, df::check);
     ADD_FAILURE() << df::report(small, df::check(small, backends));
+  }
+}
+
+// Every third seed of the range again under vmap (a third: each batched program costs a second
+// set of compiles and finite differences).
+TEST(DiffFuzz, FixedSeedRangeUnderVmap) {
+  auto [first, count] = seed_range();
+  std::vector<fx::Backend> backends = compiled_backends();
+  int failures = 0;
+  for (uint64_t seed = first; seed < first + count && failures < 3; ++seed) {
+    if (seed % 3 != 0) continue;
+    df::Spec spec = df::generate(seed);
+    std::string failure = df::check_vmap(spec, backends);
+    if (failure.empty()) continue;
+    ++failures;
+    df::Spec small = df::shrink(spec, backends, df::check_vmap);
+    ADD_FAILURE() << df::report(small, df::check_vmap(small, backends));
   }
 }
 

@@ -14,4 +14,5 @@
 #include "fluxion/tensor.h"
 #include "fluxion/tree.h"
 #include "fluxion/version.h"
+#include "fluxion/vmap.h"
 #include "fluxion/vulkan.h"

@@ -1,6 +1,6 @@
 // fluxion_difffuzz: the differential fuzzer for longer campaigns than the test suite's fixed
-// seed range (docs/reliability.md). Checks programs first..first+count-1 on every backend and
-// prints each failure shrunk, with its IR text; exits 1 when any failed.
+// seed range (docs/reliability.md). Checks programs first..first+count-1 on every backend, alone
+// and vmapped, and prints each failure shrunk, with its IR text; exits 1 when any failed.
 //   fluxion_difffuzz [--first N] [--count N] [--max-steps N] [--print 1]
 // --print 1 prints each program before checking it (for a program that crashes the process).
 #include <cstdio>
@@ -34,11 +34,13 @@ int main(int argc, char** argv) {
       std::printf("seed %llu:\n%s", static_cast<unsigned long long>(seed), spec.describe().c_str());
       std::fflush(stdout);
     }
-    if (df::check(spec, backends).empty()) continue;
-    ++failed;
-    df::Spec small = df::shrink(spec, backends);
-    std::printf("%s\n", df::report(small, df::check(small, backends)).c_str());
-    std::fflush(stdout);
+    for (df::Check check : {df::check, df::check_vmap}) {
+      if (check(spec, backends).empty()) continue;
+      ++failed;
+      df::Spec small = df::shrink(spec, backends, check);
+      std::printf("%s\n", df::report(small, check(small, backends)).c_str());
+      std::fflush(stdout);
+    }
   }
   std::printf("difffuzz: %llu programs, %d failed\n", static_cast<unsigned long long>(count), failed);
   return failed ? 1 : 0;
