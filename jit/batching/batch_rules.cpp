@@ -4,6 +4,7 @@
 // rows of a product with a shared matrix, or into the channel groups of a convolution whose
 // weights differ per example.
 #include <string>
+#include <utility>
 
 #include "fluxion/error.h"
 #include "jit/batching/rules.h"
@@ -74,6 +75,14 @@ std::vector<ValueId> lift_all(Builder& b, const std::vector<Batched>& ops, int64
   return ids;
 }
 
+// v with its last two axes swapped: a reshape when one of them has size 1.
+ValueId swap_last2(Builder& b, ValueId v) {
+  Shape s = b.shape(v);
+  if (s[s.size() - 1] != 1 && s[s.size() - 2] != 1) return b.transpose_last2(v);
+  std::swap(s[s.size() - 1], s[s.size() - 2]);
+  return b.reshape(v, s);
+}
+
 std::vector<Batched> matmul(Builder& b, const ir::Node& n, const std::vector<Batched>& ops, int64_t size) {
   const Batched &x = ops[0], &w = ops[1];
   if (x.batched && !w.batched && b.shape(w.id).size() == 2) {
@@ -84,12 +93,16 @@ std::vector<Batched> matmul(Builder& b, const ir::Node& n, const std::vector<Bat
     s.back() = b.shape(w.id)[1];
     return batched(b.reshape(p, s));
   }
-  if (!x.batched && w.batched && b.shape(x.id).size() == 2 && b.shape(w.id).size() == 3) {
-    // [m, k] x [B, k, n]: the examples' columns side by side, [m, k] x [k, B*n].
+  if (!x.batched && w.batched && b.shape(x.id).size() == 2) {
+    // [m, k] x [B, ..., k, n], as the transpose of one taller product: the examples' columns as
+    // rows, [B*...*n, k] x [k, m], so that the ops after it fuse into its epilogue.
     Shape ws = b.shape(w.id);
-    ValueId cols = b.reshape(move_axis(b, w.id, 0, 1), {ws[1], size * ws[2]});
-    ValueId p = b.op(Op::MatMul, {x.id, cols});
-    return batched(move_axis(b, b.reshape(p, {b.shape(x.id)[0], size, ws[2]}), 1, 0));
+    ValueId rows = swap_last2(b, w.id);
+    Shape rs = b.shape(rows);
+    ValueId p =
+        b.op(Op::MatMul, {b.reshape(rows, {product(rs, 0, rs.size() - 1), rs.back()}), b.transpose_last2(x.id)});
+    rs.back() = b.shape(x.id)[0];
+    return batched(swap_last2(b, b.reshape(p, rs)));
   }
   return batched(b.op(n.op, lift_all(b, ops, size)));
 }
