@@ -31,8 +31,13 @@ bool inline_custom_rules(ir::Region& r);
 // transpose(b) @ transpose(a) (a transpose of a transpose being its operand).
 bool rewrite_transposed_products(ir::Region& r);
 
-// Removes stop_gradients and custom rules, rewrites transposed products, then runs folding, CSE and DCE until none
-// changes the program.
+// Computes an elementwise op that reads a value through reshapes adding only unit dimensions
+// at that value's lower-rank shape (its other operands reshaped to it, as views), followed by
+// one reshape to its own shape, so that it can join its operand's kernel.
+bool compute_below_unit_reshapes(ir::Region& r);
+
+// Removes stop_gradients and custom rules, rewrites transposed products, computes elementwise
+// ops below unit reshapes, then runs folding, CSE and DCE until none changes the program.
 void simplify(ir::Program& p);
 
 }  // namespace fluxion::passes

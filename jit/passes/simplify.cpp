@@ -20,6 +20,7 @@ void simplify(ir::Program& p) {
   checked(remove_stop_gradients, p);
   checked(inline_custom_rules, p);
   checked(rewrite_transposed_products, p);
+  checked(compute_below_unit_reshapes, p);
   // Each pass can expose work for the others (a folded constant makes two nodes equal, a merge
   // leaves a node dead), so they run until none changes anything. That ends: a pass that
   // changes the program either turns a non-constant node into a constant (folding) or removes

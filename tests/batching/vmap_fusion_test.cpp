@@ -1,9 +1,8 @@
 // vmap writes an ordinary program: the per-example gradients of W3's MLP by vmap(grad(loss))
-// compile to the products of the same gradients written by hand for the batch (the examples as
-// the rows or columns of one product in each layer, per-example outer products for the weight
-// gradients), with no loop over the examples, and give the same values. (The hand-written form
-// fuses the bias and tanh into its product's epilogue; vmap's keeps them in their own kernel,
-// because its product is [B, 32] and the bias is added at [B, 32, 1]: docs/vmap.md, "Cost".)
+// compile to the kernels of the same gradients written by hand for the batch (the examples as
+// the rows or columns of one product in each layer, the bias and tanh in its epilogue,
+// per-example outer products for the weight gradients), with no loop over the examples, and
+// give the same values.
 #include <algorithm>
 #include <string>
 #include <vector>
@@ -55,10 +54,9 @@ TEST(VmapFusion, PerExampleGradientsCompileLikeTheHandBatchedOnes) {
   };
   EXPECT_EQ(products(a), 5) << a;
   EXPECT_EQ(products(a), products(b)) << "vmap(grad):\n" << a << "by hand:\n" << b;
-  for (const std::string& k : kernel_strategies(a)) {
-    EXPECT_TRUE(k == "matmul[tiles]" || k == "loop[nest]") << "a kernel " << k << " in\n" << a;
-  }
-  EXPECT_LE(kernel_strategies(a).size(), kernel_strategies(b).size() + 1) << a;
+  // Every elementwise op is in a product's epilogue: nothing but the products runs (the
+  // hand-written form adds two copies for its bias gradients, which vmap returns as views).
+  EXPECT_EQ(kernel_strategies(a).size(), 5u) << a;
   std::vector<Array> got = vmapped(p, xs), want = fx::jit(hand_batched, Backend::Interp)(p, xs);
   ASSERT_EQ(got.size(), want.size());
   for (size_t k = 0; k < want.size(); ++k) {
