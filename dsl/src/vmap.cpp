@@ -81,14 +81,17 @@ std::vector<Tensor> vmap_flat(const FlatFn& fn, const std::vector<Tensor>& args,
     }
     std::string leaf = "argument Tensor " + std::to_string(i) + " (" + t.str() + ")";
     if (t.rank() == 0) fail("vmap", leaf + " is a scalar: it has no axis to batch over", &loc);
-    int64_t axis = norm_axis(*in_axes[i], t.rank(), "vmap", loc);
+    int64_t axis = norm_axis(in_axes[i].value(), t.rank(), "vmap", loc);
     int64_t n = t.shape[static_cast<size_t>(axis)];
     leaf += " has " + std::to_string(n) + " examples along axis " + std::to_string(axis);
     if (size < 0) {
       size = n;
       first = leaf;
     } else if (n != size) {
-      fail("vmap", "the batch sizes differ: " + first + ", " + leaf, &loc);
+      std::string what = "the batch sizes differ: " + first;
+      what += ", ";
+      what += leaf;
+      fail("vmap", what, &loc);
     }
     t.shape.erase(t.shape.begin() + axis);
     example.push_back(t);
@@ -124,7 +127,7 @@ std::vector<Tensor> vmap_flat(const FlatFn& fn, const std::vector<Tensor>& args,
     Shape s = b.shape(v);
     if (!results[j].batched) v = b.broadcast(v, concat_shapes({size}, s));
     int64_t rank = b.type(v).rank();
-    int64_t to = norm_axis(*axis, rank, "vmap", loc);
+    int64_t to = norm_axis(axis.value(), rank, "vmap", loc);
     r.results.push_back(to == 0 ? v : b.transpose(v, moving(0, to, rank)));
   }
   return inline_traced(r, operands, "vmap", loc);
