@@ -37,7 +37,7 @@ KernelEmitter::Gemm KernelEmitter::matmul_gemm() {
   const Shape& cs = region_.type(n.results[0]).shape;
   size_t rank = cs.size();
   kernel::StridedView av, bv;
-  if (!kernel::matmul_operands(region_, schedule_, kernel_, &av, &bv))
+  if (!kernel::matmul_operands(kernel_, &av, &bv))
     detail::fail("matmul", "internal error: operands are not strided views");
   Gemm g;
   g.batch.assign(cs.begin(), cs.end() - 2);

@@ -43,8 +43,12 @@ Role role_of(const ir::Region& r, const ir::Node& n) {
   // Convolutions without groups run as the MatMul kernel, reading their input as im2col.
   if (ir::op_info(n.op).cls == OpClass::Conv || n.op == Op::Conv2dInputGrad || n.op == Op::Conv2dWeightGrad) {
     // (The weight gradient's k-blocks are whole output images, packed on the stack: keep them small.)
-    bool small_blocks = n.op != Op::Conv2dWeightGrad || r.type(n.operands[1]).numel() / std::max<int64_t>(1, r.type(n.operands[1]).shape[0] * r.type(n.operands[1]).shape[1]) <= kMaxPackedBlock;
-    return is_float_result && n.attrs.groups == 1 && small_blocks && !is_direct_conv(r, n) ? Role::MatMul : Role::Gathering;
+    bool small_blocks = n.op != Op::Conv2dWeightGrad ||
+                        r.type(n.operands[1]).numel() /
+                                std::max<int64_t>(1, r.type(n.operands[1]).shape[0] * r.type(n.operands[1]).shape[1]) <=
+                            kMaxPackedBlock;
+    return is_float_result && n.attrs.groups == 1 && small_blocks && !is_direct_conv(r, n) ? Role::MatMul
+                                                                                           : Role::Gathering;
   }
   if (ir::is_gathering(n.op)) return Role::Gathering;
   if (ir::is_scatter(n.op)) return Role::Scatter;
@@ -57,11 +61,12 @@ struct Group {
   Shape space;
   std::vector<size_t> nodes, recomputed;
   std::set<int> preds;
-  std::set<ValueId> leaves;  // stored values it reads
-  int parent = -1;           // union-find: merged into
-  int control_node = -1;     // a control-flow step, not a kernel
-  int root = -1;             // MatMul: the matmul node
-  bool copy = false;         // materializes a view or constant; takes no other nodes
+  std::set<ValueId> leaves;                // stored values it reads
+  int parent = -1;                         // union-find: merged into
+  int control_node = -1;                   // a control-flow step, not a kernel
+  int root = -1;                           // MatMul: the matmul node
+  bool copy = false;                       // materializes a view or constant; takes no other nodes
+  std::vector<StridedView> operand_views;  // MatMul over a matmul: Kernel::operand_views
 };
 
 class Fuser {
@@ -296,13 +301,22 @@ class Fuser {
     groups_[static_cast<size_t>(g)].root = static_cast<int>(i);
     groups_[static_cast<size_t>(g)].nodes.push_back(i);
     std::set<int> deps;
+    std::vector<StridedView> views;
     for (ValueId o : n.operands) {
       StridedView sv;
-      std::set<int> d = n.op != Op::MatMul || strided_operand(o, &sv) ? view_base_groups(o) : need_buffer(o);
+      bool strided = n.op == Op::MatMul && strided_operand(o, &sv);
+      std::set<int> d = n.op != Op::MatMul || strided ? view_base_groups(o) : need_buffer(o);
+      // The view read is the one the dependencies were taken from, now: a copy of a view in the
+      // chain made later (for a result, or another reader) is not ordered before this kernel.
+      // (An operand that need_buffer stored, a splat among them, is read from its buffer.)
+      if (n.op == Op::MatMul && !strided && !strided_view(region_, probe_, producer_, o, &sv))
+        detail::fail("fuse", "internal error: a stored matmul operand is not a strided view");
+      views.push_back(sv);
       deps.insert(d.begin(), d.end());
       view_leaves(o, groups_[static_cast<size_t>(g)].leaves);
     }
     groups_[static_cast<size_t>(g)].preds = deps;
+    if (n.op == Op::MatMul) groups_[static_cast<size_t>(g)].operand_views = std::move(views);
     group_of_[i] = g;
     must_[static_cast<size_t>(n.results[0])] = true;
   }
@@ -460,12 +474,16 @@ class Fuser {
           case Role::View:
             if (group_of_[i] >= 0) {
               s.storage[vi] = Storage::Slot;
-            } else if (n.op == Op::Reshape && s.storage[static_cast<size_t>(n.operands[0])] != Storage::View &&
-                       s.storage[static_cast<size_t>(n.operands[0])] != Storage::Inline &&
+            } else if (n.op == Op::Reshape && role(n.operands[0]) != Role::View &&
+                       role(n.operands[0]) != Role::Inline &&
                        s.storage[static_cast<size_t>(n.operands[0])] != Storage::None) {
+              // A reshape of a computed value shares its bytes (need_buffer's rule). Not one of a
+              // view or splat that a copy kernel stores: its readers were ordered after the view's
+              // operands, not after the copy, and read it through its index math.
               s.storage[vi] = Storage::Alias;
               ValueId base = n.operands[0];
-              while (s.storage[static_cast<size_t>(base)] == Storage::Alias) base = s.alias_of[static_cast<size_t>(base)];
+              while (s.storage[static_cast<size_t>(base)] == Storage::Alias)
+                base = s.alias_of[static_cast<size_t>(base)];
               s.alias_of[vi] = base;
             } else {
               s.storage[vi] = Storage::View;
@@ -635,6 +653,7 @@ class Fuser {
       if (!std::binary_search(k.nodes.begin(), k.nodes.end(), c)) k.recomputed.push_back(c);
     }
     k.root = g.root >= 0 ? static_cast<size_t>(g.root) : 0;
+    k.operand_views = g.operand_views;
     // Threads split the outermost dimension unless a reduction folds it.
     k.parallel = !k.space.empty() && k.space[0] > 1;
     if (!split_layout(region_, k).reductions.empty()) {

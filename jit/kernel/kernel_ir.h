@@ -37,6 +37,13 @@ enum class KernelKind : uint8_t {
   Scatter,
 };
 
+// A view of a buffer as offset + strides (in elements) over a shape.
+struct StridedView {
+  ir::ValueId base = -1;  // a value with its own storage
+  int64_t offset = 0;
+  std::vector<int64_t> strides;
+};
+
 struct Kernel {
   KernelKind kind = KernelKind::Loop;
   Shape space;
@@ -55,6 +62,11 @@ struct Kernel {
   // before a backend compiles it). Printed after the kind, "matmul[sliding]", so that a test
   // can assert which code path it exercises.
   std::string strategy;
+  // MatMul over a matmul node: the strided views it reads its two operands through, fixed when the
+  // fuser ordered the kernel (matmul_operands). A view that a copy kernel stores only later (a
+  // result returned both as a view and read by this product) is still read through its operands,
+  // which are what this kernel was ordered after, not from the copy's buffer.
+  std::vector<StridedView> operand_views;
 };
 
 // Control: a loop or branch, or a collective, which a top-level region may run asynchronously
@@ -182,9 +194,9 @@ ScanCarryBuffers scan_carry_buffers(const ir::Region& r, const ir::Node& scan, i
 enum class CarryUpdate : uint8_t { Unchanged, Staged, Direct };
 std::vector<CarryUpdate> carry_updates(const ir::Region& body, size_t carries, size_t first_param);
 
-// The strided views a MatMul kernel reads its operands through (views.cpp).
-struct StridedView;
-bool matmul_operands(const ir::Region& r, const RegionSchedule& s, const Kernel& k, StridedView* a, StridedView* b);
+// The strided views a MatMul kernel over a matmul node reads its operands through
+// (Kernel::operand_views; false when it has none).
+bool matmul_operands(const Kernel& k, StridedView* a, StridedView* b);
 
 // One line per kernel and step, naming the graph ops each kernel contains; nested regions
 // indented. Used by Compiled::kernels() and FLUXION_DUMP_IR.
@@ -202,13 +214,6 @@ std::vector<std::string> kernel_lines(const ir::Region& r, const RegionSchedule&
 // Calls `visit` on every kernel of the schedule and of its loop bodies, in kernel_lines' order
 // (so that a backend can record facts about them, such as Kernel::strategy).
 void for_each_kernel(const ir::Region& r, RegionSchedule& s, const std::function<void(Kernel&)>& visit);
-
-// A view of a buffer as offset + strides (in elements) over a shape.
-struct StridedView {
-  ir::ValueId base = -1;  // a value with its own storage
-  int64_t offset = 0;
-  std::vector<int64_t> strides;
-};
 
 // Follows transpose, broadcast, slice and compatible reshapes from `v` down to a value whose
 // storage is not View; false when the chain cannot be expressed by strides.

@@ -90,10 +90,11 @@ bool strided_view(const ir::Region& r, const RegionSchedule& s, const std::vecto
   }
 }
 
-bool matmul_operands(const ir::Region& r, const RegionSchedule& s, const Kernel& k, StridedView* a, StridedView* b) {
-  const ir::Node& n = r.nodes[k.root];
-  std::vector<int32_t> producer = producers(r);
-  return strided_view(r, s, producer, n.operands[0], a) && strided_view(r, s, producer, n.operands[1], b);
+bool matmul_operands(const Kernel& k, StridedView* a, StridedView* b) {
+  if (k.operand_views.size() != 2) return false;
+  *a = k.operand_views[0];
+  *b = k.operand_views[1];
+  return true;
 }
 
 }  // namespace fluxion::kernel
