@@ -16,6 +16,7 @@
 #include "codegen_version.h"
 #include "fluxion/error.h"
 #include "fluxion/profile.h"
+#include "jit/eval/host_memory.h"
 
 namespace fluxion::cpu {
 namespace {
@@ -40,9 +41,8 @@ class CpuExecutable final : public backends::Executable {
   }
 
   std::vector<Array> run(const std::vector<Array>& inputs) const override {
-    std::vector<Array> out;
-    out.reserve(outputs_.size());
-    for (const TensorType& t : outputs_) out.push_back(Array::empty(t.dtype, t.shape));
+    interp::check_host_memory(program_, interp::host_bytes(outputs_), arena_bytes());
+    std::vector<Array> out = interp::allocate_results(program_, outputs_);
     run_into(inputs, out);
     return out;
   }
@@ -69,6 +69,7 @@ class CpuExecutable final : public backends::Executable {
       io = heap_io.data();
     }
     for (size_t i = 0; i < ni; ++i) io[i] = const_cast<void*>(inputs[i].data());
+    interp::check_host_memory(program_, 0, arena_bytes());
     Arena arena = take_arena();
     // An output buffer that overlaps an input or another output is written through its arena
     // slot and copied out after the call, so no input is read after being overwritten.
@@ -186,13 +187,15 @@ class CpuExecutable final : public backends::Executable {
         return a;
       }
     }
-    size_t bytes = static_cast<size_t>(std::max<int64_t>(schedule_.arena_bytes, 64));
+    int64_t bytes = arena_bytes();
     try {
-      return Arena(static_cast<char*>(::operator new[](bytes, std::align_val_t(64))));
+      return Arena(static_cast<char*>(::operator new[](static_cast<size_t>(bytes), std::align_val_t(64))));
     } catch (const std::bad_alloc&) {
-      detail::fail("call", "cannot allocate the program's " + std::to_string(bytes) + "-byte working memory");
+      interp::fail_allocation(program_, "the working memory (arena)", bytes);
     }
   }
+  // The bytes of an arena (at least one cache line).
+  int64_t arena_bytes() const { return std::max<int64_t>(schedule_.arena_bytes, 64); }
   void give_arena(Arena a) const {
     std::lock_guard<std::mutex> lock(mu_);
     if (free_.capacity() == free_.size()) return;  // keep the pool allocation-free

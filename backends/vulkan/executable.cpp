@@ -16,6 +16,7 @@
 #include <future>
 #include <map>
 #include <mutex>
+#include <new>
 
 #include "backends/counters.h"
 #include "backends/profiler.h"
@@ -28,6 +29,7 @@
 #include "fluxion/error.h"
 #include "fluxion/profile.h"
 #include "fluxion/vulkan.h"
+#include "jit/eval/host_memory.h"
 
 namespace fluxion::vulkan {
 namespace {
@@ -155,6 +157,9 @@ class VulkanExecutable final : public backends::Executable {
   // Runs the program on `inputs` (read in place when they are already in this device's memory)
   // into new device buffers, which it returns.
   std::vector<std::shared_ptr<VulkanBuffer>> call(const std::vector<Array>& inputs) const {
+    // The results are read back to host memory on first access: FLUXION_MEMORY_LIMIT counts them
+    // (the device memory they take first is FLUXION_VULKAN_MEMORY_LIMIT's).
+    interp::check_host_memory(program_, interp::host_bytes(outputs_), 0);
     std::vector<std::shared_ptr<VulkanBuffer>> results;
     for (const TensorType& t : outputs_) results.push_back(std::make_shared<VulkanBuffer>(ctx_, bytes(t)));
     // Inputs already in this device's memory, held for the call; null for host inputs.
@@ -265,8 +270,13 @@ class VulkanExecutable final : public backends::Executable {
     std::vector<std::byte>& in = x.in[step.collective];
     std::vector<std::byte>& out = x.out[step.collective];
     if (step.kind == HostStep::Kind::Start) {
-      in.resize(static_cast<size_t>(std::max<int64_t>(h.in_bytes, 1)));
-      out.resize(static_cast<size_t>(std::max<int64_t>(h.out_bytes, 1)));
+      try {
+        in.resize(static_cast<size_t>(std::max<int64_t>(h.in_bytes, 1)));
+        out.resize(static_cast<size_t>(std::max<int64_t>(h.out_bytes, 1)));
+      } catch (const std::bad_alloc&) {
+        interp::fail_allocation(program_, "a collective's operand and result on the host",
+                                std::max<int64_t>(h.in_bytes, 1) + std::max<int64_t>(h.out_bytes, 1));
+      }
       if (h.in_bytes > 0)
         download(ctx_, located(h.in, h.in_bytes, resident, results), in.data(), static_cast<size_t>(h.in_bytes));
       x.running[step.collective] = interp::start_collective(h.call, in.data(), out.data());

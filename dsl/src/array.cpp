@@ -1,6 +1,7 @@
 #include "fluxion/array.h"
 
 #include <cstring>
+#include <new>
 #include <sstream>
 
 #include "fluxion/error.h"
@@ -61,7 +62,13 @@ std::byte* Array::host() const {
   std::lock_guard<std::mutex> lock(storage_->mu);
   if (!storage_->host) {
     size_t n = static_cast<size_t>(size() * dtype_size(dtype()));
-    auto bytes = std::make_shared_for_overwrite<std::byte[]>(n);
+    std::shared_ptr<std::byte[]> bytes;
+    try {
+      bytes = std::make_shared_for_overwrite<std::byte[]>(n);
+    } catch (const std::bad_alloc&) {
+      detail::fail("Array", "out of memory: cannot allocate " + std::to_string(n) + " bytes of host memory to read " +
+                                type_.str() + " back from the device");
+    }
     if (n) storage_->device->read(bytes.get(), n);  // may throw: then nothing is kept
     storage_->host = std::move(bytes);
   }

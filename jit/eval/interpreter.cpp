@@ -2,6 +2,7 @@
 // Arrays and the interpreter's double buffers at the program boundary.
 #include "jit/eval/interpreter.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <new>
@@ -9,6 +10,7 @@
 
 #include "fluxion/error.h"
 #include "jit/eval/buffer.h"
+#include "jit/eval/host_memory.h"
 
 namespace fluxion::interp {
 
@@ -117,6 +119,24 @@ struct NonFiniteSearch {
 };
 thread_local NonFiniteSearch* search = nullptr;
 
+// The host memory of the run in progress on this thread (run): its program, FLUXION_MEMORY_LIMIT,
+// the bytes of its result Arrays, and the bytes of the values it holds as doubles (each region
+// holds every value it computes until it returns).
+struct RunMemory {
+  const ir::Program* program = nullptr;
+  int64_t limit = -1;
+  int64_t results = 0;
+  int64_t held = 0;
+  int64_t peak = 0;  // the most `held` has been
+};
+thread_local RunMemory* run_memory = nullptr;
+
+int64_t bytes_as_doubles(const std::vector<TensorType>& types) {
+  int64_t n = 0;
+  for (const TensorType& t : types) n += t.numel() * static_cast<int64_t>(sizeof(double));
+  return n;
+}
+
 // The first element that is NaN (nan_only) or not finite; -1 when none.
 int64_t first_bad(const Buffer& b, bool nan_only) {
   if (!is_float(b.type.dtype)) return -1;
@@ -158,6 +178,13 @@ void check_node(const ir::Node& n, const std::vector<Value>& in, const std::vect
 }  // namespace
 
 std::vector<Value> eval_region(const ir::Region& r, const std::vector<Value>& args) {
+  // The bytes of this region's values, given back when it returns (also when it throws).
+  struct Held {
+    int64_t bytes = 0;
+    ~Held() {
+      if (run_memory) run_memory->held -= bytes;
+    }
+  } held;
   std::vector<Value> env(r.types.size());
   for (size_t i = 0; i < r.params.size(); ++i) env[static_cast<size_t>(r.params[i])] = args[i];
   for (const ir::Node& n : r.nodes) {
@@ -166,8 +193,29 @@ std::vector<Value> eval_region(const ir::Region& r, const std::vector<Value>& ar
     for (ir::ValueId v : n.operands) in.push_back(env[static_cast<size_t>(v)]);
     std::vector<TensorType> out;
     for (ir::ValueId v : n.results) out.push_back(r.type(v));
+    int64_t bytes = 0;
+    if (RunMemory* m = run_memory) {
+      bytes = bytes_as_doubles(out);
+      if (m->limit >= 0 && m->results + m->held + bytes > m->limit) {
+        check_host_memory(*m->program, m->results, m->held + bytes,
+                          std::string("values held as doubles, up to op '") + ir::op_name(n.op) + "'");
+      }
+    }
     if (search) search->frames.emplace_back(&r, static_cast<size_t>(&n - r.nodes.data()));
-    std::vector<Value> res = eval_node(n, in, out);
+    std::vector<Value> res;
+    try {
+      res = eval_node(n, in, out);
+    } catch (const std::bad_alloc&) {
+      if (!run_memory) throw;
+      std::string what = "the value of op '" + std::string(ir::op_name(n.op)) + "'";
+      for (const TensorType& t : out) what += " -> " + t.str();
+      fail_allocation(*run_memory->program, what + " (held as doubles)", bytes);
+    }
+    if (run_memory) {
+      run_memory->held += bytes;
+      run_memory->peak = std::max(run_memory->peak, run_memory->held);
+      held.bytes += bytes;
+    }
     if (search) {
       check_node(n, in, res);
       search->frames.pop_back();
@@ -204,13 +252,44 @@ std::vector<Array> run(const ir::Program& p, const std::vector<Array>& inputs) {
       detail::fail("call",
                    "input " + std::to_string(i) + " is " + inputs[i].type().str() + ", expected " + want[i].str());
     }
-    args.push_back(from_array(inputs[i]));
+  }
+  RunMemory memory;
+  memory.program = &p;
+  memory.limit = host_memory_limit();
+  memory.results = host_bytes(p.body.result_types());
+  memory.held = memory.peak = bytes_as_doubles(want);
+  check_host_memory(p, memory.results, memory.held, "inputs held as doubles");
+  RunMemory* outer = run_memory;
+  run_memory = &memory;
+  struct Restore {
+    RunMemory* outer;
+    ~Restore() { run_memory = outer; }
+  } restore{outer};
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    try {
+      args.push_back(from_array(inputs[i]));
+    } catch (const std::bad_alloc&) {
+      fail_allocation(p, "input " + std::to_string(i) + " (" + want[i].str() + ") held as doubles",
+                      bytes_as_doubles({want[i]}));
+    }
+  }
+  std::vector<Value> values;
+  try {
+    values = eval_region(p.body, args);
+  } catch (const std::bad_alloc&) {
+    // Not an op's value (those are named in eval_region): the bookkeeping around them.
+    detail::fail("call", "out of memory: the interpreter ran out of host memory beside the " +
+                             std::to_string(memory.peak) + " bytes of values it held as doubles, running " +
+                             program_label(p));
   }
   std::vector<Array> out;
-  try {
-    for (const Value& v : eval_region(p.body, args)) out.push_back(to_array(*v));
-  } catch (const std::bad_alloc&) {
-    detail::fail("call", "the interpreter ran out of memory (it holds every value as doubles)");
+  for (size_t k = 0; k < values.size(); ++k) {
+    try {
+      out.push_back(to_array(*values[k]));
+    } catch (const std::bad_alloc&) {
+      const TensorType& t = values[k]->type;
+      fail_allocation(p, "result " + std::to_string(k) + " (" + t.str() + ")", host_bytes({t}));
+    }
   }
   return out;
 }

@@ -1,0 +1,73 @@
+#include "jit/eval/host_memory.h"
+
+#include <cstdlib>
+#include <new>
+
+#include "fluxion/error.h"
+
+namespace fluxion::interp {
+
+int64_t host_memory_limit() {
+  const char* s = std::getenv("FLUXION_MEMORY_LIMIT");
+  if (!s || !*s) return -1;
+  int64_t n = 0;
+  for (const char* c = s; *c; ++c) {
+    if (*c < '0' || *c > '9' || n > (INT64_MAX - 9) / 10) {
+      detail::fail("FLUXION_MEMORY_LIMIT", std::string("'") + s + "' is not a number of bytes");
+    }
+    n = n * 10 + (*c - '0');
+  }
+  return n;
+}
+
+std::string program_label(const ir::Program& p) {
+  auto list = [](const std::vector<TensorType>& ts) {
+    std::string s;
+    for (size_t i = 0; i < ts.size(); ++i) s += (i ? ", " : "") + ts[i].str();
+    return s;
+  };
+  std::string s =
+      "program @" + p.name + "(" + list(p.body.param_types()) + ") -> (" + list(p.body.result_types()) + ")";
+  for (auto it = p.body.nodes.rbegin(); it != p.body.nodes.rend(); ++it) {
+    if (it->line != 0) {
+      s += " (traced from " + std::string(it->file) + ":" + std::to_string(it->line) + ")";
+      break;
+    }
+  }
+  return s;
+}
+
+int64_t host_bytes(const std::vector<TensorType>& types) {
+  int64_t n = 0;
+  for (const TensorType& t : types) n += t.numel() * dtype_size(t.dtype);
+  return n;
+}
+
+void check_host_memory(const ir::Program& p, int64_t results, int64_t working, const std::string& working_what) {
+  int64_t limit = host_memory_limit();
+  if (limit < 0 || results + working <= limit) return;
+  detail::fail("call", program_label(p) + " would allocate " + std::to_string(results + working) +
+                           " bytes of host memory (" + std::to_string(results) + " for its results, " +
+                           std::to_string(working) + " for its " + working_what +
+                           "), over FLUXION_MEMORY_LIMIT=" + std::to_string(limit));
+}
+
+void fail_allocation(const ir::Program& p, const std::string& what, int64_t bytes) {
+  detail::fail("call", "out of memory: cannot allocate " + std::to_string(bytes) + " bytes of host memory for " + what +
+                           " of " + program_label(p));
+}
+
+std::vector<Array> allocate_results(const ir::Program& p, const std::vector<TensorType>& types) {
+  std::vector<Array> out;
+  out.reserve(types.size());
+  for (size_t k = 0; k < types.size(); ++k) {
+    try {
+      out.push_back(Array::empty(types[k].dtype, types[k].shape));
+    } catch (const std::bad_alloc&) {
+      fail_allocation(p, "result " + std::to_string(k) + " (" + types[k].str() + ")", host_bytes({types[k]}));
+    }
+  }
+  return out;
+}
+
+}  // namespace fluxion::interp
