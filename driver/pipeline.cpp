@@ -34,6 +34,10 @@ CompiledProgram compile(ir::Program traced, Backend backend) {
   out.optimized = traced;
   passes::simplify(out.optimized);
   checkpoint(out.optimized, "simplify");
+  // One node order per graph, whatever order the trace recorded independent nodes in: the
+  // cache key, the backend's compilation and the printed IR then depend on the graph alone.
+  ir::canonicalize_order(out.optimized);
+  checkpoint(out.optimized, "canonical order");
   std::string key = std::string(backend_name(backend)) + "\n" + ir::print(out.optimized);
   out.executable = cached_compile(key, [&] { return ExecutablePtr(backends::compile(out.optimized, backend)); });
   out.traced = std::move(traced);

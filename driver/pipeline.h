@@ -15,8 +15,8 @@ struct CompiledProgram {
   std::shared_ptr<const backends::Executable> executable;  // shared through the compile cache
 };
 
-// verify -> simplify (constant folding, CSE, DCE) -> verify -> compile-cache lookup -> backend compile
-// (fusion, memory plan, code generation).
+// verify -> simplify (constant folding, CSE, DCE) -> verify -> canonical node order (ir.h) ->
+// compile-cache lookup -> backend compile (fusion, memory plan, code generation).
 CompiledProgram compile(ir::Program traced, Backend backend);
 
 }  // namespace fluxion::compiler

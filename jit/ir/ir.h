@@ -207,20 +207,42 @@ std::vector<TensorType> infer_types(Op op, const std::vector<TensorType>& in, co
 void verify(const Program& p);
 void verify(const Region& r);
 
-// Canonical text: one op a line, values renumbered %0, %1, ... per region in definition order.
-// `with_locations` appends each node's source location as a trailing comment.
+// The text form: one op a line, nodes in their stored order, values renumbered %0, %1, ... per
+// region in definition order. `with_locations` appends each node's source location as a
+// trailing comment.
 std::string print(const Program& p, bool with_locations = false);
 // One region alone, as "region(%0: T, ...) {" ... "yield ..." "}" (for error messages, and for
 // comparing regions structurally: equal text is equal structure).
 std::string print(const Region& r);
+// The same text with every region's nodes in canonical order: print(p) after
+// canonicalize_order(p), without changing p. Equal for programs that are the same graph,
+// whatever order their independent nodes were traced in.
+std::string print_canonical(const Program& p);
+std::string print_canonical(const Region& r);
+// A node's attributes as the text writes them: " {name=value, ...}", or "" when all are default.
+std::string print_attrs(const Attrs& a);
+
+// The canonical order of r's nodes (indices into r.nodes): a topological order that depends only
+// on the graph, not on the order independent nodes were added in. It is the post-order of a
+// depth-first walk from r's results (the first, then the others from the last), visiting a
+// node's dependencies before it: for a collective (or a region op holding one), the collective
+// stored before it (collectives keep their program order), then its operands' producers, left
+// to right. Nodes no result reaches follow, walked from the last collective, then from each
+// node nothing uses, in the order of a hash of its upstream graph.
+std::vector<size_t> canonical_order(const Region& r);
+// Puts the nodes of r, and of every region nested in it, in canonical order (value ids, and so
+// the program's meaning, stay). Returns whether any node moved.
+bool canonicalize_order(Region& r);
+bool canonicalize_order(Program& p);
 // The names the text gives an op's regions, in order: scan: body; while: cond, body; cond: then,
 // else; custom_vjp: primal, backward. Empty for an op without regions.
 std::vector<const char*> region_names(Op op);
 // Reads the text `print` writes. Raises Error with the line and column of a syntax error.
 Program parse(std::string_view text);
 
-// Structural hash: equal for programs that print equal (whatever lambda traced them), and
-// changes with any op, shape, dtype, attribute or constant.
+// Structural hash: the hash of print_canonical(p). Equal for programs that print equal once in
+// canonical order (whatever lambda traced them, in whatever order), and changes with any op,
+// shape, dtype, attribute, constant, or order of collectives.
 uint64_t structural_hash(const Program& p);
 
 }  // namespace fluxion::ir

@@ -1,11 +1,12 @@
-// The canonical text form (docs/ir.md): values renumbered per region in definition order,
+// The text form (docs/ir.md): values renumbered per region in definition order,
 // attributes that differ from their defaults in declaration order, doubles in shortest
 // round-trip form. The parser reads exactly this text back, and the structural hash is the
-// hash of it.
+// hash of it with every region's nodes in canonical order (canonical_order.cpp).
 #include <charconv>
 #include <cmath>
 #include <string>
 #include <unordered_map>
+#include <vector>
 
 #include "jit/ir/ir.h"
 
@@ -70,7 +71,7 @@ void put_attrs(std::string& out, const Attrs& a) {
 
 class Printer {
  public:
-  explicit Printer(bool with_locations) : with_locations_(with_locations) {}
+  Printer(bool with_locations, bool canonical) : with_locations_(with_locations), canonical_(canonical) {}
 
   void program(const Program& p) {
     Names names;
@@ -120,7 +121,14 @@ class Printer {
 
   void body(const Region& r, Names& names, int depth, const char* terminator) {
     std::string indent(static_cast<size_t>(2 * depth), ' ');
-    for (const Node& n : r.nodes) {
+    std::vector<size_t> order;
+    if (canonical_) {
+      order = canonical_order(r);
+    } else {
+      for (size_t i = 0; i < r.nodes.size(); ++i) order.push_back(i);
+    }
+    for (size_t at : order) {
+      const Node& n = r.nodes[at];
       out_ += indent;
       for (size_t i = 0; i < n.results.size(); ++i) {
         names[n.results[i]] = static_cast<int>(names.size());
@@ -150,15 +158,28 @@ class Printer {
   }
 
   bool with_locations_;
+  bool canonical_;
   std::string out_;
 };
 
 }  // namespace
 
 std::string print(const Program& p, bool with_locations) {
-  Printer printer(with_locations);
+  Printer printer(with_locations, false);
   printer.program(p);
   return printer.take();
+}
+
+std::string print_canonical(const Program& p) {
+  Printer printer(false, true);
+  printer.program(p);
+  return printer.take();
+}
+
+std::string print_attrs(const Attrs& a) {
+  std::string out;
+  put_attrs(out, a);
+  return out;
 }
 
 std::vector<const char*> region_names(Op op) {
@@ -173,7 +194,13 @@ std::vector<const char*> region_names(Op op) {
 }
 
 std::string print(const Region& r) {
-  Printer printer(false);
+  Printer printer(false, false);
+  printer.region(r);
+  return printer.take();
+}
+
+std::string print_canonical(const Region& r) {
+  Printer printer(false, true);
   printer.region(r);
   return printer.take();
 }
