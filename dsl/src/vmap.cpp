@@ -73,15 +73,16 @@ std::vector<Tensor> vmap_flat(const FlatFn& fn, const std::vector<Tensor>& args,
   for (size_t i = 0; i < args.size(); ++i) {
     require_valid(args[i], "vmap", loc);
     TensorType t = args[i].type();
-    batched.push_back(in_axes[i].has_value());
-    if (!in_axes[i]) {
+    const std::optional<int>& wanted = in_axes[i];
+    batched.push_back(wanted.has_value());
+    if (!wanted.has_value()) {
       example.push_back(t);
       operands.push_back(args[i]);
       continue;
     }
     std::string leaf = "argument Tensor " + std::to_string(i) + " (" + t.str() + ")";
     if (t.rank() == 0) fail("vmap", leaf + " is a scalar: it has no axis to batch over", &loc);
-    int64_t axis = norm_axis(in_axes[i].value(), t.rank(), "vmap", loc);
+    int64_t axis = norm_axis(*wanted, t.rank(), "vmap", loc);
     int64_t n = t.shape[static_cast<size_t>(axis)];
     leaf += " has " + std::to_string(n) + " examples along axis " + std::to_string(axis);
     if (size < 0) {

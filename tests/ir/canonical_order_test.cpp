@@ -211,7 +211,7 @@ TEST(IrCanonicalOrder, DeadNodesInAnyOrderHashEqual) {
   EXPECT_EQ(hash_of(a), hash_of(b));
   // Live nodes first, in walk order from the results; then the dead ones.
   const std::string canonical = ir::print_canonical(ir::parse(a));
-  EXPECT_EQ(canonical.find("  %1 = add %0, %0"), canonical.find("\n") + 1) << canonical;
+  EXPECT_EQ(canonical.find("  %1 = add %0, %0"), canonical.find('\n') + 1) << canonical;
 }
 
 TEST(IrCanonicalOrder, CollectivesKeepTheirProgramOrder) {
