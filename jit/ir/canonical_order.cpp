@@ -130,7 +130,10 @@ class Order {
     }
     if (roots.size() > 1) {
       std::vector<uint64_t> key = keys();
-      std::stable_sort(roots.begin(), roots.end(), [&](size_t a, size_t b) { return key[a] < key[b]; });
+      // Equal keys keep node order (roots are in increasing index); std::sort, as stable_sort's
+      // temporary buffer is deprecated in the libstdc++ that clang builds the fuzz targets with.
+      std::sort(roots.begin(), roots.end(),
+                [&](size_t a, size_t b) { return key[a] != key[b] ? key[a] < key[b] : a < b; });
     }
     for (size_t root : roots) walk(root);
   }
