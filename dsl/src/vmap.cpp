@@ -134,6 +134,8 @@ std::vector<Tensor> vmap_flat(const FlatFn& fn, const std::vector<Tensor>& args,
   return inline_traced(r, operands, "vmap", loc);
 }
 
+namespace {
+
 Tensor jacrev_flat(const FlatFn& fn, const std::vector<Tensor>& args, size_t wrt, const std::source_location& loc) {
   std::vector<bool> mask(args.size(), false);
   mask[wrt] = true;
@@ -162,12 +164,24 @@ Tensor jacfwd_flat(const FlatFn& fn, const std::vector<Tensor>& args, size_t wrt
   return reshape(cols, concat_shapes(out, args[wrt].shape()), loc);
 }
 
-FlatFn gradient_fn(const FlatFn& fn, size_t wrt, const std::source_location& loc) {
+FlatFn gradient_of(const FlatFn& fn, size_t wrt, const std::source_location& loc) {
   return [fn, wrt, loc](const std::vector<Tensor>& params) {
     std::vector<bool> mask(params.size(), false);
     mask[wrt] = true;
     return std::vector<Tensor>{value_and_grad_flat(fn, params, mask, loc)[1]};
   };
+}
+
+}  // namespace
+
+Tensor jacobian_flat(JacobianMode mode, const FlatFn& fn, const std::vector<Tensor>& args, size_t wrt,
+                     const std::source_location& loc) {
+  switch (mode) {
+    case JacobianMode::Reverse: return jacrev_flat(fn, args, wrt, loc);
+    case JacobianMode::Forward: return jacfwd_flat(fn, args, wrt, loc);
+    case JacobianMode::Hessian: return jacfwd_flat(gradient_of(fn, wrt, loc), args, wrt, loc);
+  }
+  fail("jacobian", "unknown mode", &loc);
 }
 
 }  // namespace detail

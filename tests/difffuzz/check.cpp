@@ -31,6 +31,42 @@ std::string compare(const std::string& what, const std::vector<double>& got, con
   return "";
 }
 
+// "<what> <index><where>", the name of one array in a difference report.
+std::string label(const std::string& what, size_t index, const std::string& where) {
+  std::string s = what;
+  s += ' ';
+  s += std::to_string(index);
+  s += where;
+  return s;
+}
+
+// "" when every array of `got` is close to `want`'s, else the first difference, as
+// "<what> <index><where>: ...".
+std::string compare_all(const std::string& what, const std::string& where, const std::vector<Array>& got,
+                        const std::vector<Array>& want, double rel, double abs) {
+  if (got.size() != want.size()) {
+    return what + where + ": " + std::to_string(got.size()) + " arrays, expected " + std::to_string(want.size());
+  }
+  for (size_t r = 0; r < want.size(); ++r) {
+    std::string e = compare(label(what, r, where), got[r].to_doubles(), want[r].to_doubles(), rel, abs);
+    if (!e.empty()) return e;
+  }
+  return "";
+}
+
+// The same for gradients against finite differences, one list of values per input.
+std::string compare_gradients(const std::string& what, const std::string& where, const std::vector<Array>& grads,
+                              const std::vector<std::vector<double>>& fd, double rel, double abs) {
+  if (grads.size() != fd.size()) {
+    return what + where + ": " + std::to_string(grads.size()) + " gradients, expected " + std::to_string(fd.size());
+  }
+  for (size_t i = 0; i < fd.size(); ++i) {
+    std::string e = compare(label(what, i, where) + " vs finite differences", grads[i].to_doubles(), fd[i], rel, abs);
+    if (!e.empty()) return e;
+  }
+  return "";
+}
+
 // Example e's value (of `example` shape) stacked into a batch along `axis`.
 Array stack_along(const std::vector<Array>& examples, int64_t axis) {
   Shape s = examples[0].shape();
@@ -98,18 +134,12 @@ std::string check_vmap(const Spec& spec, const std::vector<Backend>& backends) {
         testing::central_differences(batched, [&](const std::vector<Array>& x) { return reference_loss(x).item(); });
     for (Backend b : backends) {
       std::string at = std::string(" on ") + backend_name(b);
-      std::vector<Array> got = jit(program, b)(batched);
-      for (size_t r = 0; r < got.size(); ++r) {
-        std::string err =
-            compare("vmapped result " + std::to_string(r) + at, got[r].to_doubles(), want[r].to_doubles(), 1e-9, 1e-12);
-        if (!err.empty()) return err;
+      std::string err = compare_all("vmapped result", at, jit(program, b)(batched), want, 1e-9, 1e-12);
+      if (err.empty()) {
+        err = compare_gradients("vmapped gradient of input", at, jit(value_and_grad(loss), b)(batched).second, fd, 1e-5,
+                                testing::gradient_abs_tolerance(f0));
       }
-      std::vector<Array> grads = jit(value_and_grad(loss), b)(batched).second;
-      for (size_t i = 0; i < batched.size(); ++i) {
-        std::string err = compare("vmapped gradient of input " + std::to_string(i) + at + " vs finite differences",
-                                  grads[i].to_doubles(), fd[i], 1e-5, testing::gradient_abs_tolerance(f0));
-        if (!err.empty()) return err;
-      }
+      if (!err.empty()) return err;
     }
   } catch (const std::exception& e) {
     return std::string("exception under vmap: ") + e.what();
@@ -130,10 +160,8 @@ std::string check(const Spec& spec, const std::vector<Backend>& backends) {
     // interpreter checks the simplifier too.
     ir::Program traced = ir::parse(reference.lower(inputs).traced_ir());
     std::vector<Array> unsimplified = interp::run(traced, inputs);
-    for (size_t r = 0; r < want.size(); ++r) {
-      std::string e = compare("result " + std::to_string(r) + " after simplification", want[r].to_doubles(),
-                              unsimplified[r].to_doubles(), 1e-12, 1e-14);
-      if (!e.empty()) return e;
+    if (std::string e = compare_all("result", " after simplification", unsimplified, want, 1e-12, 1e-14); !e.empty()) {
+      return e;
     }
     // Central differences of the interpreter's loss, per input element and along one direction:
     // the derivative of s -> loss(inputs + s * direction) at s = 0.
@@ -155,18 +183,11 @@ std::string check(const Spec& spec, const std::vector<Backend>& backends) {
 
     for (Backend b : backends) {
       std::string at = std::string(" on ") + backend_name(b);
-      std::vector<Array> got = jit(program, b)(inputs);
-      for (size_t r = 0; r < got.size(); ++r) {
-        std::string e =
-            compare("result " + std::to_string(r) + at, got[r].to_doubles(), want[r].to_doubles(), 1e-9, 1e-12);
-        if (!e.empty()) return e;
-      }
+      if (std::string e = compare_all("result", at, jit(program, b)(inputs), want, 1e-9, 1e-12); !e.empty()) return e;
       auto [value, grads] = jit(value_and_grad(loss), b)(inputs);
       if (!close(value.item(), f0, 1e-9, 1e-12)) return "value_and_grad's value" + at + " differs from the primal";
-      for (size_t i = 0; i < inputs.size(); ++i) {
-        std::string e = compare("gradient of input " + std::to_string(i) + at + " vs finite differences",
-                                grads[i].to_doubles(), fd[i], grad_rel, grad_abs);
-        if (!e.empty()) return e;
+      if (std::string e = compare_gradients("gradient of input", at, grads, fd, grad_rel, grad_abs); !e.empty()) {
+        return e;
       }
       auto tangent = jit(
           [spec](const std::vector<Tensor>& in, const std::vector<Tensor>& t) {
@@ -220,12 +241,9 @@ std::string replay(const std::string& ir_text, uint64_t input_seed, const std::v
   std::vector<Array> inputs = make_inputs(shapes, input_seed);
   std::vector<Array> want = compiler::compile(p, Backend::Interp).executable->run(inputs);
   for (Backend b : backends) {
-    std::vector<Array> got = compiler::compile(p, b).executable->run(inputs);
-    for (size_t r = 0; r < want.size(); ++r) {
-      std::string e = compare("result " + std::to_string(r) + " on " + backend_name(b), got[r].to_doubles(),
-                              want[r].to_doubles(), 1e-9, 1e-12);
-      if (!e.empty()) return e;
-    }
+    std::string e = compare_all("result", std::string(" on ") + backend_name(b),
+                                compiler::compile(p, b).executable->run(inputs), want, 1e-9, 1e-12);
+    if (!e.empty()) return e;
   }
   return "";
 }

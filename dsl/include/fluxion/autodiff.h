@@ -81,6 +81,24 @@ void flatten_marked(const std::vector<int>& wrt, std::vector<Tensor>& flat, std:
   (add_arg(args), ...);
   check_wrt(wrt, sizeof...(Args), loc);
 }
+using FlatFn = std::function<std::vector<Tensor>(const std::vector<Tensor>&)>;
+
+// f as a function of the flattened leaves of arguments shaped like `args`: it rebuilds the
+// arguments' trees, calls f, and flattens its result; `traced` receives that result (the tree
+// shape of the outputs). The function refers to f, traced and args: call it while they live.
+template <class F, class Result, class... Args>
+FlatFn flat_call(const F& f, std::unique_ptr<Result>& traced, const Args&... args) {
+  return [&f, &traced, &args...](const std::vector<Tensor>& params) {
+    const Tensor* p = params.data();
+    // Braces, not make_tuple: the leaves must be taken in argument order.
+    std::tuple<Args...> rebuilt{tree::rebuild<Tensor, Tensor>(args, p)...};
+    traced = std::make_unique<Result>(std::apply(f, rebuilt));
+    std::vector<Tensor> out;
+    tree::flatten<Tensor>(*traced, out);
+    return out;
+  };
+}
+
 }  // namespace detail
 
 struct GradOptions {
@@ -119,15 +137,7 @@ class ValueAndGrad {
     std::vector<bool> mask;
     detail::flatten_marked(wrt_, flat, mask, loc_, args...);
     std::unique_ptr<Result> traced;  // f's result in the trace: the aux tree's shape
-    auto fn = [&](const std::vector<Tensor>& params) {
-      const Tensor* p = params.data();
-      std::tuple<Args...> rebuilt{tree::rebuild<Tensor, Tensor>(args, p)...};
-      traced = std::make_unique<Result>(std::apply(f_, rebuilt));
-      std::vector<Tensor> out;
-      tree::flatten<Tensor>(*traced, out);
-      return out;
-    };
-    std::vector<Tensor> r = detail::value_and_grad_flat(fn, flat, mask, loc_, aux);
+    std::vector<Tensor> r = detail::value_and_grad_flat(detail::flat_call(f_, traced, args...), flat, mask, loc_, aux);
     size_t n_grads = static_cast<size_t>(std::count(mask.begin(), mask.end(), true));
     std::vector<Tensor> grads(r.begin() + 1, r.begin() + 1 + static_cast<std::ptrdiff_t>(n_grads));
     if constexpr (aux) {
@@ -175,13 +185,8 @@ auto vjp(F f, std::vector<int> wrt = {0}, std::source_location loc = std::source
     std::vector<Tensor> flat;
     std::vector<bool> mask;
     detail::flatten_marked(wrt, flat, mask, loc, args...);
-    auto fn = [&](const std::vector<Tensor>& params) {
-      const Tensor* p = params.data();
-      // Braces, not make_tuple: the leaves must be taken in argument order.
-      std::tuple<std::decay_t<decltype(args)>...> rebuilt{tree::rebuild<Tensor, Tensor>(args, p)...};
-      return std::vector<Tensor>{std::apply(f, rebuilt)};
-    };
-    return detail::vjp_flat(fn, flat, mask, loc);
+    std::unique_ptr<Tensor> traced;
+    return detail::vjp_flat(detail::flat_call(f, traced, args...), flat, mask, loc);
   };
 }
 

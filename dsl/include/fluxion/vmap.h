@@ -44,7 +44,6 @@ class BatchAxes {
 inline constexpr std::nullopt_t none = std::nullopt;
 
 namespace detail {
-using FlatFn = std::function<std::vector<Tensor>(const std::vector<Tensor>&)>;
 // The axes of argument `index` of `count`: in_axes[index], or in_axes[0] for every argument when
 // it has one entry. Error when in_axes has another size.
 const BatchAxes& argument_axes(const std::vector<BatchAxes>& in_axes, size_t index, size_t count,
@@ -55,27 +54,13 @@ const BatchAxes& argument_axes(const std::vector<BatchAxes>& in_axes, size_t ind
 std::vector<Tensor> vmap_flat(const FlatFn& fn, const std::vector<Tensor>& args,
                               const std::vector<std::optional<int>>& in_axes, const BatchAxes& out_axes,
                               const std::source_location& loc);
+// How a dense Jacobian is computed: reverse mode (a vmapped pullback over the rows of an
+// identity), forward mode (vmapped tangents), or the Hessian (forward mode of the gradient).
+enum class JacobianMode { Reverse, Forward, Hessian };
 // The Jacobian of fn's one result with respect to its argument leaf `wrt`, shaped result shape
-// + argument shape, by reverse mode (a vmapped pullback) or forward mode (vmapped tangents).
-Tensor jacrev_flat(const FlatFn& fn, const std::vector<Tensor>& args, size_t wrt, const std::source_location& loc);
-Tensor jacfwd_flat(const FlatFn& fn, const std::vector<Tensor>& args, size_t wrt, const std::source_location& loc);
-// fn's gradient with respect to leaf `wrt` (fn returns a float scalar), as a function of args.
-FlatFn gradient_fn(const FlatFn& fn, size_t wrt, const std::source_location& loc);
-
-// f's arguments flattened, with the function of the flat leaves that rebuilds them and calls f;
-// `traced` receives f's result in the trace (the tree shape of the outputs).
-template <class F, class Result, class... Args>
-FlatFn flat_call(const F& f, std::unique_ptr<Result>& traced, const Args&... args) {
-  return [&f, &traced, &args...](const std::vector<Tensor>& params) {
-    const Tensor* p = params.data();
-    // Braces, not make_tuple: the leaves must be taken in argument order.
-    std::tuple<Args...> rebuilt{tree::rebuild<Tensor, Tensor>(args, p)...};
-    traced = std::make_unique<Result>(std::apply(f, rebuilt));
-    std::vector<Tensor> out;
-    tree::flatten<Tensor>(*traced, out);
-    return out;
-  };
-}
+// + argument shape (for the Hessian, the argument's shape twice).
+Tensor jacobian_flat(JacobianMode mode, const FlatFn& fn, const std::vector<Tensor>& args, size_t wrt,
+                     const std::source_location& loc);
 
 // Leaf index of the one leaf of argument `wrt`; Error unless that argument is one Tensor.
 template <class... Args>
@@ -91,6 +76,16 @@ size_t single_leaf(int wrt, const std::source_location& loc, const Args&... args
          &loc);
   }
   return at;
+}
+
+template <class F>
+auto jacobian(F f, int wrt, JacobianMode mode, const std::source_location& loc) {
+  return [f = std::move(f), wrt, mode, loc](const auto&... args) {
+    std::vector<Tensor> flat;
+    (tree::flatten<Tensor>(args, flat), ...);
+    std::unique_ptr<Tensor> traced;
+    return jacobian_flat(mode, flat_call(f, traced, args...), flat, single_leaf(wrt, loc, args...), loc);
+  };
 }
 }  // namespace detail
 
@@ -144,37 +139,19 @@ Vmapped<F> vmap(F f, std::vector<BatchAxes> in_axes = {0}, BatchAxes out_axes = 
 // tangent per input element, and suits the others.
 template <class F>
 auto jacrev(F f, int wrt = 0, std::source_location loc = std::source_location::current()) {
-  return [f = std::move(f), wrt, loc](const auto&... args) {
-    std::vector<Tensor> flat;
-    (tree::flatten<Tensor>(args, flat), ...);
-    std::unique_ptr<Tensor> traced;
-    return detail::jacrev_flat(detail::flat_call(f, traced, args...), flat, detail::single_leaf(wrt, loc, args...),
-                               loc);
-  };
+  return detail::jacobian(std::move(f), wrt, detail::JacobianMode::Reverse, loc);
 }
 
 template <class F>
 auto jacfwd(F f, int wrt = 0, std::source_location loc = std::source_location::current()) {
-  return [f = std::move(f), wrt, loc](const auto&... args) {
-    std::vector<Tensor> flat;
-    (tree::flatten<Tensor>(args, flat), ...);
-    std::unique_ptr<Tensor> traced;
-    return detail::jacfwd_flat(detail::flat_call(f, traced, args...), flat, detail::single_leaf(wrt, loc, args...),
-                               loc);
-  };
+  return detail::jacobian(std::move(f), wrt, detail::JacobianMode::Forward, loc);
 }
 
 // The Hessian of f (a float scalar) with respect to argument `wrt`: jacfwd of the gradient,
 // shaped the argument's shape twice.
 template <class F>
 auto hessian(F f, int wrt = 0, std::source_location loc = std::source_location::current()) {
-  return [f = std::move(f), wrt, loc](const auto&... args) {
-    std::vector<Tensor> flat;
-    (tree::flatten<Tensor>(args, flat), ...);
-    std::unique_ptr<Tensor> traced;
-    size_t leaf = detail::single_leaf(wrt, loc, args...);
-    return detail::jacfwd_flat(detail::gradient_fn(detail::flat_call(f, traced, args...), leaf, loc), flat, leaf, loc);
-  };
+  return detail::jacobian(std::move(f), wrt, detail::JacobianMode::Hessian, loc);
 }
 
 }  // namespace fluxion
