@@ -4,7 +4,7 @@
 #include <map>
 #include <mutex>
 
-#include "backends/counters.h"
+#include "runtime/counters.h"
 
 namespace fluxion::compiler {
 

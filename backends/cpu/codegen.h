@@ -16,6 +16,7 @@
 
 #include "jit/ir/ir.h"
 #include "jit/kernel/kernel_ir.h"
+#include "runtime/cpu_helpers.h"
 
 namespace fluxion::cpu {
 
@@ -37,11 +38,6 @@ struct Target {
 // Emits the module for program `p` with the top-level schedule `s`.
 ModuleInfo emit_program(const ir::Program& p, const kernel::RegionSchedule& s, const Target& target, llvm::Module& m);
 
-// Run-time error codes returned by the entry point: kWhileMaxIters + m when a while loop with
-// max_iters = m would start iteration m + 1; kCollectiveFailed when a collective raised an Error
-// (runtime.h keeps it for the calling thread).
-enum ErrorCode : int32_t { kOk = 0, kWhileMaxIters = 1, kCollectiveFailed = -1 };
-
 using Index = std::vector<llvm::Value*>;
 
 // What LLVM is told about a loop emit_for makes. Rolled: not to unroll it fully (so that the
@@ -52,10 +48,10 @@ enum class LoopHint { None, Rolled, Vectorize };
 
 // Emits `for (i = lo; i < hi; ++i)` around body(i) with loop-carried values `carried`;
 // returns the carried values after the loop.
-std::vector<llvm::Value*> emit_for(llvm::IRBuilder<>& b, llvm::Value* lo, llvm::Value* hi,
-                                   const std::vector<llvm::Value*>& carried,
-                                   const std::function<std::vector<llvm::Value*>(llvm::Value*, const std::vector<llvm::Value*>&)>& body,
-                                   LoopHint hint = LoopHint::None);
+std::vector<llvm::Value*> emit_for(
+    llvm::IRBuilder<>& b, llvm::Value* lo, llvm::Value* hi, const std::vector<llvm::Value*>& carried,
+    const std::function<std::vector<llvm::Value*>(llvm::Value*, const std::vector<llvm::Value*>&)>& body,
+    LoopHint hint = LoopHint::None);
 
 // Emits `if (cond) then()`.
 void emit_if(llvm::IRBuilder<>& b, llvm::Value* cond, const std::function<void()>& then);

@@ -22,10 +22,10 @@
 #include <mutex>
 #include <sstream>
 
-#include "backends/cpu/runtime.h"
 #include "backends/disk_cache.h"
 #include "fluxion/error.h"
 #include "fluxion/runtime.h"
+#include "runtime/cpu_helpers.h"
 
 namespace fluxion::cpu {
 namespace {
@@ -47,7 +47,8 @@ bool libmvec_loaded() {
 // The x86 vector-function ABI name of a libmvec function: ISA letter ('b' SSE, 'd' AVX2,
 // 'e' AVX-512), unmasked, lanes, one 'v' per vector argument.
 std::string vector_abi_name(char isa, int lanes, int args, const std::string& name) {
-  return "_ZGV" + std::string(1, isa) + "N" + std::to_string(lanes) + std::string(static_cast<size_t>(args), 'v') + "_" + name;
+  return "_ZGV" + std::string(1, isa) + "N" + std::to_string(lanes) + std::string(static_cast<size_t>(args), 'v') +
+         "_" + name;
 }
 
 // What scalar_math's functions carry: the libmvec variant the vectorizer may use for them.
@@ -115,7 +116,8 @@ void optimize(llvm::Module& m, llvm::TargetMachine& tm) {
   pb.crossRegisterProxies(lam, fam, cgam, mam);
   // O3's extra unrolling pays off in small programs (tight loops such as W7's); in large ones it
   // costs compile time and gains no speed (docs/performance.md, "Kernel choices, measured").
-  llvm::OptimizationLevel level = instruction_count(m) <= kO3MaxInstructions ? llvm::OptimizationLevel::O3 : llvm::OptimizationLevel::O2;
+  llvm::OptimizationLevel level =
+      instruction_count(m) <= kO3MaxInstructions ? llvm::OptimizationLevel::O3 : llvm::OptimizationLevel::O2;
   llvm::ModulePassManager mpm = pb.buildPerModuleDefaultPipeline(level);
   mpm.run(m, mam);
 }
@@ -275,7 +277,8 @@ std::unique_ptr<NativeCode> build_native(const std::string& key, const std::func
     emit(m);
     std::string err;
     llvm::raw_string_ostream es(err);
-    if (llvm::verifyModule(m, &es)) detail::fail("cpu backend", "internal error: invalid LLVM IR generated: " + es.str());
+    if (llvm::verifyModule(m, &es))
+      detail::fail("cpu backend", "internal error: invalid LLVM IR generated: " + es.str());
     optimize(m, *tm);
     if (const char* dump = std::getenv("FLUXION_DUMP_LLVM"); dump && *dump && std::string(dump) != "0") {
       llvm::errs() << "; ---- optimized LLVM IR\n" << m << "\n";
@@ -286,20 +289,25 @@ std::unique_ptr<NativeCode> build_native(const std::string& key, const std::func
   auto jit = llvm::orc::LLJITBuilder().create();
   if (!jit) fail_llvm("cannot create the JIT", jit.takeError());
   llvm::orc::JITDylib& lib = (*jit)->getMainJITDylib();
-  auto process = llvm::orc::DynamicLibrarySearchGenerator::GetForCurrentProcess((*jit)->getDataLayout().getGlobalPrefix());
+  auto process =
+      llvm::orc::DynamicLibrarySearchGenerator::GetForCurrentProcess((*jit)->getDataLayout().getGlobalPrefix());
   if (!process) fail_llvm("cannot search the process for symbols", process.takeError());
   lib.addGenerator(std::move(*process));
   if (libmvec_loaded()) {
-    auto mvec = llvm::orc::DynamicLibrarySearchGenerator::Load("libmvec.so.1", (*jit)->getDataLayout().getGlobalPrefix());
+    auto mvec =
+        llvm::orc::DynamicLibrarySearchGenerator::Load("libmvec.so.1", (*jit)->getDataLayout().getGlobalPrefix());
     if (!mvec) fail_llvm("cannot search libmvec for symbols", mvec.takeError());
     lib.addGenerator(std::move(*mvec));
   }
   llvm::orc::SymbolMap helpers;
   for (const RuntimeSymbol& s : runtime_symbols()) {
-    helpers[(*jit)->mangleAndIntern(s.name)] = {llvm::orc::ExecutorAddr::fromPtr(s.address), llvm::JITSymbolFlags::Exported};
+    helpers[(*jit)->mangleAndIntern(s.name)] = {llvm::orc::ExecutorAddr::fromPtr(s.address),
+                                                llvm::JITSymbolFlags::Exported};
   }
-  if (auto e = lib.define(llvm::orc::absoluteSymbols(std::move(helpers)))) fail_llvm("cannot register runtime helpers", std::move(e));
-  if (auto e = (*jit)->addObjectFile(llvm::MemoryBuffer::getMemBufferCopy(object))) fail_llvm("cannot load object code", std::move(e));
+  if (auto e = lib.define(llvm::orc::absoluteSymbols(std::move(helpers))))
+    fail_llvm("cannot register runtime helpers", std::move(e));
+  if (auto e = (*jit)->addObjectFile(llvm::MemoryBuffer::getMemBufferCopy(object)))
+    fail_llvm("cannot load object code", std::move(e));
   auto sym = (*jit)->lookup("fx_entry");
   if (!sym) fail_llvm("cannot link the program", sym.takeError());
   auto code = std::make_unique<OrcCode>();
@@ -309,6 +317,7 @@ std::unique_ptr<NativeCode> build_native(const std::string& key, const std::func
   std::istringstream lines(strategies->toPtr<const char*>());
   for (std::string line; std::getline(lines, line);) code->strategies.push_back(line);
   code->from_disk_cache = cached;
+  code->object = std::move(object);
   code->jit = std::move(*jit);
   return code;
 }

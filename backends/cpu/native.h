@@ -10,16 +10,15 @@
 #include <vector>
 
 #include "fluxion/dtype.h"
+#include "runtime/cpu_program.h"
 
 namespace llvm {
 class Function;
 class Module;
 class Type;
-}
+}  // namespace llvm
 
 namespace fluxion::cpu {
-
-using EntryFn = int32_t (*)(void** io, char* arena, int64_t* launches);
 
 // The module's NUL-terminated text naming each kernel's strategy, one per line in the order the
 // entry point runs them (KernelEmitter::strategy()).
@@ -31,6 +30,7 @@ class NativeCode {
   virtual ~NativeCode() = default;
   EntryFn entry = nullptr;
   std::vector<std::string> strategies;  // from kStrategiesSymbol
+  std::string object;                   // the object code linked (what Compiled::save exports)
   bool from_disk_cache = false;
 };
 
@@ -43,8 +43,8 @@ struct HostInfo {
   std::string isa;        // "avx512", "avx2" or "sse": the widest vectors code is generated for
   std::string requested;  // FLUXION_CPU_FEATURES, or "native"
   int vector_bytes = 16;
-  int matmul_vector_bytes = 16;  // 64 with AVX-512: the register tiles of a matmul use all of it
-  int vector_registers = 16;     // 32 with AVX-512
+  int matmul_vector_bytes = 16;         // 64 with AVX-512: the register tiles of a matmul use all of it
+  int vector_registers = 16;            // 32 with AVX-512
   int64_t l1d_bytes = 0, l2_bytes = 0;  // per core; 0 where the machine does not say
 };
 const HostInfo& host();

@@ -7,7 +7,7 @@
 #include "backends/cpu/codegen.h"
 #include "backends/cpu/native.h"
 #include "fluxion/error.h"
-#include "jit/eval/collective.h"
+#include "runtime/collective.h"
 
 namespace fluxion::cpu {
 
@@ -80,7 +80,9 @@ class ProgramEmitter {
       switch (t.dtype) {
         case DType::f32: elems.push_back(llvm::ConstantFP::get(et, static_cast<double>(static_cast<float>(d)))); break;
         case DType::f64: elems.push_back(llvm::ConstantFP::get(et, d)); break;
-        case DType::i32: elems.push_back(llvm::ConstantInt::get(et, static_cast<uint64_t>(static_cast<int32_t>(d)))); break;
+        case DType::i32:
+          elems.push_back(llvm::ConstantInt::get(et, static_cast<uint64_t>(static_cast<int32_t>(d))));
+          break;
         case DType::boolean: elems.push_back(llvm::ConstantInt::get(et, d != 0 ? 1 : 0)); break;
       }
     }
@@ -286,7 +288,8 @@ class ProgramEmitter {
   }
 
   // Copies a while loop's results into its carries (kernel::carry_updates), staging on the stack.
-  void update_carries(const ir::Region& body, size_t first_param, const std::vector<Value*>& res, const std::vector<Value*>& carries) {
+  void update_carries(const ir::Region& body, size_t first_param, const std::vector<Value*>& res,
+                      const std::vector<Value*>& carries) {
     std::vector<kernel::CarryUpdate> plan = kernel::carry_updates(body, carries.size(), first_param);
     std::vector<Value*> src(res.begin(), res.begin() + static_cast<long>(carries.size()));
     for (size_t j = 0; j < carries.size(); ++j) {
@@ -407,8 +410,10 @@ class ProgramEmitter {
     builder_.CreateCondBr(pred, then_bb, else_bb);
     for (int branch = 0; branch < 2; ++branch) {
       builder_.SetInsertPoint(branch == 0 ? then_bb : else_bb);
-      std::vector<Value*> res = region(n.regions[static_cast<size_t>(branch)], subs[static_cast<size_t>(branch)], arena, params);
-      for (size_t j = 0; j < n.results.size(); ++j) copy(ptr[static_cast<size_t>(n.results[j])], res[j], bytes(r.type(n.results[j])));
+      std::vector<Value*> res =
+          region(n.regions[static_cast<size_t>(branch)], subs[static_cast<size_t>(branch)], arena, params);
+      for (size_t j = 0; j < n.results.size(); ++j)
+        copy(ptr[static_cast<size_t>(n.results[j])], res[j], bytes(r.type(n.results[j])));
       builder_.CreateBr(merge);
     }
     builder_.SetInsertPoint(merge);

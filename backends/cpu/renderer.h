@@ -129,7 +129,7 @@ class KernelEmitter::Renderer {
     emitter_.memo_ = std::move(saved);
     return out;
   }
-  // Uniform numbers: Philox inline (jit/eval/philox.h's rounds, unrolled), so that a kernel
+  // Uniform numbers: Philox inline (runtime/philox.h's rounds, unrolled), so that a kernel
   // drawing dropout masks vectorises instead of calling the runtime per element. Normal numbers
   // (initialisers, rarely in a hot loop) call the runtime's recipe (runtime.cpp).
   V random(ir::Op op, DType t, V key0, V key1, V counter) {

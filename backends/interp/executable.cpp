@@ -1,7 +1,7 @@
 #include "backends/interp/executable.h"
 
-#include "backends/counters.h"
 #include "jit/eval/interpreter.h"
+#include "runtime/counters.h"
 
 namespace fluxion::interp {
 namespace {

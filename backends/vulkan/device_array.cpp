@@ -3,7 +3,7 @@
 
 #include <cstring>
 
-#include "backends/counters.h"
+#include "runtime/counters.h"
 
 namespace fluxion::vulkan {
 namespace {
@@ -31,13 +31,15 @@ void one_shot(Context& ctx, const VkBufferCopy& region, VkBuffer src, VkBuffer d
   auto before = vk_struct<VkMemoryBarrier>(VK_STRUCTURE_TYPE_MEMORY_BARRIER);
   before.srcAccessMask = VK_ACCESS_MEMORY_WRITE_BIT;
   before.dstAccessMask = VK_ACCESS_TRANSFER_READ_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
-  vkCmdPipelineBarrier(ctx.transfer_cmd, VK_PIPELINE_STAGE_ALL_COMMANDS_BIT, VK_PIPELINE_STAGE_TRANSFER_BIT, 0, 1, &before, 0, nullptr, 0, nullptr);
+  vkCmdPipelineBarrier(ctx.transfer_cmd, VK_PIPELINE_STAGE_ALL_COMMANDS_BIT, VK_PIPELINE_STAGE_TRANSFER_BIT, 0, 1,
+                       &before, 0, nullptr, 0, nullptr);
   vkCmdCopyBuffer(ctx.transfer_cmd, src, dst, 1, &region);
   auto after = vk_struct<VkMemoryBarrier>(VK_STRUCTURE_TYPE_MEMORY_BARRIER);
   after.srcAccessMask = VK_ACCESS_TRANSFER_WRITE_BIT;
   after.dstAccessMask = VK_ACCESS_HOST_READ_BIT | VK_ACCESS_SHADER_READ_BIT;
-  vkCmdPipelineBarrier(ctx.transfer_cmd, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_PIPELINE_STAGE_HOST_BIT | VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, 0, 1,
-                       &after, 0, nullptr, 0, nullptr);
+  vkCmdPipelineBarrier(ctx.transfer_cmd, VK_PIPELINE_STAGE_TRANSFER_BIT,
+                       VK_PIPELINE_STAGE_HOST_BIT | VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, 0, 1, &after, 0, nullptr, 0,
+                       nullptr);
   check(vkEndCommandBuffer(ctx.transfer_cmd), "vkEndCommandBuffer");
   auto si = vk_struct<VkSubmitInfo>(VK_STRUCTURE_TYPE_SUBMIT_INFO);
   si.commandBufferCount = 1;

@@ -18,8 +18,6 @@
 #include <mutex>
 #include <new>
 
-#include "backends/counters.h"
-#include "backends/profiler.h"
 #include "backends/vulkan/barrier_audit.h"
 #include "backends/vulkan/context.h"
 #include "backends/vulkan/device_array.h"
@@ -29,7 +27,9 @@
 #include "fluxion/error.h"
 #include "fluxion/profile.h"
 #include "fluxion/vulkan.h"
-#include "jit/eval/host_memory.h"
+#include "runtime/counters.h"
+#include "runtime/host_memory.h"
+#include "runtime/profiler.h"
 
 namespace fluxion::vulkan {
 namespace {
@@ -40,7 +40,8 @@ int64_t bytes(const TensorType& t) { return t.numel() * dtype_size(t.dtype); }
 void check_sizes(const ir::Region& r) {
   for (const TensorType& t : r.types) {
     if (t.numel() >= (int64_t{1} << 31)) {
-      detail::fail("vulkan", "array " + t.str() + " has 2^31 or more elements; the Vulkan backend indexes arrays with 32-bit integers");
+      detail::fail("vulkan", "array " + t.str() +
+                                 " has 2^31 or more elements; the Vulkan backend indexes arrays with 32-bit integers");
     }
   }
   for (const ir::Node& n : r.nodes) {
@@ -79,7 +80,8 @@ class VulkanExecutable final : public backends::Executable {
  public:
   explicit VulkanExecutable(const ir::Program& p) : program_(p), ctx_(context()) {
     if (uses_f64(program_.body) && !ctx_.shaders.float64) {
-      detail::fail("vulkan", "device " + ctx_.info.name + " has no 64-bit float support (shaderFloat64); f64 programs cannot run on it");
+      detail::fail("vulkan", "device " + ctx_.info.name +
+                                 " has no 64-bit float support (shaderFloat64); f64 programs cannot run on it");
     }
     check_sizes(program_.body);
     kernel::FusionOptions options;
@@ -186,7 +188,8 @@ class VulkanExecutable final : public backends::Executable {
     for (size_t i = 0; i < inputs.size(); ++i) {
       if (resident[i]) continue;
       const Allocation& dst = host_io_ ? inputs_[i].get() : input_staging_[i].get();
-      std::memcpy(dst.mapped, inputs[i].data(), static_cast<size_t>(bytes(program_.body.type(program_.body.params[i]))));
+      std::memcpy(dst.mapped, inputs[i].data(),
+                  static_cast<size_t>(bytes(program_.body.type(program_.body.params[i]))));
     }
     for (;;) {
       std::memcpy(host_io_ ? io_table_->mapped : io_staging_->mapped, io.data(), io.size() * 8);
@@ -309,7 +312,8 @@ class VulkanExecutable final : public backends::Executable {
     for (uint32_t i = 0; i < profiled_; ++i) {
       const Dispatch& d = recording_.dispatches[i];
       uint64_t a = ts[2 * i] & mask, b = ts[2 * i + 1] & mask;
-      out.push_back({&recording_.names[static_cast<size_t>(d.name)], static_cast<double>(a - t0) * us, static_cast<double>(b >= a ? b - a : 0) * us});
+      out.push_back({&recording_.names[static_cast<size_t>(d.name)], static_cast<double>(a - t0) * us,
+                     static_cast<double>(b >= a ? b - a : 0) * us});
     }
     backends::report_profile(out);
   }
@@ -338,7 +342,9 @@ class VulkanExecutable final : public backends::Executable {
     for (size_t n : k->nodes) name += std::string(" ") + ir::op_name(r.nodes[n].op);
     CompiledKernel ck;
     ck.shader = emit_kernel(r, s, *k, name, ctx_.shaders);
-    if (dump_glsl()) std::fprintf(stderr, "// ---- %s\n%s\n", name.c_str(), ck.shader.glsl.substr(shader_prelude(ctx_.shaders).size()).c_str());
+    if (dump_glsl())
+      std::fprintf(stderr, "// ---- %s\n%s\n", name.c_str(),
+                   ck.shader.glsl.substr(shader_prelude(ctx_.shaders).size()).c_str());
     ck.pipeline = pipeline(ctx_, ck.shader.glsl, name);
     return kernels_[k] = std::move(ck);
   }
@@ -346,10 +352,13 @@ class VulkanExecutable final : public backends::Executable {
   const CompiledLoop& loop_pipeline(const ir::Node& n, const std::vector<kernel::RegionSchedule>& subs) const {
     auto it = loops_.find(&n);
     if (it != loops_.end()) return it->second;
-    std::string name = std::string("loop ") + std::to_string(loops_.size()) + ": " + ir::op_name(n.op) + " in one workgroup";
+    std::string name =
+        std::string("loop ") + std::to_string(loops_.size()) + ": " + ir::op_name(n.op) + " in one workgroup";
     CompiledLoop cl;
     cl.shader = emit_loop(n, subs, ctx_.shaders, name);
-    if (dump_glsl()) std::fprintf(stderr, "// ---- %s\n%s\n", name.c_str(), cl.shader.glsl.substr(shader_prelude(ctx_.shaders, true).size()).c_str());
+    if (dump_glsl())
+      std::fprintf(stderr, "// ---- %s\n%s\n", name.c_str(),
+                   cl.shader.glsl.substr(shader_prelude(ctx_.shaders, true).size()).c_str());
     cl.pipeline = pipeline(ctx_, cl.shader.glsl, name);
     return loops_[&n] = std::move(cl);
   }
@@ -362,13 +371,18 @@ class VulkanExecutable final : public backends::Executable {
     std::vector<const ir::Node*> loops;
     recording_ = record(
         program_, schedule_,
-        [this](const ir::Region& r, const kernel::RegionSchedule& s, size_t k) -> const CompiledKernel& { return kernel_pipeline(r, s, k); },
-        [this](const ir::Node& n, const std::vector<kernel::RegionSchedule>& subs) -> const CompiledLoop& { return loop_pipeline(n, subs); },
+        [this](const ir::Region& r, const kernel::RegionSchedule& s, size_t k) -> const CompiledKernel& {
+          return kernel_pipeline(r, s, k);
+        },
+        [this](const ir::Node& n, const std::vector<kernel::RegionSchedule>& subs) -> const CompiledLoop& {
+          return loop_pipeline(n, subs);
+        },
         options_, &loops);
     if (options_.keep_accesses) audit_barriers(recording_);
     if (recording_.dispatches.size() > kMaxDispatches) {
       detail::fail("vulkan", "the program unrolls to " + std::to_string(recording_.dispatches.size()) +
-                                 " dispatches (loops are recorded iteration by iteration), over the limit of " + std::to_string(kMaxDispatches));
+                                 " dispatches (loops are recorded iteration by iteration), over the limit of " +
+                                 std::to_string(kMaxDispatches));
     }
     device_words_ = Buffer(*ctx_.device_pool, recording_.args.size() * 8);
     consts_ = Buffer(*ctx_.device_pool, recording_.consts.size());
@@ -424,7 +438,8 @@ class VulkanExecutable final : public backends::Executable {
     };
     // Writes of earlier submissions (uploads, programs whose results are inputs here, a host
     // step's result) become visible to this one.
-    barrier(VK_PIPELINE_STAGE_ALL_COMMANDS_BIT, VK_ACCESS_MEMORY_WRITE_BIT, VK_PIPELINE_STAGE_TRANSFER_BIT | VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
+    barrier(VK_PIPELINE_STAGE_ALL_COMMANDS_BIT, VK_ACCESS_MEMORY_WRITE_BIT,
+            VK_PIPELINE_STAGE_TRANSFER_BIT | VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
             VK_ACCESS_MEMORY_READ_BIT | VK_ACCESS_MEMORY_WRITE_BIT);
     if (first_segment && !host_io_) {
       // The io table and the inputs given from the host (an input already on the device is
@@ -463,7 +478,8 @@ class VulkanExecutable final : public backends::Executable {
       if (timed)
         vkCmdWriteTimestamp(cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, queries_, static_cast<uint32_t>(2 * i + 1));
     }
-    barrier(VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_ACCESS_SHADER_WRITE_BIT, VK_PIPELINE_STAGE_HOST_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT,
+    barrier(VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_ACCESS_SHADER_WRITE_BIT,
+            VK_PIPELINE_STAGE_HOST_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT,
             VK_ACCESS_HOST_READ_BIT | VK_ACCESS_TRANSFER_READ_BIT);
     check(vkEndCommandBuffer(cmd), "vkEndCommandBuffer");
   }
@@ -484,8 +500,8 @@ class VulkanExecutable final : public backends::Executable {
   VkCommandPool pool_ = VK_NULL_HANDLE;
   mutable std::vector<VkCommandBuffer> cmds_;  // one per segment between host steps
   VkFence fence_ = VK_NULL_HANDLE;
-  mutable bool ready_ = false;  // the command buffer matches the recording
-  mutable bool profile_ = profiling();  // the setting the command buffer was recorded with
+  mutable bool ready_ = false;              // the command buffer matches the recording
+  mutable bool profile_ = profiling();      // the setting the command buffer was recorded with
   mutable uint64_t descriptors_bound_ = 0;  // the generation of block descriptors it binds
   mutable VkQueryPool queries_ = VK_NULL_HANDLE;
   mutable uint32_t profiled_ = 0;  // dispatches with timestamps

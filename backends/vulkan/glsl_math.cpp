@@ -13,7 +13,7 @@ namespace {
 
 // After the storage part (glsl_storage.cpp): guards, random numbers and the f32 basics.
 const char* kCommon = R"(bool fx_guard() { return fx_ld8(fx_addr(0), 0) != 0u; }
-// Philox-4x32-10 (jit/eval/philox.h).
+// Philox-4x32-10 (runtime/philox.h).
 uvec4 fx_philox4(uvec4 c, uvec2 k) {
   for (int round = 0; round < 10; ++round) {
     uint hi0, lo0, hi1, lo1;
@@ -254,7 +254,8 @@ std::string shader_prelude(const ShaderTarget& target, bool coherent) {
   if (target.preserve_nan32 || (target.float64 && target.preserve_nan64)) {
     s += "#extension GL_EXT_spirv_intrinsics : require\n";
     // SignedZeroInfNanPreserve (execution mode 4461, capability 4466) per float width.
-    if (target.preserve_nan32) s += "spirv_execution_mode(extensions = [\"SPV_KHR_float_controls\"], capabilities = [4466], 4461, 32);\n";
+    if (target.preserve_nan32)
+      s += "spirv_execution_mode(extensions = [\"SPV_KHR_float_controls\"], capabilities = [4466], 4461, 32);\n";
     if (target.float64 && target.preserve_nan64) {
       s += "spirv_execution_mode(extensions = [\"SPV_KHR_float_controls\"], capabilities = [4466], 4461, 64);\n";
     }
@@ -265,7 +266,8 @@ std::string shader_prelude(const ShaderTarget& target, bool coherent) {
     s += instantiate(kGeneric, true);
   }
   // Invocations of one loop shader read each other's stores (after barriers): coherent.
-  for (size_t at = s.find("COHERENT "); at != std::string::npos; at = s.find("COHERENT ")) s.replace(at, 9, coherent ? "coherent " : "");
+  for (size_t at = s.find("COHERENT "); at != std::string::npos; at = s.find("COHERENT "))
+    s.replace(at, 9, coherent ? "coherent " : "");
   return s;
 }
 

@@ -86,7 +86,7 @@ class GlslKernel::Renderer {
     });
     return vars;
   }
-  // Philox4x32-10 (glsl_math.cpp), its words turned into numbers as jit/eval/philox.h does.
+  // Philox4x32-10 (glsl_math.cpp), its words turned into numbers as runtime/philox.h does.
   V random(ir::Op op, DType t, const V& key0, const V& key1, const V& counter) {
     V words = emitter_.declare("uvec2", "w",
                                "fx_philox4(uvec4(uint(" + counter + "), 0u, 0u, 0u), " + key(key0, key1) + ").xy");

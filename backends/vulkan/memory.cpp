@@ -7,10 +7,10 @@
 #include <cstdlib>
 #include <string>
 
-#include "backends/counters.h"
 #include "backends/vulkan/block_descriptors.h"
 #include "backends/vulkan/context.h"
 #include "fluxion/error.h"
+#include "runtime/counters.h"
 
 namespace fluxion::vulkan {
 namespace {
@@ -42,7 +42,8 @@ uint32_t MemoryPool::memory_type(uint32_t allowed) {
   for (uint32_t i = 0; i < props_.memoryTypeCount; ++i) {
     VkMemoryPropertyFlags f = props_.memoryTypes[i].propertyFlags;
     if (!(allowed & (1u << i)) || (f & required_) != required_) continue;
-    if (best < 0 || ((f & preferred_) == preferred_ && (props_.memoryTypes[best].propertyFlags & preferred_) != preferred_)) {
+    if (best < 0 ||
+        ((f & preferred_) == preferred_ && (props_.memoryTypes[best].propertyFlags & preferred_) != preferred_)) {
       best = static_cast<int>(i);
     }
   }
@@ -86,7 +87,8 @@ int MemoryPool::new_block(VkDeviceSize bytes) {
   if (!(req.memoryTypeBits & (1u << type_index_))) {
     bool was_visible = host_visible_;
     type_index_ = memory_type(req.memoryTypeBits);
-    if (was_visible != host_visible_) detail::fail("vulkan", std::string("the ") + name_ + " pool's buffers need a memory type of another kind");
+    if (was_visible != host_visible_)
+      detail::fail("vulkan", std::string("the ") + name_ + " pool's buffers need a memory type of another kind");
   }
   auto flags = vk_struct<VkMemoryAllocateFlagsInfo>(VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_FLAGS_INFO);
   flags.flags = VK_MEMORY_ALLOCATE_DEVICE_ADDRESS_BIT;
@@ -128,8 +130,8 @@ Allocation MemoryPool::allocate(VkDeviceSize bytes) {
   std::lock_guard<std::mutex> lock(mu_);
   if (in_use_ + bytes > memory_limit()) {
     detail::fail("vulkan", std::string("out of device memory: the ") + name_ + " pool would hold " +
-                               std::to_string(in_use_ + bytes) + " bytes, over the budget FLUXION_VULKAN_MEMORY_LIMIT=" +
-                               std::to_string(memory_limit()));
+                               std::to_string(in_use_ + bytes) +
+                               " bytes, over the budget FLUXION_VULKAN_MEMORY_LIMIT=" + std::to_string(memory_limit()));
   }
   // An emptied size stays in kept_ with its vector's capacity: a steady state that frees and
   // takes the same sizes call after call then makes no host allocation here either.

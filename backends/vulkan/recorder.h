@@ -16,9 +16,9 @@
 
 #include "backends/vulkan/glsl.h"
 #include "backends/vulkan/glsl_loop.h"
-#include "jit/eval/collective.h"
 #include "jit/ir/ir.h"
 #include "jit/kernel/kernel_ir.h"
+#include "runtime/collective.h"
 
 namespace fluxion::vulkan {
 
@@ -67,13 +67,13 @@ struct HostStep {
 };
 
 struct Recording {
-  std::vector<int64_t> args;      // every dispatch's argument table, concatenated
+  std::vector<int64_t> args;  // every dispatch's argument table, concatenated
   std::vector<Dispatch> dispatches;
   std::vector<HostCollective> collectives;
   std::vector<HostStep> host_steps;  // in dispatch order
-  std::vector<Access> accesses;   // per dispatch, when RecordOptions::keep_accesses
-  std::vector<std::byte> consts;  // initial bytes of the kConsts buffer
-  std::vector<std::string> names; // kernel names with the graph ops they contain
+  std::vector<Access> accesses;      // per dispatch, when RecordOptions::keep_accesses
+  std::vector<std::byte> consts;     // initial bytes of the kConsts buffer
+  std::vector<std::string> names;    // kernel names with the graph ops they contain
 };
 
 // A kernel's pipeline and the layout of its arguments.
@@ -81,14 +81,16 @@ struct CompiledKernel {
   VkPipeline pipeline = VK_NULL_HANDLE;
   KernelShader shader;
 };
-using KernelCompiler = std::function<const CompiledKernel&(const ir::Region&, const kernel::RegionSchedule&, size_t kernel)>;
+using KernelCompiler =
+    std::function<const CompiledKernel&(const ir::Region&, const kernel::RegionSchedule&, size_t kernel)>;
 
 // A loop run as one workgroup (glsl_loop.h): its pipeline and arguments.
 struct CompiledLoop {
   VkPipeline pipeline = VK_NULL_HANDLE;
   LoopShader shader;
 };
-using LoopCompiler = std::function<const CompiledLoop&(const ir::Node& loop, const std::vector<kernel::RegionSchedule>& subs)>;
+using LoopCompiler =
+    std::function<const CompiledLoop&(const ir::Node& loop, const std::vector<kernel::RegionSchedule>& subs)>;
 
 // Status codes a run leaves in its status word, which starts at kStatusOk; kernels lower it
 // with atomicMin, so a loop that ran out of recorded iterations (negative: record more and
@@ -122,10 +124,13 @@ std::vector<std::pair<int64_t, int64_t>> scan_step_ranges(int64_t length, int64_
                                                           int64_t iterations_per_step);
 
 Recording record(const ir::Program& p, const kernel::RegionSchedule& s, const KernelCompiler& compile,
-                 const LoopCompiler& compile_loop, const RecordOptions& options, std::vector<const ir::Node*>* while_loops);
+                 const LoopCompiler& compile_loop, const RecordOptions& options,
+                 std::vector<const ir::Node*>* while_loops);
 
 // io-table entries after the program's parameters and results.
-inline int32_t arena_entry(const ir::Program& p) { return static_cast<int32_t>(p.body.params.size() + p.body.results.size()); }
+inline int32_t arena_entry(const ir::Program& p) {
+  return static_cast<int32_t>(p.body.params.size() + p.body.results.size());
+}
 inline int32_t consts_entry(const ir::Program& p) { return arena_entry(p) + 1; }
 inline int32_t status_entry(const ir::Program& p) { return arena_entry(p) + 2; }
 

@@ -2,9 +2,9 @@
 #include "backends/vulkan/shader.h"
 
 #include <glslang/Public/ResourceLimits.h>
-#include <glslang/build_info.h>
 #include <glslang/Public/ShaderLang.h>
 #include <glslang/SPIRV/GlslangToSpv.h>
+#include <glslang/build_info.h>
 #include <spirv-tools/libspirv.hpp>
 #include <spirv-tools/optimizer.hpp>
 
@@ -12,9 +12,9 @@
 #include <mutex>
 #include <sstream>
 
-#include "backends/counters.h"
 #include "backends/disk_cache.h"
 #include "fluxion/error.h"
+#include "runtime/counters.h"
 
 namespace fluxion::vulkan {
 namespace {
@@ -55,7 +55,8 @@ std::vector<uint32_t> compile_glsl(const std::string& glsl, const std::string& n
   shader.setEnvTarget(glslang::EShTargetSpv, glslang::EShTargetSpv_1_5);
   auto messages = static_cast<EShMessages>(EShMsgSpvRules | EShMsgVulkanRules);
   if (!shader.parse(GetDefaultResources(), 460, false, messages)) {
-    detail::fail("vulkan codegen", "internal error: GLSL of " + name + " does not compile:\n" + shader.getInfoLog() + numbered(glsl));
+    detail::fail("vulkan codegen",
+                 "internal error: GLSL of " + name + " does not compile:\n" + shader.getInfoLog() + numbered(glsl));
   }
   glslang::TProgram program;
   program.addShader(&shader);
@@ -87,8 +88,8 @@ std::vector<uint32_t> compile_glsl(const std::string& glsl, const std::string& n
 }
 
 std::vector<uint32_t> compile_glsl_cached(const std::string& glsl, const std::string& name) {
-  std::string key = "fluxion-spirv-1\nglslang " + std::to_string(GLSLANG_VERSION_MAJOR) + "." + std::to_string(GLSLANG_VERSION_MINOR) +
-                    "\n" + glsl;
+  std::string key = "fluxion-spirv-1\nglslang " + std::to_string(GLSLANG_VERSION_MAJOR) + "." +
+                    std::to_string(GLSLANG_VERSION_MINOR) + "\n" + glsl;
   bool found = false;
   std::string bytes = backends::disk_cache_load(key, &found);
   if (found && bytes.size() % 4 == 0 && !bytes.empty()) {

@@ -1,4 +1,5 @@
-// compile_flat and Compiled: tracing a function into a Program, and running the result.
+// compile_flat: tracing a function into a Program and compiling it (Compiled runs it:
+// runtime/compiled.cpp).
 #include "fluxion/jit.h"
 
 #include <string>
@@ -8,31 +9,52 @@
 #include "dsl/src/trace.h"
 #include "fluxion/error.h"
 #include "fluxion/runtime.h"
+#include "runtime/compiled_impl.h"
+#include "runtime/counters.h"
+#include "runtime/load.h"
 
 namespace fluxion {
 
-namespace detail {
-struct CompiledImpl {
-  std::vector<TensorType> inputs;
-  std::vector<TensorType> outputs;
-  Backend backend;
-  uint64_t hash = 0;
+namespace {
+
+// A program traced and compiled in this process.
+struct JitImpl final : detail::CompiledImpl {
+  const runtime::Executable& executable() const override { return *program.executable; }
+  std::string ir() const override { return ir::print(program.optimized); }
+  std::string traced_ir() const override { return ir::print(program.traced); }
+  bool checks_numerics() const override { return check_numerics(); }
+  void check_results(const std::vector<Array>& inputs, const std::vector<Array>& outputs) const override {
+    detail::check_call_numerics(program, inputs, outputs);
+  }
+
   compiler::CompiledProgram program;
 };
-}  // namespace detail
+
+}  // namespace
 
 namespace {
 
-std::string types_str(const std::vector<TensorType>& ts) {
-  std::string out = "(";
-  for (size_t i = 0; i < ts.size(); ++i) out += (i ? ", " : "") + ts[i].str();
-  return out + ")";
+// `names`: the inputs' then the outputs' names given to save, or none.
+Compiled compile_traced(ir::Program traced, Backend backend, std::vector<std::string> input_names = {},
+                        std::vector<std::string> output_names = {}) {
+  auto impl = std::make_shared<JitImpl>();
+  impl->inputs = traced.body.param_types();
+  impl->outputs = traced.body.result_types();
+  impl->input_names = std::move(input_names);
+  impl->output_names = std::move(output_names);
+  impl->input_names.resize(impl->inputs.size());
+  impl->output_names.resize(impl->outputs.size());
+  impl->backend = backend;
+  impl->hash = ir::structural_hash(traced);
+  impl->program = compiler::compile(std::move(traced), backend);
+  return Compiled(std::move(impl));
 }
 
 }  // namespace
 
 Compiled compile_flat(const std::function<std::vector<Tensor>(const std::vector<Tensor>&)>& fn,
                       const std::vector<TensorType>& inputs, Backend backend, std::source_location loc) {
+  backends::counters().traces++;
   ir::Program traced;
   {
     detail::FrameScope scope(true);
@@ -41,60 +63,22 @@ Compiled compile_flat(const std::function<std::vector<Tensor>(const std::vector<
     std::vector<Tensor> outs = fn(params);
     traced.body = scope.finish(outs, "return", loc).first;
   }
-  auto impl = std::make_shared<detail::CompiledImpl>();
-  impl->inputs = inputs;
-  impl->outputs = traced.body.result_types();
-  impl->backend = backend;
-  impl->hash = ir::structural_hash(traced);
-  impl->program = compiler::compile(std::move(traced), backend);
-  Compiled c;
-  c.impl_ = std::move(impl);
-  return c;
+  return compile_traced(std::move(traced), backend);
 }
 
-namespace {
-
-// Raises Error unless `arrays` have exactly the types `want` (`what`: "input" or "output").
-void check_types(const std::vector<Array>& arrays, const std::vector<TensorType>& want, const char* what) {
-  bool ok = arrays.size() == want.size();
-  for (size_t i = 0; ok && i < arrays.size(); ++i) ok = arrays[i].type() == want[i];
-  if (!ok) {
-    std::vector<TensorType> got;
-    for (const Array& a : arrays) got.push_back(a.type());
-    detail::fail("call", std::string("the program takes ") + std::to_string(want.size()) + " " + what + "(s) " +
-                             types_str(want) + ", got " + std::to_string(arrays.size()) + " " + types_str(got));
+Compiled load_or_compile(const std::string& path) {
+  runtime::Artifact a = runtime::read_artifact(path);
+  if (runtime::incompatibility(a).empty()) return runtime::loaded_program(std::move(a), path);
+  ir::Program traced;
+  try {
+    traced = ir::parse(a.traced_ir);
+  } catch (const Error& e) {
+    detail::fail("load", path + ": its IR does not parse: " + e.what());
   }
-}
-
-}  // namespace
-
-std::vector<Array> Compiled::run(const std::vector<Array>& inputs) const {
-  check_types(inputs, impl_->inputs, "input");
-  std::vector<Array> outputs = impl_->program.executable->run(inputs);
-  detail::check_call_numerics(impl_->program, inputs, outputs);
-  return outputs;
-}
-
-void Compiled::run_into(const std::vector<Array>& inputs, std::vector<Array>& outputs) const {
-  check_types(inputs, impl_->inputs, "input");
-  check_types(outputs, impl_->outputs, "output");
-  if (!check_numerics()) {
-    impl_->program.executable->run_into(inputs, outputs);
-    return;
+  if (traced.body.param_types() != a.inputs || traced.body.result_types() != a.outputs) {
+    detail::fail("load", path + ": its IR's signature differs from the one it records");
   }
-  // Outputs may overwrite inputs (an in-place update): the replay needs the inputs as they were.
-  std::vector<Array> before;
-  for (const Array& a : inputs) before.push_back(a.clone());
-  impl_->program.executable->run_into(inputs, outputs);
-  detail::check_call_numerics(impl_->program, before, outputs);
+  return compile_traced(std::move(traced), a.backend, std::move(a.input_names), std::move(a.output_names));
 }
-
-const std::vector<TensorType>& Compiled::input_types() const { return impl_->inputs; }
-const std::vector<TensorType>& Compiled::output_types() const { return impl_->outputs; }
-Backend Compiled::backend() const { return impl_->backend; }
-std::string Compiled::ir() const { return ir::print(impl_->program.optimized); }
-std::string Compiled::traced_ir() const { return ir::print(impl_->program.traced); }
-std::string Compiled::kernels() const { return impl_->program.executable->describe(); }
-uint64_t Compiled::hash() const { return impl_->hash; }
 
 }  // namespace fluxion

@@ -10,7 +10,7 @@
 
 #include "fluxion/error.h"
 #include "jit/eval/buffer.h"
-#include "jit/eval/host_memory.h"
+#include "runtime/host_memory.h"
 
 namespace fluxion::interp {
 

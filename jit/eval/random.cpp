@@ -4,7 +4,7 @@
 #include <numbers>
 
 #include "jit/eval/buffer.h"
-#include "jit/eval/philox.h"
+#include "runtime/philox.h"
 
 namespace fluxion::interp {
 namespace {

@@ -55,7 +55,7 @@
 //                            them after the loop. Values computed in body stay inside it.
 //   V random(ir::Op op, DType t, V key0, V key1, V counter)   rng_uniform / rng_normal: the
 //                            number of Philox4x32-10's words at (counter, 0, 0, 0) under
-//                            key (key0, key1), as jit/eval/philox.h turns words into numbers
+//                            key (key0, key1), as runtime/philox.h turns words into numbers
 //   V rng_fold(V key0, V key1, V data, V word)   word `word` of Philox at (data, 0, 1, 0)
 #pragma once
 

@@ -8,13 +8,14 @@ set(rules
   "dsl/src/array.cpp|fluxion/"
   "support/|fluxion/,support/"
   "jit/ir/|fluxion/,jit/ir/"
-  "jit/|fluxion/,support/,jit/"
-  "backends/|fluxion/,support/,jit/,backends/,codegen_version.h"
-  "driver/|fluxion/,support/,jit/,backends/counters.h,backends/backend.h,driver/"
-  "dsl/src/|fluxion/,support/,jit/,driver/,dsl/src/"
+  "runtime/|fluxion/,support/,jit/ir/,runtime/"
+  "jit/|fluxion/,support/,runtime/,jit/"
+  "backends/|fluxion/,support/,runtime/,jit/,backends/,codegen_version.h"
+  "driver/|fluxion/,support/,runtime/,jit/,backends/backend.h,driver/"
+  "dsl/src/|fluxion/,support/,runtime/,jit/,driver/,dsl/src/"
   "distributed/|fluxion/,support/,distributed/")
 file(GLOB_RECURSE files RELATIVE ${ROOT} ${ROOT}/dsl/*.h ${ROOT}/dsl/*.cpp ${ROOT}/support/*
-     ${ROOT}/jit/* ${ROOT}/backends/* ${ROOT}/driver/* ${ROOT}/distributed/*)
+     ${ROOT}/runtime/* ${ROOT}/jit/* ${ROOT}/backends/* ${ROOT}/driver/* ${ROOT}/distributed/*)
 set(violations "")
 foreach(file ${files})
   # The first rule whose folder holds the file applies (most specific first above).

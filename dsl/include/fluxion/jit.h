@@ -17,48 +17,11 @@
 
 #include "fluxion/array.h"
 #include "fluxion/backend.h"
+#include "fluxion/compiled.h"
 #include "fluxion/tensor.h"
 #include "fluxion/tree.h"
 
 namespace fluxion {
-
-namespace detail {
-struct CompiledImpl;
-}
-
-// A program traced and compiled for one input signature on one backend.
-class Compiled {
- public:
-  // Runs the program. Raises Error when `inputs` do not match input_types() (count, dtype or
-  // shape) or a run-time check fails; the inputs are never modified.
-  std::vector<Array> run(const std::vector<Array>& inputs) const;
-  // Runs the program writing its results into `outputs`, which must match output_types(): the
-  // caller's preallocated buffers (gradients, updated parameters) are written in place, and on
-  // the CPU backend a call this way allocates nothing on the heap. An output may be the same
-  // Array as an input (an in-place update); it is written after every input is read. On
-  // Vulkan each output's storage (which its copies share) becomes the result's device buffer,
-  // so outputs end on the device, and a host pointer taken from one before is stale. Raises
-  // Error when inputs or outputs do not match.
-  void run_into(const std::vector<Array>& inputs, std::vector<Array>& outputs) const;
-  const std::vector<TensorType>& input_types() const;
-  const std::vector<TensorType>& output_types() const;
-  Backend backend() const;
-  // The graph IR that runs (after simplification), as text (docs/ir.md).
-  std::string ir() const;
-  // The IR as traced, before any pass.
-  std::string traced_ir() const;
-  // The compiled form: one line per kernel naming the graph ops it contains (docs/kernels.md);
-  // empty for the interpreter, which runs the graph IR directly.
-  std::string kernels() const;
-  // Structural hash of the traced program: equal for equal structure, whatever C++ function
-  // produced it.
-  uint64_t hash() const;
-
- private:
-  friend Compiled compile_flat(const std::function<std::vector<Tensor>(const std::vector<Tensor>&)>&,
-                               const std::vector<TensorType>&, Backend, std::source_location);
-  std::shared_ptr<const detail::CompiledImpl> impl_;
-};
 
 // The untemplated core of jit: traces `fn` on parameters of `inputs` types (a fresh trace even
 // when called inside another), then simplifies and compiles the program for `backend`. Raises
@@ -66,6 +29,11 @@ class Compiled {
 Compiled compile_flat(const std::function<std::vector<Tensor>(const std::vector<Tensor>&)>& fn,
                       const std::vector<TensorType>& inputs, Backend backend,
                       std::source_location loc = std::source_location::current());
+
+// fluxion::load, except that a program whose compiled form does not run here (another CPU's
+// instruction set, an older helper interface) is re-compiled from the IR the file holds, for
+// the file's backend. Raises load's Error for a file that is not a readable artifact.
+Compiled load_or_compile(const std::string& path);
 
 namespace detail {
 // The cache key of a call: the tree structure and leaf types of its arguments.

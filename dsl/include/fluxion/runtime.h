@@ -28,15 +28,17 @@ CpuTarget cpu_target();
 
 // Counts since the last reset_counters(), summed over all compiled programs and threads.
 struct RuntimeCounters {
-  uint64_t program_calls = 0;   // calls of a compiled program (Compiled::run and Jit calls)
-  uint64_t native_calls = 0;    // host round trips: CPU calls into native code, Vulkan queue
-                                // submissions of a program (one per program call on both)
-  uint64_t kernel_launches = 0; // kernels run (Vulkan: dispatches), loop iterations included
-  uint64_t submissions = 0;     // Vulkan queue submissions (compile-time uploads included)
-  uint64_t fence_waits = 0;     // Vulkan waits for the device
-  uint64_t compiles = 0;        // programs compiled (a compile-cache hit does not count)
-  uint64_t cache_hits = 0;      // in-memory compile-cache hits
-  uint64_t disk_cache_hits = 0; // programs loaded from the on-disk cache instead of compiled
+  uint64_t program_calls = 0;       // calls of a compiled program (Compiled::run and Jit calls)
+  uint64_t native_calls = 0;        // host round trips: CPU calls into native code, Vulkan queue
+                                    // submissions of a program (one per program call on both)
+  uint64_t kernel_launches = 0;     // kernels run (Vulkan: dispatches), loop iterations included
+  uint64_t submissions = 0;         // Vulkan queue submissions (compile-time uploads included)
+  uint64_t fence_waits = 0;         // Vulkan waits for the device
+  uint64_t compiles = 0;            // programs compiled (a compile-cache hit does not count)
+  uint64_t cache_hits = 0;          // in-memory compile-cache hits
+  uint64_t disk_cache_hits = 0;     // programs loaded from the on-disk cache instead of compiled
+  uint64_t traces = 0;              // functions traced into programs (jit, compile_flat)
+  uint64_t loads = 0;               // exported programs loaded (fluxion::load), none compiled
   uint64_t device_allocations = 0;  // Vulkan buffers carved from device or staging memory; a
                                     // buffer reused from those freed earlier does not count
   uint64_t collective_wait_ns = 0;  // time CPU and Vulkan programs' calling threads spent waiting

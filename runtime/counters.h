@@ -9,7 +9,8 @@ namespace fluxion::backends {
 
 struct AtomicCounters {
   std::atomic<uint64_t> program_calls{0}, native_calls{0}, kernel_launches{0}, compiles{0}, cache_hits{0},
-      disk_cache_hits{0}, submissions{0}, fence_waits{0}, device_allocations{0}, collective_wait_ns{0};
+      disk_cache_hits{0}, traces{0}, loads{0}, submissions{0}, fence_waits{0}, device_allocations{0},
+      collective_wait_ns{0};
 };
 AtomicCounters& counters();
 

@@ -1,4 +1,4 @@
-#include "backends/cpu/runtime.h"
+#include "runtime/cpu_helpers.h"
 
 #include <algorithm>
 #include <atomic>
@@ -14,12 +14,12 @@
 #include <thread>
 #include <utility>
 
-#include "backends/counters.h"
-#include "backends/cpu/codegen.h"
 #include "fluxion/error.h"
 #include "fluxion/runtime.h"
-#include "jit/eval/collective.h"
-#include "jit/eval/philox.h"
+#include "runtime/collective.h"
+#include "runtime/counters.h"
+#include "runtime/cpu_helpers.h"
+#include "runtime/philox.h"
 
 namespace fluxion::cpu {
 namespace {

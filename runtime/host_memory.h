@@ -29,13 +29,18 @@ int64_t host_bytes(const std::vector<TensorType>& types);
 // described by `working_what` would pass FLUXION_MEMORY_LIMIT.
 void check_host_memory(const ir::Program& p, int64_t results, int64_t working,
                        const std::string& working_what = "working memory");
+// The same for a program named by its program_label (a loaded artifact's).
+void check_host_memory(const std::string& label, int64_t results, int64_t working,
+                       const std::string& working_what = "working memory");
 
 // Raises the Error of a failed allocation (std::bad_alloc) of `bytes` bytes for `what` ("the
 // results", "working memory", ...) of a run of `p`.
 [[noreturn]] void fail_allocation(const ir::Program& p, const std::string& what, int64_t bytes);
+[[noreturn]] void fail_allocation(const std::string& label, const std::string& what, int64_t bytes);
 
 // Host Arrays for results of `types`, uninitialized; an allocation that fails raises
 // fail_allocation's Error.
 std::vector<Array> allocate_results(const ir::Program& p, const std::vector<TensorType>& types);
+std::vector<Array> allocate_results(const std::string& label, const std::vector<TensorType>& types);
 
 }  // namespace fluxion::interp

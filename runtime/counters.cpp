@@ -1,4 +1,4 @@
-#include "backends/counters.h"
+#include "runtime/counters.h"
 
 #include "fluxion/runtime.h"
 
@@ -18,6 +18,8 @@ RuntimeCounters counters() {
   r.compiles = c.compiles.load();
   r.cache_hits = c.cache_hits.load();
   r.disk_cache_hits = c.disk_cache_hits.load();
+  r.traces = c.traces.load();
+  r.loads = c.loads.load();
   r.submissions = c.submissions.load();
   r.fence_waits = c.fence_waits.load();
   r.device_allocations = c.device_allocations.load();
@@ -34,6 +36,8 @@ void reset_counters() {
   c.collective_wait_ns = 0;
   c.cache_hits = 0;
   c.disk_cache_hits = 0;
+  c.traces = 0;
+  c.loads = 0;
   c.submissions = 0;
   c.fence_waits = 0;
   c.device_allocations = 0;

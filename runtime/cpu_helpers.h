@@ -10,6 +10,17 @@
 
 namespace fluxion::cpu {
 
+// Run-time error codes returned by the entry point: kWhileMaxIters + m when a while loop with
+// max_iters = m would start iteration m + 1; kCollectiveFailed when a collective raised an Error
+// (take_collective_failure keeps it for the calling thread).
+enum ErrorCode : int32_t { kOk = 0, kWhileMaxIters = 1, kCollectiveFailed = -1 };
+
+// The version of the interface between generated code and these helpers: their names, their
+// signatures, the error codes and the entry point's signature. An exported CPU program records
+// the version it was generated against and loads only into a library of the same version, so a
+// change to any of them must increase it (tests/runtime pins the list of helpers).
+inline constexpr uint32_t kHelpersAbi = 1;
+
 struct RuntimeSymbol {
   const char* name;
   void* address;

@@ -1,5 +1,5 @@
 // Profiling totals, the table and the Chrome trace (fluxion/profile.h).
-#include "backends/profiler.h"
+#include "runtime/profiler.h"
 
 #include <algorithm>
 #include <atomic>
@@ -93,8 +93,9 @@ std::string kernel_time_table() {
   out << line;
   for (const KernelTime& t : ts) {
     std::string name = t.name.size() > 60 ? t.name.substr(0, 57) + "..." : t.name;
-    std::snprintf(line, sizeof line, "%-60s %10llu %12.1f %10.2f %5.1f%%\n", name.c_str(), static_cast<unsigned long long>(t.calls),
-                  t.total_us, t.mean_us, sum > 0 ? 100 * t.total_us / sum : 0.0);
+    std::snprintf(line, sizeof line, "%-60s %10llu %12.1f %10.2f %5.1f%%\n", name.c_str(),
+                  static_cast<unsigned long long>(t.calls), t.total_us, t.mean_us,
+                  sum > 0 ? 100 * t.total_us / sum : 0.0);
     out << line;
   }
   std::snprintf(line, sizeof line, "%-60s %10s %12.1f\n", "total", "", sum);
@@ -118,8 +119,9 @@ void write_chrome_trace(const std::string& path) {
     json << "{\"traceEvents\": [\n";
     for (size_t i = 0; i < store().last_call.size(); ++i) {
       const Event& e = store().last_call[i];
-      json << (i ? ",\n" : "") << "{\"name\": \"" << escape(e.name) << "\", \"ph\": \"X\", \"pid\": 1, \"tid\": 1, \"ts\": " << e.start_us
-           << ", \"dur\": " << e.duration_us << "}";
+      json << (i ? ",\n" : "") << "{\"name\": \"" << escape(e.name)
+           << "\", \"ph\": \"X\", \"pid\": 1, \"tid\": 1, \"ts\": " << e.start_us << ", \"dur\": " << e.duration_us
+           << "}";
     }
     json << "\n], \"displayTimeUnit\": \"ns\"}\n";
   }

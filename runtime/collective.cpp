@@ -1,10 +1,9 @@
-#include "jit/eval/collective.h"
+#include "runtime/collective.h"
 
 #include <cstring>
 #include <string>
 
 #include "fluxion/error.h"
-#include "jit/eval/buffer.h"
 #include "support/communication_thread.h"
 #include "support/communicator.h"
 
@@ -83,15 +82,6 @@ std::future<void> start_collective(const CollectiveCall& call, const void* in, v
 
 void run_collective_in_order(const CollectiveCall& call, const void* in, void* out) {
   support::run_in_order([&] { run_collective(call, in, out); });
-}
-
-Buffer eval_collective(const ir::Node& n, const std::vector<Value>& in, const TensorType& out) {
-  TensorType operand = in.empty() ? out : in[0]->type;
-  CollectiveCall call = collective_call(n, operand);
-  Array x = in.empty() ? Array() : to_array(*in[0]);
-  Array y(out.dtype, out.shape);
-  run_collective_in_order(call, in.empty() ? nullptr : x.data(), y.mutable_data());
-  return Buffer{out, y.to_doubles()};
 }
 
 }  // namespace fluxion::interp
