@@ -6,6 +6,7 @@
 #include "backends/interp/executable.h"
 #include "backends/vulkan/executable.h"
 #include "fluxion/error.h"
+#include "runtime/vulkan/context.h"
 
 namespace fluxion {
 

@@ -12,6 +12,7 @@
 #include <tuple>
 #include <type_traits>
 
+#include "common/stacked_lstm.h"
 #include "workloads.h"
 
 namespace bench {
@@ -130,9 +131,8 @@ struct Builder {
   void both(const char* w, F f, std::vector<int> wrt, MakeArgs... make_args) {
     fx::Backend b = backend;
     int samples = cache_samples;
-    out.push_back({w, system, "primal", [=] {
-                     return fx_case([=] { return fx::jit(f, b); }, Kind::Primal, 0, make_args()...);
-                   }});
+    out.push_back(
+        {w, system, "primal", [=] { return fx_case([=] { return fx::jit(f, b); }, Kind::Primal, 0, make_args()...); }});
     out.push_back({w, system, "grad", [=] {
                      return fx_case([=] { return fx::jit(fx::value_and_grad(f, wrt), b); }, Kind::Grad, samples,
                                     make_args()...);
@@ -154,35 +154,6 @@ Tensor lenet(const std::vector<Tensor>& p, const Tensor& x) {
   return fx::sum(y * y);
 }
 
-// One LSTM layer step, feature-major (x [in, B], h and c [H, B]), all four gates from one
-// matmul per input, PyTorch's gate order and two biases.
-std::pair<Tensor, Tensor> lstm_cell(const Tensor& Wx, const Tensor& Wh, const Tensor& bx, const Tensor& bh,
-                                    const Tensor& x, const Tensor& h, const Tensor& c) {
-  int64_t H = h.dim(0);
-  Tensor gates = fx::matmul(Wx, x) + fx::matmul(Wh, h) + bx + bh;  // [4H, B]
-  Tensor i = fx::sigmoid(fx::slice_axis(gates, 0, 0, H));
-  Tensor f = fx::sigmoid(fx::slice_axis(gates, 0, H, 2 * H));
-  Tensor g = fx::tanh(fx::slice_axis(gates, 0, 2 * H, 3 * H));
-  Tensor o = fx::sigmoid(fx::slice_axis(gates, 0, 3 * H, 4 * H));
-  Tensor c2 = f * c + i * g;
-  return {o * fx::tanh(c2), c2};
-}
-
-// p = {w_ih, w_hh, b_ih, b_hh} of layer 0, then of layer 1; xs [steps, input, batch].
-Tensor lstm_loss(const std::vector<Tensor>& p, const Tensor& xs) {
-  int64_t H = Lstm::kHidden, B = Lstm::kBatch;
-  using State = std::vector<Tensor>;
-  State init(4, fx::zeros({H, B}));
-  auto [state, tops] = fx::scan(
-      [&](const State& s, const Tensor& x) {
-        auto [h1, c1] = lstm_cell(p[0], p[1], p[2], p[3], x, s[0], s[1]);
-        auto [h2, c2] = lstm_cell(p[4], p[5], p[6], p[7], h1, s[2], s[3]);
-        return std::make_pair(State{h1, c1, h2, c2}, h2);
-      },
-      init, xs);
-  return fx::sum(tops * tops);  // [steps, H, B]: the top layer's outputs over all steps
-}
-
 void w6(Builder& bld, const Inputs& in) {
   const Lstm& r = in.w6;
   auto params = [&r] {
@@ -200,25 +171,21 @@ void w6(Builder& bld, const Inputs& in) {
     std::vector<float> t(r.xs.v.size());
     for (int64_t s = 0; s < T; ++s)
       for (int64_t b = 0; b < B; ++b)
-        for (int64_t i = 0; i < I; ++i) t[static_cast<size_t>((s * I + i) * B + b)] = r.xs.v[static_cast<size_t>((s * B + b) * I + i)];
+        for (int64_t i = 0; i < I; ++i)
+          t[static_cast<size_t>((s * I + i) * B + b)] = r.xs.v[static_cast<size_t>((s * B + b) * I + i)];
     return Array(t, {T, I, B});
   };
   float lr = r.lr;
   fx::Backend b = bld.backend;
   int samples = bld.cache_samples;
   bld.out.push_back({"W6", bld.system, "primal", [=] {
-                       return fx_case([=] { return fx::jit(lstm_loss, b); }, Kind::Primal, 0, params(), xs());
+                       return fx_case([=] { return fx::jit(samples::stacked_lstm_loss, b); }, Kind::Primal, 0, params(),
+                                      xs());
                      }});
   // The training step: parameters in, loss and updated parameters out.
-  auto step = [lr](const std::vector<Tensor>& p, const Tensor& x) {
-    auto [loss, g] = fx::value_and_grad(lstm_loss, {0})(p, x);
-    std::vector<Tensor> next;
-    for (size_t i = 0; i < p.size(); ++i) next.push_back(p[i] - g[i] * lr);
-    return std::make_pair(loss, next);
-  };
-  bld.out.push_back({"W6", bld.system, "step", [=] {
-                       return fx_case([=] { return fx::jit(step, b); }, Kind::Step, samples, params(), xs());
-                     }});
+  auto step = [lr](const std::vector<Tensor>& p, const Tensor& x) { return samples::stacked_lstm_step(p, x, lr); };
+  bld.out.push_back({"W6", bld.system, "step",
+                     [=] { return fx_case([=] { return fx::jit(step, b); }, Kind::Step, samples, params(), xs()); }});
 }
 
 fx::Backend parse_backend(const std::string& name) {
@@ -235,8 +202,10 @@ void fluxion_set_threads(int n) { fx::set_num_threads(n); }
 std::vector<CaseSpec> fluxion_cases(const Inputs& in, const std::string& backend, int cache_samples) {
   Builder bld{parse_backend(backend), "fluxion-" + backend, cache_samples, {}};
   const Buf& x = in.w1.x;
-  bld.both("W1", [](Tensor x) { return fx::sum(x * x); }, {0}, [&x] { return to_fx(x); });
-  bld.both("W2", [](Tensor x) { return fx::sum(fx::atan2(x, 2.0)); }, {0}, [&x] { return to_fx(x); });
+  bld.both(
+      "W1", [](Tensor x) { return fx::sum(x * x); }, {0}, [&x] { return to_fx(x); });
+  bld.both(
+      "W2", [](Tensor x) { return fx::sum(fx::atan2(x, 2.0)); }, {0}, [&x] { return to_fx(x); });
 
   const Mlp& m = in.w3;
   bld.both(
@@ -250,19 +219,21 @@ std::vector<CaseSpec> fluxion_cases(const Inputs& in, const std::string& backend
       [&m] { return to_fx(m.b2); }, [&m] { return to_fx(m.x); });
 
   const LeNet& l = in.w4;
-  bld.both("W4", lenet, {0},
-           [&l] {
-             std::vector<Array> p;
-             for (const Buf* b : {&l.conv1_w, &l.conv1_b, &l.conv2_w, &l.conv2_b, &l.fc1_w, &l.fc1_b, &l.fc2_w,
-                                  &l.fc2_b, &l.fc3_w, &l.fc3_b})
-               p.push_back(to_fx(*b));
-             return p;
-           },
-           [&l] { return to_fx(l.x); });
+  bld.both(
+      "W4", lenet, {0},
+      [&l] {
+        std::vector<Array> p;
+        for (const Buf* b : {&l.conv1_w, &l.conv1_b, &l.conv2_w, &l.conv2_b, &l.fc1_w, &l.fc1_b, &l.fc2_w, &l.fc2_b,
+                             &l.fc3_w, &l.fc3_b})
+          p.push_back(to_fx(*b));
+        return p;
+      },
+      [&l] { return to_fx(l.x); });
 
   const ExpLayer& e = in.w5;
-  bld.both("W5", [](Tensor W, Tensor b, Tensor x) { return fx::sum(fx::exp(fx::matmul(W, x) + b)); }, {0, 1},
-           [&e] { return to_fx(e.W); }, [&e] { return to_fx(e.b); }, [&e] { return to_fx(e.x); });
+  bld.both(
+      "W5", [](Tensor W, Tensor b, Tensor x) { return fx::sum(fx::exp(fx::matmul(W, x) + b)); }, {0, 1},
+      [&e] { return to_fx(e.W); }, [&e] { return to_fx(e.b); }, [&e] { return to_fx(e.x); });
 
   w6(bld, in);
 

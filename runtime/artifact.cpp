@@ -2,9 +2,11 @@
 
 #include <charconv>
 #include <cstring>
+#include <functional>
 #include <map>
 
 #include "fluxion/error.h"
+#include "jit/ir/ir.h"
 
 namespace fluxion::runtime {
 namespace {
@@ -70,6 +72,99 @@ std::string slots_text(const std::vector<int64_t>& v) {
   std::vector<std::string> lines;
   for (int64_t x : v) lines.push_back(std::to_string(x));
   return join(lines);
+}
+
+// Little-endian records of fixed-width integers, for the recording's tables.
+class Bytes {
+ public:
+  void u8(uint64_t v) { put(v, 1); }
+  void u32(uint64_t v) { put(v, 4); }
+  void i64(int64_t v) { put(static_cast<uint64_t>(v), 8); }
+  const std::string& str() const { return s_; }
+
+ private:
+  void put(uint64_t v, int n) {
+    for (int i = 0; i < n; ++i) s_ += static_cast<char>((v >> (8 * i)) & 0xff);
+  }
+  std::string s_;
+};
+
+// Reads what Bytes wrote; `bad` raises the field's Error when the bytes run out.
+class BytesReader {
+ public:
+  BytesReader(std::string_view b, std::function<void(const std::string&)> bad) : b_(b), bad_(std::move(bad)) {}
+  uint64_t u8() { return get(1); }
+  uint64_t u32() { return get(4); }
+  int64_t i64() { return static_cast<int64_t>(get(8)); }
+  bool done() const { return at_ == b_.size(); }
+  size_t left() const { return b_.size() - at_; }
+
+ private:
+  uint64_t get(int n) {
+    if (b_.size() - at_ < static_cast<size_t>(n)) bad_("it is cut off");
+    uint64_t v = get_le(b_, at_, n);
+    at_ += static_cast<size_t>(n);
+    return v;
+  }
+  std::string_view b_;
+  size_t at_ = 0;
+  std::function<void(const std::string&)> bad_;
+};
+
+std::string target_text(const vulkan::ShaderTarget& t) {
+  return "int64 " + std::to_string(t.int64) + "\ndescriptor_slots " + std::to_string(t.descriptor_slots) +
+         "\nint8_storage " + std::to_string(t.int8_storage) + "\nfloat64 " + std::to_string(t.float64) +
+         "\npreserve_nan32 " + std::to_string(t.preserve_nan32) + "\npreserve_nan64 " +
+         std::to_string(t.preserve_nan64) + "\nsubgroup_arithmetic " + std::to_string(t.subgroup_arithmetic) +
+         "\nmax_shared_bytes " + std::to_string(t.max_shared_bytes) + "\n";
+}
+
+void put_loc(Bytes& b, const vulkan::Loc& l) {
+  b.i64(l.io);
+  b.i64(l.off);
+}
+
+std::string recording_bytes(const runtime::VulkanCode& v) {
+  const vulkan::Recording& r = v.recording;
+  Bytes b;
+  b.i64(static_cast<int64_t>(r.dispatches.size()));
+  for (size_t i = 0; i < r.dispatches.size(); ++i) {
+    const vulkan::Dispatch& d = r.dispatches[i];
+    b.u32(v.dispatch_shaders[i]);
+    for (uint32_t g : d.groups) b.u32(g);
+    b.i64(d.args_word);
+    b.u8(d.barrier_before);
+    b.i64(d.name);
+  }
+  b.i64(static_cast<int64_t>(r.collectives.size()));
+  for (const vulkan::HostCollective& c : r.collectives) {
+    b.u32(static_cast<uint32_t>(c.call.op));
+    b.u8(static_cast<uint8_t>(c.call.dtype));
+    for (int64_t x : {c.call.count, c.call.ranks, c.call.root, c.call.position, c.call.collectives}) b.i64(x);
+    put_loc(b, c.in);
+    put_loc(b, c.out);
+    b.i64(c.in_bytes);
+    b.i64(c.out_bytes);
+  }
+  b.i64(static_cast<int64_t>(r.host_steps.size()));
+  for (const vulkan::HostStep& h : r.host_steps) {
+    b.u8(static_cast<uint8_t>(h.kind));
+    b.i64(static_cast<int64_t>(h.dispatch));
+    b.i64(static_cast<int64_t>(h.collective));
+  }
+  b.i64(static_cast<int64_t>(r.args.size()));
+  for (int64_t a : r.args) b.i64(a);
+  return b.str();
+}
+
+std::string shaders_bytes(const runtime::VulkanCode& v) {
+  Bytes b;
+  b.i64(static_cast<int64_t>(v.shaders.size()));
+  for (const std::vector<uint32_t>& words : v.shaders) {
+    b.i64(static_cast<int64_t>(words.size()));
+    for (uint32_t w : words) b.u32(w);
+  }
+  return b.str();
 }
 
 // The fields of a payload, read with their names in errors.
@@ -186,6 +281,127 @@ std::vector<std::string> names(const Fields& f, const std::string& field, size_t
   return out;
 }
 
+vulkan::ShaderTarget parse_target(const Fields& f) {
+  std::map<std::string, int64_t> v;
+  for (const std::string& line : split_lines(f.text("vulkan.target"))) {
+    size_t space = line.find(' ');
+    if (space == std::string::npos) f.bad("field 'vulkan.target' holds '" + line + "'");
+    v[line.substr(0, space)] = f.integer("vulkan.target", std::string_view(line).substr(space + 1));
+  }
+  auto get = [&](const char* name) {
+    auto it = v.find(name);
+    if (it == v.end() || it->second < 0 || it->second > UINT32_MAX)
+      f.bad(std::string("field 'vulkan.target' lacks a valid ") + name);
+    return it->second;
+  };
+  vulkan::ShaderTarget t;
+  t.int64 = get("int64") != 0;
+  t.descriptor_slots = static_cast<uint32_t>(get("descriptor_slots"));
+  t.int8_storage = get("int8_storage") != 0;
+  t.float64 = get("float64") != 0;
+  t.preserve_nan32 = get("preserve_nan32") != 0;
+  t.preserve_nan64 = get("preserve_nan64") != 0;
+  t.subgroup_arithmetic = get("subgroup_arithmetic") != 0;
+  t.max_shared_bytes = static_cast<uint32_t>(get("max_shared_bytes"));
+  return t;
+}
+
+// A count read from a table, bounded by the bytes left (each item takes at least `min_bytes`).
+size_t count_of(BytesReader& r, size_t min_bytes, const Fields& f, const char* what) {
+  int64_t n = r.i64();
+  if (n < 0 || static_cast<uint64_t>(n) > r.left() / min_bytes)
+    f.bad(std::string("field '") + what + "' holds a bad count");
+  return static_cast<size_t>(n);
+}
+
+VulkanCode vulkan_code(const Fields& f, const Artifact& a) {
+  VulkanCode v;
+  v.target = parse_target(f);
+  v.device = f.text("vulkan.device");
+  v.loop_iteration_limit = f.integer("vulkan.loop_iteration_limit");
+  v.layout.inputs = a.inputs;
+  v.layout.outputs = a.outputs;
+  v.layout.arena_bytes = f.integer("vulkan.arena_bytes");
+  v.layout.label = f.text("vulkan.label");
+  if (v.layout.arena_bytes < 0 || v.loop_iteration_limit < 0)
+    f.bad("field 'vulkan.arena_bytes' or 'vulkan.loop_iteration_limit' is negative");
+  std::string_view consts = f.text("vulkan.consts");
+  v.recording.consts.resize(consts.size());
+  std::memcpy(v.recording.consts.data(), consts.data(), consts.size());
+  v.recording.names = split_lines(f.text("vulkan.names"));
+
+  BytesReader s(f.text("vulkan.shaders"), [&](const std::string& w) { f.bad("field 'vulkan.shaders': " + w); });
+  v.shaders.resize(count_of(s, 8, f, "vulkan.shaders"));
+  for (std::vector<uint32_t>& words : v.shaders) {
+    words.resize(count_of(s, 4, f, "vulkan.shaders"));
+    if (words.empty()) f.bad("field 'vulkan.shaders' holds an empty shader");
+    for (uint32_t& w : words) w = static_cast<uint32_t>(s.u32());
+  }
+
+  // Every index in the recording points inside what it indexes.
+  int64_t entries = static_cast<int64_t>(a.inputs.size() + a.outputs.size()) + 3;
+  BytesReader r(f.text("vulkan.recording"), [&](const std::string& w) { f.bad("field 'vulkan.recording': " + w); });
+  vulkan::Recording& rec = v.recording;
+  rec.dispatches.resize(count_of(r, 33, f, "vulkan.recording"));
+  for (vulkan::Dispatch& d : rec.dispatches) {
+    uint64_t shader = r.u32();
+    if (shader >= v.shaders.size()) f.bad("a dispatch names shader " + std::to_string(shader));
+    v.dispatch_shaders.push_back(static_cast<uint32_t>(shader));
+    for (uint32_t& g : d.groups) g = static_cast<uint32_t>(r.u32());
+    d.args_word = r.i64();
+    d.barrier_before = r.u8() != 0;
+    d.name = static_cast<int>(r.i64());
+    if (d.name < -1 || d.name >= static_cast<int>(rec.names.size()))
+      f.bad("a dispatch names kernel name " + std::to_string(d.name));
+  }
+  rec.collectives.resize(count_of(r, 93, f, "vulkan.recording"));
+  auto loc = [&]() {
+    vulkan::Loc l;
+    int64_t io = r.i64();
+    l.off = r.i64();
+    if (io < 0 || io >= entries || l.off < 0) f.bad("a collective's operand lies outside the program's memory");
+    l.io = static_cast<int32_t>(io);
+    return l;
+  };
+  for (vulkan::HostCollective& c : rec.collectives) {
+    uint64_t op = r.u32();
+    if (op >= ir::all_ops().size() || ir::op_info(static_cast<ir::Op>(op)).cls != ir::OpClass::Collective) {
+      f.bad("a host step names op " + std::to_string(op) + ", not a collective");
+    }
+    c.call.op = static_cast<ir::Op>(op);
+    uint64_t dt = r.u8();
+    if (dt > static_cast<uint64_t>(DType::boolean)) f.bad("a collective names dtype " + std::to_string(dt));
+    c.call.dtype = static_cast<DType>(dt);
+    for (int64_t* x : {&c.call.count, &c.call.ranks, &c.call.root, &c.call.position, &c.call.collectives}) *x = r.i64();
+    c.in = loc();
+    c.out = loc();
+    c.in_bytes = r.i64();
+    c.out_bytes = r.i64();
+    if (c.in_bytes < 0 || c.out_bytes < 0 || c.call.count < 0) f.bad("a collective has a negative size");
+  }
+  rec.host_steps.resize(count_of(r, 17, f, "vulkan.recording"));
+  for (vulkan::HostStep& h : rec.host_steps) {
+    uint64_t kind = r.u8();
+    int64_t dispatch = r.i64(), collective = r.i64();
+    if (kind > 1 || dispatch < 0 || static_cast<uint64_t>(dispatch) > rec.dispatches.size() || collective < 0 ||
+        static_cast<uint64_t>(collective) >= rec.collectives.size()) {
+      f.bad("a host step points outside the recording");
+    }
+    h.kind = static_cast<vulkan::HostStep::Kind>(kind);
+    h.dispatch = static_cast<size_t>(dispatch);
+    h.collective = static_cast<size_t>(collective);
+  }
+  rec.args.resize(count_of(r, 8, f, "vulkan.recording"));
+  for (int64_t& x : rec.args) x = r.i64();
+  for (const vulkan::Dispatch& d : rec.dispatches) {
+    if (d.args_word < 0 || static_cast<uint64_t>(d.args_word) >= rec.args.size())
+      f.bad("a dispatch's arguments lie outside the table");
+  }
+  if (!r.done()) f.bad("field 'vulkan.recording' has bytes left over");
+  if (!s.done()) f.bad("field 'vulkan.shaders' has bytes left over");
+  return v;
+}
+
 }  // namespace
 
 std::string encode_artifact(const Artifact& a) {
@@ -200,7 +416,8 @@ std::string encode_artifact(const Artifact& a) {
   put_field(p, "ir.traced", a.traced_ir);
   put_field(p, "ir", a.ir);
   put_field(p, "kernels", a.kernels);
-  if (a.backend == Backend::Cpu) {
+  put_field(p, "compiled", a.compiled ? backend_name(a.backend) : "none");
+  if (a.compiled && a.backend == Backend::Cpu) {
     put_field(p, "cpu.arch", a.cpu.arch);
     put_field(p, "cpu.name", a.cpu.cpu);
     put_field(p, "cpu.llvm_features", a.cpu.llvm_features);
@@ -210,6 +427,19 @@ std::string encode_artifact(const Artifact& a) {
     put_field(p, "cpu.output_slots", slots_text(a.cpu.layout.output_slots));
     put_field(p, "cpu.label", a.cpu.layout.label);
     put_field(p, "cpu.object", a.cpu.object);
+  }
+  if (a.compiled && a.backend == Backend::Vulkan) {
+    const VulkanCode& v = a.vulkan;
+    put_field(p, "vulkan.target", target_text(v.target));
+    put_field(p, "vulkan.device", v.device);
+    put_field(p, "vulkan.loop_iteration_limit", std::to_string(v.loop_iteration_limit));
+    put_field(p, "vulkan.arena_bytes", std::to_string(v.layout.arena_bytes));
+    put_field(p, "vulkan.label", v.layout.label);
+    put_field(p, "vulkan.recording", recording_bytes(v));
+    put_field(p, "vulkan.consts",
+              std::string_view(reinterpret_cast<const char*>(v.recording.consts.data()), v.recording.consts.size()));
+    put_field(p, "vulkan.names", join(v.recording.names));
+    put_field(p, "vulkan.shaders", shaders_bytes(v));
   }
   std::string out(kMagic);
   put_u32(out, kArtifactFormat);
@@ -249,7 +479,13 @@ Artifact decode_artifact(std::string_view bytes, const std::string& source) {
   a.traced_ir = f.text("ir.traced");
   a.ir = f.text("ir");
   a.kernels = f.text("kernels");
-  if (a.backend == Backend::Cpu) {
+  std::string_view compiled = f.text("compiled");
+  if (compiled != "none" && compiled != backend_name(a.backend))
+    f.bad("field 'compiled' names '" + std::string(compiled) + "'");
+  a.compiled = compiled != "none";
+  if (a.compiled && a.backend == Backend::Interp) f.bad("it holds a compiled form for the interpreter, which has none");
+  if (a.compiled && a.backend == Backend::Vulkan) a.vulkan = vulkan_code(f, a);
+  if (a.compiled && a.backend == Backend::Cpu) {
     a.cpu.arch = f.text("cpu.arch");
     a.cpu.cpu = f.text("cpu.name");
     a.cpu.llvm_features = f.text("cpu.llvm_features");

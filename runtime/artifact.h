@@ -13,6 +13,8 @@
 #include "fluxion/backend.h"
 #include "fluxion/dtype.h"
 #include "runtime/cpu_program.h"
+#include "runtime/vulkan/program.h"
+#include "runtime/vulkan/shader_target.h"
 
 namespace fluxion::runtime {
 
@@ -31,6 +33,18 @@ struct CpuCode {
   cpu::CpuLayout layout;
 };
 
+// The Vulkan backend's compiled form: the recording a call replays and the SPIR-V of its
+// pipelines, for devices whose shaders can do `target`.
+struct VulkanCode {
+  vulkan::ShaderTarget target;
+  std::string device;                // the device it was compiled on (informative)
+  int64_t loop_iteration_limit = 0;  // the device's cap on loop iterations it was recorded for
+  vulkan::VulkanLayout layout;
+  vulkan::Recording recording;                 // its dispatches' pipelines are null here
+  std::vector<uint32_t> dispatch_shaders;      // per dispatch: its index into `shaders`
+  std::vector<std::vector<uint32_t>> shaders;  // SPIR-V modules
+};
+
 struct Artifact {
   Backend backend = Backend::Cpu;
   std::string fluxion_version;  // of the library that wrote it (informative)
@@ -40,7 +54,9 @@ struct Artifact {
   std::string traced_ir;                               // the program as traced, which the full library can re-compile
   std::string ir;                                      // the program that runs, after simplification
   std::string kernels;                                 // Compiled::kernels() of the program
-  CpuCode cpu;                                         // when backend == Cpu
+  bool compiled = false;                               // whether it holds the compiled form, or the IR alone
+  CpuCode cpu;                                         // when compiled for the CPU
+  VulkanCode vulkan;                                   // when compiled for Vulkan
 };
 
 // The file's bytes.

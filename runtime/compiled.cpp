@@ -83,10 +83,7 @@ uint64_t Compiled::hash() const { return impl_->hash; }
 void Compiled::save(const std::string& path, const SaveOptions& options) const {
   runtime::Artifact a;
   a.backend = impl_->backend;
-  if (!impl_->executable().export_to(a)) {
-    detail::fail("save", std::string("programs compiled for the ") + backend_name(impl_->backend) +
-                             " backend cannot be saved; compile the program for Backend::Cpu to export it");
-  }
+  a.compiled = impl_->executable().export_to(a);
   a.fluxion_version = FLUXION_VERSION_STRING;
   a.hash = impl_->hash;
   a.inputs = impl_->inputs;

@@ -146,7 +146,8 @@ class Linker {
       at = (at + page - 1) / page * page;
       part_begin_[part] = at;
       for (Section& s : sections_) {
-        if (!(s.header.sh_flags & SHF_ALLOC) || part_of(s.header) != part) continue;
+        // An SHT_NULL header is inactive (its other fields mean nothing): never map it.
+        if (!(s.header.sh_flags & SHF_ALLOC) || s.header.sh_type == SHT_NULL || part_of(s.header) != part) continue;
         uint64_t align = s.header.sh_addralign == 0 ? 1 : s.header.sh_addralign;
         if ((align & (align - 1)) != 0) bad("a section's alignment is not a power of two");
         s.offset = place(s.header.sh_size, align);
@@ -232,30 +233,31 @@ class Linker {
     if (r.r_offset > target.header.sh_size || width > target.header.sh_size - r.r_offset)
       bad("a relocation lies outside its section");
     char* place = base_ + target.offset + r.r_offset;
-    auto p = static_cast<int64_t>(reinterpret_cast<uint64_t>(place));
-    auto sv = static_cast<int64_t>(addresses_[sym]);
-    int64_t a = r.r_addend;
-    auto stub = static_cast<int64_t>(reinterpret_cast<uint64_t>(base_ + stubs_ + kStubBytes * sym));
-    auto got = static_cast<int64_t>(reinterpret_cast<uint64_t>(base_ + got_ + 8 * sym));
+    // The arithmetic is modulo 2^64, as a linker's: a damaged addend must not overflow a signed
+    // sum. Where a 32-bit field needs the value's sign, the wrapped sum is read as signed.
+    auto p = reinterpret_cast<uint64_t>(place);
+    uint64_t sv = addresses_[sym];
+    auto a = static_cast<uint64_t>(r.r_addend);
+    auto stub = reinterpret_cast<uint64_t>(base_ + stubs_ + kStubBytes * sym);
+    auto got = reinterpret_cast<uint64_t>(base_ + got_ + 8 * sym);
     switch (type) {
       case R_X86_64_NONE: return;
-      case R_X86_64_64: return write64(place, static_cast<uint64_t>(sv + a));
-      case R_X86_64_PC64: return write64(place, static_cast<uint64_t>(sv + a - p));
+      case R_X86_64_64: return write64(place, sv + a);
+      case R_X86_64_PC64: return write64(place, sv + a - p);
       case R_X86_64_PC32:
       case R_X86_64_PLT32: {
         // A call that cannot reach its target directly goes through the target's stub.
-        int64_t v = sv + a - p;
-        if (!fits32(v) && s.st_shndx == SHN_UNDEF) v = stub + a - p;
+        auto v = static_cast<int64_t>(sv + a - p);
+        if (!fits32(v) && s.st_shndx == SHN_UNDEF) v = static_cast<int64_t>(stub + a - p);
         return write32(place, v, names_[sym]);
       }
       case R_X86_64_GOTPCREL:
       case R_X86_64_GOTPCRELX:
-      case R_X86_64_REX_GOTPCRELX: return write32(place, got + a - p, names_[sym]);
+      case R_X86_64_REX_GOTPCRELX: return write32(place, static_cast<int64_t>(got + a - p), names_[sym]);
       case R_X86_64_32:
-        if (sv + a < 0 || sv + a > static_cast<int64_t>(UINT32_MAX))
-          bad("symbol '" + names_[sym] + "' lies above 4 GiB");
-        return write32(place, sv + a, names_[sym]);
-      case R_X86_64_32S: return write32(place, sv + a, names_[sym]);
+        if (sv + a > UINT32_MAX) bad("symbol '" + names_[sym] + "' lies above 4 GiB");
+        return write32(place, static_cast<int64_t>(sv + a), names_[sym]);
+      case R_X86_64_32S: return write32(place, static_cast<int64_t>(sv + a), names_[sym]);
       default: bad("relocation type " + std::to_string(type) + " is not supported");
     }
   }

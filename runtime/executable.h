@@ -24,8 +24,8 @@ class Executable {
   // The line of describe() for the kernel that computes the node at `path` (see
   // kernel::kernel_containing); "" when there is none, or no kernels (the interpreter).
   virtual std::string kernel_containing(const std::vector<size_t>& /*path*/) const { return ""; }
-  // Fills `a`'s backend part (its compiled form) for Compiled::save; false when this backend's
-  // programs cannot be exported.
+  // Fills `a`'s backend part (its compiled form) for Compiled::save; false when this backend has
+  // no compiled form (the interpreter: the file then holds the program's IR alone).
   virtual bool export_to(Artifact& /*a*/) const { return false; }
 };
 

@@ -14,6 +14,7 @@
 #include "runtime/cpu_helpers.h"
 #include "runtime/cpu_program.h"
 #include "runtime/elf_loader.h"
+#include "runtime/vulkan/exported.h"
 
 namespace fluxion::runtime {
 namespace {
@@ -93,10 +94,11 @@ Artifact read_artifact(const std::string& path) {
 }
 
 std::string incompatibility(const Artifact& a) {
-  if (a.backend != Backend::Cpu) {
-    return std::string("it holds a program for the ") + backend_name(a.backend) +
-           " backend, and only CPU programs load";
+  if (!a.compiled) {
+    return std::string("it holds the IR of a program for the ") + backend_name(a.backend) +
+           " backend and no compiled form";
   }
+  if (a.backend == Backend::Vulkan) return vulkan::vulkan_incompatibility(a.vulkan);
   if (a.cpu.arch != machine()) return "it holds " + a.cpu.arch + " code and this machine is " + machine();
   if (a.cpu.helpers_abi != cpu::kHelpersAbi) {
     return "its code calls version " + std::to_string(a.cpu.helpers_abi) +
@@ -112,7 +114,8 @@ std::string incompatibility(const Artifact& a) {
 Compiled loaded_program(Artifact a, const std::string& path) {
   backends::counters().loads++;
   auto impl = std::make_shared<LoadedImpl>();
-  impl->exec = std::make_unique<LoadedCpuExecutable>(a.cpu, std::move(a.kernels), path);
+  impl->exec = a.backend == Backend::Vulkan ? vulkan::load_vulkan(a.vulkan, std::move(a.kernels))
+                                            : std::make_unique<LoadedCpuExecutable>(a.cpu, std::move(a.kernels), path);
   impl->inputs = std::move(a.inputs);
   impl->outputs = std::move(a.outputs);
   impl->input_names = std::move(a.input_names);

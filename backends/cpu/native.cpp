@@ -22,10 +22,10 @@
 #include <mutex>
 #include <sstream>
 
-#include "backends/disk_cache.h"
 #include "fluxion/error.h"
 #include "fluxion/runtime.h"
 #include "runtime/cpu_helpers.h"
+#include "runtime/disk_cache.h"
 
 namespace fluxion::cpu {
 namespace {

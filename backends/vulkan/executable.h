@@ -12,7 +12,4 @@ namespace fluxion::vulkan {
 // Raises Error when there is no usable Vulkan device, or the device lacks what `p` needs.
 std::unique_ptr<backends::Executable> compile(const ir::Program& p);
 
-// Whether a usable Vulkan device exists (probed once, without opening it).
-bool available();
-
 }  // namespace fluxion::vulkan

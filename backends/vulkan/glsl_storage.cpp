@@ -5,7 +5,7 @@
 //   a buffer device address as uint64_t (bufferDeviceAddress and shaderInt64);
 //   the same address as a uvec2 of 32-bit words, added with carry (no shaderInt64);
 //   uvec2(byte offset, slot) into an array of storage-buffer descriptors, one per memory block
-//   (no bufferDeviceAddress: backends/vulkan/block_descriptors.h).
+//   (no bufferDeviceAddress: runtime/vulkan/block_descriptors.h).
 // The host writes all three as the same 64-bit words, so the tables and the recorder do not
 // depend on the choice.
 #include <string>

@@ -1,72 +1,11 @@
-// The process-wide pipeline table (pipelines.h).
 #include "backends/vulkan/pipelines.h"
 
-#include <map>
-#include <mutex>
-#include <vector>
-
-#include "backends/vulkan/context.h"
 #include "backends/vulkan/shader.h"
 
 namespace fluxion::vulkan {
-namespace {
-
-std::mutex mu;
-VkPipelineLayout layout = VK_NULL_HANDLE;
-std::map<std::string, VkPipeline>& table() {
-  static auto* t = new std::map<std::string, VkPipeline>();  // lives as long as the context
-  return *t;
-}
-
-VkPipelineLayout layout_locked(Context& ctx) {
-  if (layout) return layout;
-  VkPushConstantRange range{VK_SHADER_STAGE_COMPUTE_BIT, 0, 16};
-  auto li = vk_struct<VkPipelineLayoutCreateInfo>(VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO);
-  li.pushConstantRangeCount = 1;
-  li.pPushConstantRanges = &range;
-  VkDescriptorSetLayout blocks = ctx.descriptors ? ctx.descriptors->layout() : VK_NULL_HANDLE;
-  if (blocks) {
-    li.setLayoutCount = 1;
-    li.pSetLayouts = &blocks;
-  }
-  check(vkCreatePipelineLayout(ctx.device, &li, nullptr, &layout), "vkCreatePipelineLayout");
-  return layout;
-}
-
-}  // namespace
-
-VkPipelineLayout pipeline_layout(Context& ctx) {
-  std::lock_guard<std::mutex> lock(mu);
-  return layout_locked(ctx);
-}
 
 VkPipeline pipeline(Context& ctx, const std::string& glsl, const std::string& name) {
-  {
-    std::lock_guard<std::mutex> lock(mu);
-    auto it = table().find(glsl);
-    if (it != table().end()) return it->second;
-  }
-  std::vector<uint32_t> spirv = compile_glsl_cached(glsl, name);
-  std::lock_guard<std::mutex> lock(mu);
-  auto it = table().find(glsl);
-  if (it != table().end()) return it->second;
-  auto mi = vk_struct<VkShaderModuleCreateInfo>(VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO);
-  mi.codeSize = spirv.size() * sizeof(uint32_t);
-  mi.pCode = spirv.data();
-  VkShaderModule module = VK_NULL_HANDLE;
-  check(vkCreateShaderModule(ctx.device, &mi, nullptr, &module), "vkCreateShaderModule");
-  auto pi = vk_struct<VkComputePipelineCreateInfo>(VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO);
-  pi.stage.sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO;
-  pi.stage.stage = VK_SHADER_STAGE_COMPUTE_BIT;
-  pi.stage.module = module;
-  pi.stage.pName = "main";
-  pi.layout = layout_locked(ctx);
-  VkPipeline p = VK_NULL_HANDLE;
-  VkResult r = vkCreateComputePipelines(ctx.device, ctx.pipeline_cache, 1, &pi, nullptr, &p);
-  vkDestroyShaderModule(ctx.device, module, nullptr);
-  check(r, "vkCreateComputePipelines");
-  table()[glsl] = p;
-  return p;
+  return spirv_pipeline(ctx, glsl, [&] { return compile_glsl_cached(glsl, name); });
 }
 
 }  // namespace fluxion::vulkan

@@ -1,18 +1,15 @@
-// Compute pipelines, one per distinct shader text, shared by every program in the process and
-// built through the device's VkPipelineCache. All pipelines share one layout: 16 bytes of push
-// constants (the io table's and the argument table's addresses) and, on a device without
-// buffer device addresses, the memory blocks' descriptor set (block_descriptors.h).
+// The pipeline of a generated shader: its GLSL compiled to SPIR-V (shader.h) on first request,
+// through the process-wide pipeline table (runtime/vulkan/pipelines.h).
 #pragma once
 
 #include <vulkan/vulkan.h>
 
 #include <string>
 
+#include "runtime/vulkan/pipelines.h"
+
 namespace fluxion::vulkan {
 
-struct Context;
-
-VkPipelineLayout pipeline_layout(Context& ctx);
 // The pipeline of `glsl` (compiled, validated and optimised on first request). `name` appears
 // in error messages.
 VkPipeline pipeline(Context& ctx, const std::string& glsl, const std::string& name);

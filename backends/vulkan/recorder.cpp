@@ -13,9 +13,9 @@
 #include <cstring>
 #include <map>
 
-#include "backends/vulkan/context.h"
 #include "backends/vulkan/pipelines.h"
 #include "fluxion/error.h"
+#include "runtime/vulkan/context.h"
 
 namespace fluxion::vulkan {
 namespace {
@@ -66,20 +66,24 @@ class Recorder {
 
  private:
   Loc alloc(int64_t n, int64_t align = 8) {
-    size_t off = (out_.consts.size() + static_cast<size_t>(align) - 1) / static_cast<size_t>(align) * static_cast<size_t>(align);
+    size_t off =
+        (out_.consts.size() + static_cast<size_t>(align) - 1) / static_cast<size_t>(align) * static_cast<size_t>(align);
     out_.consts.resize(off + static_cast<size_t>(std::max<int64_t>(n, 1)));
     return {consts_entry(program_), static_cast<int64_t>(off)};
   }
 
   // Appends a dispatch whose argument table is `pairs` (locations) then `words`.
-  void dispatch(VkPipeline pl, std::array<uint32_t, 3> groups, const std::vector<Loc>& pairs, const std::vector<int64_t>& words,
-                const std::vector<Range>& reads, const std::vector<Range>& writes, int name) {
+  void dispatch(VkPipeline pl, std::array<uint32_t, 3> groups, const std::vector<Loc>& pairs,
+                const std::vector<int64_t>& words, const std::vector<Range>& reads, const std::vector<Range>& writes,
+                int name) {
     if (groups[0] == 0 || groups[1] == 0 || groups[2] == 0) return;
     const uint32_t* limit = context().properties.limits.maxComputeWorkGroupCount;
     for (int d = 0; d < 3; ++d) {
       if (groups[static_cast<size_t>(d)] > limit[d]) {
-        detail::fail("vulkan", "a kernel needs " + std::to_string(groups[static_cast<size_t>(d)]) + " workgroups along dimension " + std::to_string(d) +
-                                   ", over the device's limit of " + std::to_string(limit[d]) + " (a matmul with too many rows or batch entries)");
+        detail::fail("vulkan", "a kernel needs " + std::to_string(groups[static_cast<size_t>(d)]) +
+                                   " workgroups along dimension " + std::to_string(d) +
+                                   ", over the device's limit of " + std::to_string(limit[d]) +
+                                   " (a matmul with too many rows or batch entries)");
       }
     }
     Dispatch d;
@@ -124,12 +128,12 @@ class Recorder {
   void copy(const Loc& src, const Loc& dst, int64_t n, const Loc& guard) {
     if (n <= 0) return;
     bool words = n % 4 == 0 && src.off % 4 == 0 && dst.off % 4 == 0;
-    dispatch(words ? copy_words_ : copy_bytes_, grid(words ? n / 4 : n), {guard, src, dst}, {n}, {range(guard, 1), range(src, n)},
-             {range(dst, n)}, name_of("copy"));
+    dispatch(words ? copy_words_ : copy_bytes_, grid(words ? n / 4 : n), {guard, src, dst}, {n},
+             {range(guard, 1), range(src, n)}, {range(dst, n)}, name_of("copy"));
   }
 
-  std::vector<Loc> region(const ir::Region& r, const RegionSchedule& s, Loc arena, const std::vector<Loc>& params, Loc guard,
-                          bool top) {
+  std::vector<Loc> region(const ir::Region& r, const RegionSchedule& s, Loc arena, const std::vector<Loc>& params,
+                          Loc guard, bool top) {
     std::vector<Loc> loc(r.types.size());
     std::vector<bool> has(r.types.size(), false);
     std::vector<int32_t> producer = kernel::producers(r);
@@ -139,7 +143,10 @@ class Recorder {
     }
     for (size_t v = 0; v < r.types.size(); ++v) {
       switch (s.storage[v]) {
-        case Storage::Slot: loc[v] = arena + s.offset[v]; has[v] = true; break;
+        case Storage::Slot:
+          loc[v] = arena + s.offset[v];
+          has[v] = true;
+          break;
         case Storage::Output:
           if (!top) detail::fail("vulkan", "internal error: a nested region writes a program output");
           loc[v] = {static_cast<int32_t>(r.params.size() + static_cast<size_t>(s.output_index[v])), 0};
@@ -167,7 +174,8 @@ class Recorder {
         std::vector<Range> reads{range(guard, 1)}, writes;
         for (size_t b = 0; b < ck.shader.buffers.size(); ++b) {
           ir::ValueId v = ck.shader.buffers[b];
-          if (!has[static_cast<size_t>(v)]) detail::fail("vulkan", "internal error: a kernel reads a value without storage");
+          if (!has[static_cast<size_t>(v)])
+            detail::fail("vulkan", "internal error: a kernel reads a value without storage");
           pairs.push_back(loc[static_cast<size_t>(v)]);
           Range rg = range(loc[static_cast<size_t>(v)], bytes(r.type(v)));
           reads.push_back(rg);
@@ -248,8 +256,8 @@ class Recorder {
   }
 
   // A loop whose regions fit one workgroup: one dispatch runs every iteration.
-  void loop_kernel(const ir::Region& r, const ir::Node& n, const std::vector<RegionSchedule>& subs, Loc arena, std::vector<Loc>& loc,
-                   Loc guard) {
+  void loop_kernel(const ir::Region& r, const ir::Node& n, const std::vector<RegionSchedule>& subs, Loc arena,
+                   std::vector<Loc>& loc, Loc guard) {
     const CompiledLoop& cl = compile_loop_(n, subs);
     int64_t arena_bytes = 0;
     for (const RegionSchedule& sub : subs) arena_bytes = std::max(arena_bytes, sub.arena_bytes);
@@ -273,7 +281,10 @@ class Recorder {
           break;
         }
         case LoopArg::Kind::Iota: l = iota(n.attrs.length); break;
-        case LoopArg::Kind::Scratch: l = scratch(&n, kLoopScratch, cl.shader.scratch_bytes); writes.push_back(range(l, cl.shader.scratch_bytes)); break;
+        case LoopArg::Kind::Scratch:
+          l = scratch(&n, kLoopScratch, cl.shader.scratch_bytes);
+          writes.push_back(range(l, cl.shader.scratch_bytes));
+          break;
         case LoopArg::Kind::Status:
           l = {status_entry(program_), 0};
           writes.push_back(range(l, 4));
@@ -316,9 +327,17 @@ class Recorder {
     for (size_t i = 0; i < n.attrs.data.size(); ++i) {
       double d = n.attrs.data[i];
       switch (t.dtype) {
-        case DType::f32: { float f = static_cast<float>(d); std::memcpy(dst + 4 * i, &f, 4); break; }
+        case DType::f32: {
+          float f = static_cast<float>(d);
+          std::memcpy(dst + 4 * i, &f, 4);
+          break;
+        }
         case DType::f64: std::memcpy(dst + 8 * i, &d, 8); break;
-        case DType::i32: { int32_t x = static_cast<int32_t>(d); std::memcpy(dst + 4 * i, &x, 4); break; }
+        case DType::i32: {
+          int32_t x = static_cast<int32_t>(d);
+          std::memcpy(dst + 4 * i, &x, 4);
+          break;
+        }
         case DType::boolean: dst[i] = std::byte{static_cast<unsigned char>(d != 0)}; break;
       }
     }
@@ -340,8 +359,8 @@ class Recorder {
   }
 
   // Copies a region's results into loop carries (kernel::carry_updates).
-  void update_carries(const ir::Region& body, size_t first_param, const std::vector<Loc>& res, const std::vector<Loc>& carries,
-                      const Loc& guard) {
+  void update_carries(const ir::Region& body, size_t first_param, const std::vector<Loc>& res,
+                      const std::vector<Loc>& carries, const Loc& guard) {
     std::vector<kernel::CarryUpdate> plan = kernel::carry_updates(body, carries.size(), first_param);
     std::vector<Loc> src(res.begin(), res.begin() + static_cast<long>(carries.size()));
     for (size_t j = 0; j < carries.size(); ++j) {
@@ -362,7 +381,8 @@ class Recorder {
     return scratch_[key] = alloc(n);
   }
 
-  void scan(const ir::Region& r, const ir::Node& n, const RegionSchedule& sub, Loc arena, std::vector<Loc>& loc, Loc guard) {
+  void scan(const ir::Region& r, const ir::Node& n, const RegionSchedule& sub, Loc arena, std::vector<Loc>& loc,
+            Loc guard) {
     const ir::Attrs& a = n.attrs;
     size_t nc = static_cast<size_t>(a.carries), nx = static_cast<size_t>(a.xs);
     const ir::Region& body = n.regions[0];
@@ -391,8 +411,8 @@ class Recorder {
     }
   }
 
-  void while_loop(const ir::Region& r, const ir::Node& n, const std::vector<RegionSchedule>& subs, Loc arena, std::vector<Loc>& loc,
-                  Loc guard) {
+  void while_loop(const ir::Region& r, const ir::Node& n, const std::vector<RegionSchedule>& subs, Loc arena,
+                  std::vector<Loc>& loc, Loc guard) {
     size_t nc = static_cast<size_t>(n.attrs.carries);
     std::vector<Loc> carries;
     for (size_t j = 0; j < nc; ++j) {
@@ -416,16 +436,16 @@ class Recorder {
     copy(guard, flag, 1, one_);
     for (int64_t it = 0;; ++it) {
       Loc c = region(n.regions[0], subs[0], arena, params, flag, false)[0];
-      dispatch(while_step_, {1, 1, 1}, {flag, c, flag, status}, {it == bound ? code : 0},
-               {range(flag, 1), range(c, 1)}, {range(flag, 1), range(status, 4)}, name_of("while step"));
+      dispatch(while_step_, {1, 1, 1}, {flag, c, flag, status}, {it == bound ? code : 0}, {range(flag, 1), range(c, 1)},
+               {range(flag, 1), range(status, 4)}, name_of("while step"));
       if (it == bound) break;
       std::vector<Loc> res = region(n.regions[1], subs[1], arena, params, flag, false);
       update_carries(n.regions[1], 0, res, carries, flag);
     }
   }
 
-  void cond(const ir::Region& r, const ir::Node& n, const std::vector<RegionSchedule>& subs, Loc arena, std::vector<Loc>& loc,
-            Loc guard) {
+  void cond(const ir::Region& r, const ir::Node& n, const std::vector<RegionSchedule>& subs, Loc arena,
+            std::vector<Loc>& loc, Loc guard) {
     std::vector<Loc> params;
     for (size_t j = 1; j < n.operands.size(); ++j) params.push_back(loc[static_cast<size_t>(n.operands[j])]);
     Loc pred = loc[static_cast<size_t>(n.operands[0])];
@@ -434,7 +454,8 @@ class Recorder {
              {range(flags[0], 1), range(flags[1], 1)}, name_of("cond guard"));
     for (size_t branch = 0; branch < 2; ++branch) {
       std::vector<Loc> res = region(n.regions[branch], subs[branch], arena, params, flags[branch], false);
-      for (size_t j = 0; j < n.results.size(); ++j) copy(res[j], loc[static_cast<size_t>(n.results[j])], bytes(r.type(n.results[j])), flags[branch]);
+      for (size_t j = 0; j < n.results.size(); ++j)
+        copy(res[j], loc[static_cast<size_t>(n.results[j])], bytes(r.type(n.results[j])), flags[branch]);
     }
   }
 
@@ -469,8 +490,9 @@ std::vector<std::pair<int64_t, int64_t>> scan_step_ranges(int64_t length, int64_
   return ranges;
 }
 
-Recording record(const ir::Program& p, const kernel::RegionSchedule& s, const KernelCompiler& compile, const LoopCompiler& compile_loop,
-                 const RecordOptions& options, std::vector<const ir::Node*>* while_loops) {
+Recording record(const ir::Program& p, const kernel::RegionSchedule& s, const KernelCompiler& compile,
+                 const LoopCompiler& compile_loop, const RecordOptions& options,
+                 std::vector<const ir::Node*>* while_loops) {
   return Recorder(p, s, compile, compile_loop, options, while_loops).run();
 }
 

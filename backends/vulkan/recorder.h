@@ -1,8 +1,5 @@
-// A program's whole run as one list of dispatches (recorder.cpp): every kernel of every step,
-// with loops unrolled on the device side (docs/vulkan.md, "Loops stay on the device"). What
-// varies between the dispatches of a loop's iterations (slices of per-step inputs and outputs,
-// the iteration index) lives in each dispatch's argument table, so the command buffer is
-// recorded once and replayed by every call.
+// Recording a program's whole run as one list of dispatches (runtime/vulkan/recording.h) from
+// its schedule, compiling each kernel's and small loop's shader on the way.
 #pragma once
 
 #include <vulkan/vulkan.h>
@@ -18,63 +15,9 @@
 #include "backends/vulkan/glsl_loop.h"
 #include "jit/ir/ir.h"
 #include "jit/kernel/kernel_ir.h"
-#include "runtime/collective.h"
+#include "runtime/vulkan/recording.h"
 
 namespace fluxion::vulkan {
-
-// A place in device memory: byte `off` of io-table entry `io`. Entries: the program's
-// parameters, then its results, then kArena, kConsts (constants and scratch flags) and kStatus.
-struct Loc {
-  int32_t io = -1;
-  int64_t off = 0;
-  Loc operator+(int64_t d) const { return {io, off + d}; }
-};
-
-struct Range {
-  int32_t io;
-  int64_t begin, end;
-};
-
-struct Dispatch {
-  VkPipeline pipeline = VK_NULL_HANDLE;
-  std::array<uint32_t, 3> groups{1, 1, 1};
-  int64_t args_word = 0;  // first word of its argument table
-  bool barrier_before = false;
-  int name = -1;  // index into Recording::names
-};
-
-// The bytes a dispatch reads and writes (for the barrier audit, barrier_audit.h).
-struct Access {
-  std::vector<Range> reads, writes;
-};
-
-// A collective the host runs for the program: it reads `in` and writes `out`.
-struct HostCollective {
-  interp::CollectiveCall call;
-  Loc in, out;
-  int64_t in_bytes = 0, out_bytes = 0;
-};
-
-// Where the host steps in between the dispatches before `dispatch` and the rest: the executable
-// submits the dispatches in segments and, between two, starts collective `collective` (reads
-// its operand back and hands it to the communication thread) or finishes it (waits for it and
-// writes its result). The segments in between run on the device meanwhile.
-struct HostStep {
-  enum class Kind : uint8_t { Start, Finish };
-  Kind kind = Kind::Start;
-  size_t dispatch = 0;
-  size_t collective = 0;  // into Recording::collectives
-};
-
-struct Recording {
-  std::vector<int64_t> args;  // every dispatch's argument table, concatenated
-  std::vector<Dispatch> dispatches;
-  std::vector<HostCollective> collectives;
-  std::vector<HostStep> host_steps;  // in dispatch order
-  std::vector<Access> accesses;      // per dispatch, when RecordOptions::keep_accesses
-  std::vector<std::byte> consts;     // initial bytes of the kConsts buffer
-  std::vector<std::string> names;    // kernel names with the graph ops they contain
-};
 
 // A kernel's pipeline and the layout of its arguments.
 struct CompiledKernel {
@@ -91,14 +34,6 @@ struct CompiledLoop {
 };
 using LoopCompiler =
     std::function<const CompiledLoop&(const ir::Node& loop, const std::vector<kernel::RegionSchedule>& subs)>;
-
-// Status codes a run leaves in its status word, which starts at kStatusOk; kernels lower it
-// with atomicMin, so a loop that ran out of recorded iterations (negative: record more and
-// run again) outranks an error it may have caused downstream (positive).
-inline constexpr int32_t kStatusOk = INT32_MAX;
-// kWhileMaxIters + m: a while loop with max_iters = m would start iteration m + 1 (as the CPU).
-inline constexpr int32_t kWhileMaxIters = 1;
-// -(k + 1): unbounded while loop k ran out of recorded iterations; record more and run again.
 
 struct RecordOptions {
   // Recorded iterations per unbounded while loop, by loop number (order of first recording).

@@ -12,9 +12,9 @@
 #include <mutex>
 #include <sstream>
 
-#include "backends/disk_cache.h"
 #include "fluxion/error.h"
 #include "runtime/counters.h"
+#include "runtime/disk_cache.h"
 
 namespace fluxion::vulkan {
 namespace {

@@ -14,7 +14,7 @@ namespace fluxion::vulkan {
 // (a code-generator bug, never the user's).
 std::vector<uint32_t> compile_glsl(const std::string& glsl, const std::string& name);
 
-// compile_glsl through the on-disk cache (backends/disk_cache.h): the SPIR-V stored under the
+// compile_glsl through the on-disk cache (runtime/disk_cache.h): the SPIR-V stored under the
 // whole GLSL text and the glslang version, revalidated when loaded; compiled and stored when
 // missing. A hit counts in counters().disk_cache_hits.
 std::vector<uint32_t> compile_glsl_cached(const std::string& glsl, const std::string& name);

@@ -9,15 +9,14 @@
 #include <fstream>
 #include <sstream>
 
-#include "common/test_util.h"
+#include "common/artifact_programs.h"
 #include "fluxion/error.h"
 #include "runtime/artifact.h"
 #include "runtime/cpu_helpers.h"
 #include "support/files.h"
 
 namespace fx = fluxion;
-using fluxion::testing::make;
-using fluxion::testing::random_doubles;
+using namespace fluxion::testing;
 
 namespace {
 
@@ -25,62 +24,10 @@ constexpr const char* kPinnedHelpers =
     "fx_parallel_for fx_collective fx_collective_start fx_collective_wait fx_parallel_parts fx_profile_mark fx_rng "
     "fx_rng_fold ";
 
-std::string temp_path(const std::string& name) {
-  return (std::filesystem::temp_directory_path() / ("fluxion_artifact_test_" + std::to_string(::getpid()) + "_" + name))
-      .string();
-}
-
-std::string read(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-void write(const std::string& path, const std::string& bytes) {
-  std::ofstream(path, std::ios::binary | std::ios::trunc) << bytes;
-}
-
-bool bitwise_equal(const fx::Array& a, const fx::Array& b) {
-  return a.type() == b.type() &&
-         std::memcmp(a.data(), b.data(), static_cast<size_t>(a.size() * fx::dtype_size(a.dtype()))) == 0;
-}
-
-// A training step of a two-layer MLP (the gradient, then SGD), with a while loop whose trip count
-// depends on the data, random numbers and an integer result: every helper family the CPU code
-// calls (threads, Philox, math) and every kind of result slot.
-fx::Compiled training_step() {
-  auto step = [](fx::Tensor w1, fx::Tensor b1, fx::Tensor w2, fx::Tensor x, fx::Tensor y) {
-    auto loss = [&](fx::Tensor a, fx::Tensor b, fx::Tensor c) {
-      fx::Tensor h = fx::tanh(fx::matmul(x, a) + b);
-      fx::Tensor d = fx::matmul(h, c) - y;
-      return fx::mean(d * d);
-    };
-    auto [l, g] = fx::value_and_grad(loss, {0, 1, 2})(w1, b1, w2);
-    fx::Tensor noise = fx::random::normal(fx::random::key(7), {4}, fx::f32, 0, 1e-3);
-    fx::Tensor halvings = fx::while_loop([](fx::Tensor v) { return fx::sum(fx::abs(v)) > 1e-3; },
-                                         [](fx::Tensor v) { return v * 0.5f; }, l);
-    fx::Tensor label = fx::argmax(fx::matmul(fx::tanh(fx::matmul(x, w1) + b1), w2), 1);
-    return std::vector<fx::Tensor>{w1 - 0.1f * g[0], b1 - 0.1f * g[1] + noise, w2 - 0.1f * g[2], l, halvings, label};
-  };
-  return fx::jit(step, fx::Backend::Cpu)
-      .lower(make(fx::f32, random_doubles(8 * 4, -1, 1, 1), {8, 4}), make(fx::f32, random_doubles(4, -1, 1, 2), {4}),
-             make(fx::f32, random_doubles(4 * 3, -1, 1, 3), {4, 3}),
-             make(fx::f32, random_doubles(64 * 8, -1, 1, 4), {64, 8}),
-             make(fx::f32, random_doubles(64 * 3, -1, 1, 5), {64, 3}));
-}
-
-std::vector<fx::Array> inputs_of(const fx::Compiled& c, uint32_t seed) {
-  std::vector<fx::Array> in;
-  for (const fx::TensorType& t : c.input_types())
-    in.push_back(make(t.dtype, random_doubles(t.numel(), -1, 1, seed++), t.shape));
-  return in;
-}
-
 class ArtifactTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    program_ = training_step();
+    program_ = training_step(fx::Backend::Cpu);
     path_ = temp_path("step.fxa");
     program_.save(path_, {{"w1", "b1", "w2", "x", "y"}, {"w1", "b1", "w2", "loss", "halvings", "label"}});
   }
@@ -245,18 +192,36 @@ TEST_F(ArtifactTest, AFailedSaveLeavesTheEarlierFileIntact) {
   EXPECT_EQ(read(path_), before);
 }
 
-TEST(ArtifactSave, OnlyCpuProgramsAndFittingNamesAreSaved) {
-  auto f = [](fx::Tensor x) { return x + 1.0f; };
-  fx::Array x = make(fx::f32, {1, 2, 3}, {3});
-  std::string p = temp_path("interp.fxa");
+// An interpreter program is saved as its IR alone: load refuses it by name, and load_or_compile
+// compiles it, without tracing, into the program that was saved.
+TEST(ArtifactSave, InterpreterProgramsSaveTheirIrForLoadOrCompile) {
+  auto f = [](fx::Tensor x, fx::Tensor w) { return fx::sum(fx::tanh(fx::matmul(x, w)), {1}); };
+  fx::Array x = make(fx::f32, random_doubles(6 * 5, -1, 1, 41), {6, 5}),
+            w = make(fx::f32, random_doubles(5 * 4, -1, 1, 42), {5, 4});
+  std::string p = temp_path("ir_only.fxa");
+  fx::Compiled c = fx::jit(f, fx::Backend::Interp).lower(x, w);
+  c.save(p);
   try {
-    fx::jit(f, fx::Backend::Interp).lower(x).save(p);
-    ADD_FAILURE() << "saved an interpreter program";
+    fx::load(p);
+    ADD_FAILURE() << "loaded a program without a compiled form";
   } catch (const fx::Error& e) {
-    EXPECT_NE(std::string(e.what()).find("programs compiled for the interp backend cannot be saved"), std::string::npos)
+    EXPECT_NE(std::string(e.what()).find("holds the IR of a program for the interp backend and no compiled form"),
+              std::string::npos)
         << e.what();
   }
-  fx::Compiled c = fx::jit(f, fx::Backend::Cpu).lower(x);
+  fx::reset_counters();
+  fx::Compiled again = fx::load_or_compile(p);
+  EXPECT_EQ(fx::counters().traces, 0u);
+  EXPECT_EQ(again.backend(), fx::Backend::Interp);
+  EXPECT_EQ(again.hash(), c.hash());
+  EXPECT_TRUE(bitwise_equal(again.run({x, w})[0], c.run({x, w})[0]));
+  std::filesystem::remove(p);
+}
+
+TEST(ArtifactSave, NamesMustFitTheProgram) {
+  fx::Compiled c =
+      fx::jit([](fx::Tensor x) { return x + 1.0f; }, fx::Backend::Cpu).lower(make(fx::f32, {1, 2, 3}, {3}));
+  std::string p = temp_path("names.fxa");
   EXPECT_THROW(c.save(p, {{"a", "b"}, {}}), fx::Error);
   EXPECT_THROW(c.save(p, {{"two\nlines"}, {}}), fx::Error);
   EXPECT_FALSE(std::filesystem::exists(p));

@@ -56,9 +56,11 @@ class Compiled {
   // produced it.
   uint64_t hash() const;
   // Writes the program, its IR and its compiled form to `path` (atomically: a failed write
-  // leaves any earlier file intact), for fluxion::load in this or another process, which
-  // then neither traces nor compiles. CPU programs only (docs/deploy.md); raises Error for
-  // another backend, for names that do not fit, or when the file cannot be written.
+  // leaves any earlier file intact), for fluxion::load in this or another process, which then
+  // neither traces nor compiles (docs/deploy.md): CPU programs as object code, Vulkan programs
+  // as SPIR-V and their recorded dispatches; an interpreter program as its IR alone, which
+  // load_or_compile compiles. Raises Error for names that do not fit, or when the file cannot
+  // be written.
   void save(const std::string& path, const SaveOptions& options = {}) const;
 
   explicit Compiled(std::shared_ptr<const detail::CompiledImpl> impl = nullptr);
@@ -68,10 +70,10 @@ class Compiled {
 };
 
 // Loads a program that Compiled::save wrote. Checks the file's format version, its checksum and
-// that its compiled form runs here (the CPU's instruction-set extensions, the runtime's helper
-// interface) and raises Error naming what does not match; it never runs code that does not fit.
-// With the full library, fluxion::load_or_compile (fluxion/jit.h) re-compiles such a program
-// from its IR instead.
+// that its compiled form runs here (the CPU's instruction-set extensions and the runtime's helper
+// interface; the Vulkan device's shader capabilities) and raises Error naming what does not
+// match, or that the file holds no compiled form; it never runs code that does not fit. With the
+// full library, fluxion::load_or_compile (fluxion/jit.h) compiles such a program from its IR.
 Compiled load(const std::string& path);
 
 }  // namespace fluxion

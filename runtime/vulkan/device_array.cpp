@@ -1,5 +1,5 @@
 // Host <-> device copies outside a program's command buffer (device_array.h).
-#include "backends/vulkan/device_array.h"
+#include "runtime/vulkan/device_array.h"
 
 #include <cstring>
 

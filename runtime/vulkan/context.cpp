@@ -1,5 +1,5 @@
 // Device discovery, selection and the process-wide context (docs/vulkan.md).
-#include "backends/vulkan/context.h"
+#include "runtime/vulkan/context.h"
 
 #include <algorithm>
 #include <cctype>
@@ -7,10 +7,10 @@
 #include <optional>
 #include <vector>
 
-#include "backends/disk_cache.h"
-#include "backends/vulkan/capabilities.h"
-#include "backends/vulkan/validation.h"
 #include "fluxion/error.h"
+#include "runtime/disk_cache.h"
+#include "runtime/vulkan/capabilities.h"
+#include "runtime/vulkan/validation.h"
 
 namespace fluxion::vulkan {
 namespace {
@@ -117,10 +117,12 @@ std::vector<Candidate> enumerate(VkInstance instance) {
     info.vendor = vendor_name(p.vendorID);
     info.type = type_name(p.deviceType);
     for (uint32_t h = 0; h < mp.memoryHeapCount; ++h) {
-      if (mp.memoryHeaps[h].flags & VK_MEMORY_HEAP_DEVICE_LOCAL_BIT) info.memory_bytes = std::max<uint64_t>(info.memory_bytes, mp.memoryHeaps[h].size);
+      if (mp.memoryHeaps[h].flags & VK_MEMORY_HEAP_DEVICE_LOCAL_BIT)
+        info.memory_bytes = std::max<uint64_t>(info.memory_bytes, mp.memoryHeaps[h].size);
     }
-    info.api_version = std::to_string(VK_API_VERSION_MAJOR(p.apiVersion)) + "." + std::to_string(VK_API_VERSION_MINOR(p.apiVersion)) +
-                       "." + std::to_string(VK_API_VERSION_PATCH(p.apiVersion));
+    info.api_version = std::to_string(VK_API_VERSION_MAJOR(p.apiVersion)) + "." +
+                       std::to_string(VK_API_VERSION_MINOR(p.apiVersion)) + "." +
+                       std::to_string(VK_API_VERSION_PATCH(p.apiVersion));
     describe_driver(devs[i], p, info);
     read_capabilities(devs[i], info);
     out.push_back({devs[i], info, p.deviceType});
@@ -129,8 +131,8 @@ std::vector<Candidate> enumerate(VkInstance instance) {
 }
 
 std::string pipeline_cache_key(const VkPhysicalDeviceProperties& p) {
-  std::string key = "fluxion-vkpipelinecache-1\n" + std::string(p.deviceName) + "\n" + std::to_string(p.vendorID) + ":" +
-                    std::to_string(p.deviceID) + ":" + std::to_string(p.driverVersion) + "\n";
+  std::string key = "fluxion-vkpipelinecache-1\n" + std::string(p.deviceName) + "\n" + std::to_string(p.vendorID) +
+                    ":" + std::to_string(p.deviceID) + ":" + std::to_string(p.driverVersion) + "\n";
   for (uint8_t b : p.pipelineCacheUUID) key += std::to_string(b) + ",";
   return key;
 }
@@ -166,12 +168,14 @@ int rank(VkPhysicalDeviceType t) {
 std::string describe(const std::vector<Candidate>& cs) {
   std::string s;
   for (const Candidate& c : cs) {
-    s += "\n  " + std::to_string(c.info.index) + ": " + c.info.name + " (" + c.info.type + (c.info.usable ? "" : ", not usable") + ")";
+    s += "\n  " + std::to_string(c.info.index) + ": " + c.info.name + " (" + c.info.type +
+         (c.info.usable ? "" : ", not usable") + ")";
   }
   return s.empty() ? " none" : s;
 }
 
-const Candidate& pick(const std::vector<Candidate>& cs, const std::optional<int>& index, const std::optional<std::string>& name) {
+const Candidate& pick(const std::vector<Candidate>& cs, const std::optional<int>& index,
+                      const std::optional<std::string>& name) {
   const char* env = std::getenv("FLUXION_VULKAN_DEVICE");
   std::optional<int> want_index = index;
   std::optional<std::string> want_name = name;
@@ -194,7 +198,8 @@ const Candidate& pick(const std::vector<Candidate>& cs, const std::optional<int>
   };
   if (want_index) {
     if (*want_index < 0 || *want_index >= static_cast<int>(cs.size())) {
-      detail::fail("vulkan", source + " asked for device index " + std::to_string(*want_index) + "; devices:" + describe(cs));
+      detail::fail("vulkan",
+                   source + " asked for device index " + std::to_string(*want_index) + "; devices:" + describe(cs));
     }
     return usable_or_fail(cs[static_cast<size_t>(*want_index)]);
   }
@@ -209,8 +214,10 @@ const Candidate& pick(const std::vector<Candidate>& cs, const std::optional<int>
     if (c.info.usable && (!best || rank(c.type) < rank(best->type))) best = &c;
   }
   if (!best) {
-    detail::fail("vulkan", "no usable Vulkan device: the Vulkan backend needs a Vulkan 1.2 device (a GPU driver, or Mesa's "
-                           "lavapipe from the package mesa-vulkan-drivers); devices:" + describe(cs));
+    detail::fail("vulkan",
+                 "no usable Vulkan device: the Vulkan backend needs a Vulkan 1.2 device (a GPU driver, or Mesa's "
+                 "lavapipe from the package mesa-vulkan-drivers); devices:" +
+                     describe(cs));
   }
   return *best;
 }
@@ -219,8 +226,9 @@ Context* open_context() {
   auto ctx = std::make_unique<Context>();
   ctx->instance = create_instance();
   if (!ctx->instance) {
-    detail::fail("vulkan", "no Vulkan driver: vkCreateInstance failed (install a GPU driver, or Mesa's lavapipe from the "
-                           "package mesa-vulkan-drivers)");
+    detail::fail("vulkan",
+                 "no Vulkan driver: vkCreateInstance failed (install a GPU driver, or Mesa's lavapipe from the "
+                 "package mesa-vulkan-drivers)");
   }
   std::vector<Candidate> cs = enumerate(ctx->instance);
   const Candidate& c = pick(cs, chosen_index, chosen_name);
@@ -235,7 +243,8 @@ Context* open_context() {
   ctx->shaders.int8_storage = caps.int8_storage;
   ctx->shaders.float64 = caps.float64;
   ctx->shaders.max_shared_bytes = caps.max_shared_memory_bytes;
-  auto fc = vk_struct<VkPhysicalDeviceFloatControlsProperties>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FLOAT_CONTROLS_PROPERTIES);
+  auto fc =
+      vk_struct<VkPhysicalDeviceFloatControlsProperties>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FLOAT_CONTROLS_PROPERTIES);
   auto p2f = vk_struct<VkPhysicalDeviceProperties2>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2);
   p2f.pNext = &fc;
   vkGetPhysicalDeviceProperties2(c.physical, &p2f);
@@ -327,6 +336,20 @@ Context& context() {
   return *opened;
 }
 
+bool available() {
+  static const bool usable = [] {
+    for (const VulkanDeviceInfo& d : vulkan_devices()) {
+      if (d.usable) return true;
+    }
+    return false;
+  }();
+  return usable;
+}
+
+int64_t loop_iteration_limit(const Context& ctx) {
+  return ctx.info.name.find("llvmpipe") != std::string::npos ? 60000 : 0;
+}
+
 }  // namespace fluxion::vulkan
 
 namespace fluxion {
@@ -342,8 +365,9 @@ std::vector<VulkanDeviceInfo> vulkan_devices() {
 static void choose(std::optional<int> index, std::optional<std::string> name) {
   std::lock_guard<std::mutex> lock(vulkan::choice_mu);
   if (vulkan::opened) {
-    detail::fail("select_vulkan_device", "the Vulkan backend already runs on device " + std::to_string(vulkan::opened->info.index) +
-                                             " (" + vulkan::opened->info.name + "); choose a device before its first use");
+    detail::fail("select_vulkan_device", "the Vulkan backend already runs on device " +
+                                             std::to_string(vulkan::opened->info.index) + " (" +
+                                             vulkan::opened->info.name + "); choose a device before its first use");
   }
   VkInstance instance = vulkan::create_instance();
   auto cs = vulkan::enumerate(instance);

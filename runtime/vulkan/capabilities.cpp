@@ -1,6 +1,6 @@
 // Reading a device's capabilities and narrowing them by the emulation variables (docs/vulkan.md,
 // "Capabilities").
-#include "backends/vulkan/capabilities.h"
+#include "runtime/vulkan/capabilities.h"
 
 #include <algorithm>
 #include <cstdlib>
@@ -8,9 +8,9 @@
 #include <string>
 #include <vector>
 
-#include "backends/vulkan/context.h"
-#include "backends/vulkan/glsl.h"
 #include "fluxion/error.h"
+#include "runtime/vulkan/context.h"
+#include "runtime/vulkan/shader_target.h"
 
 namespace fluxion::vulkan {
 namespace {

@@ -1,4 +1,4 @@
-#include "backends/disk_cache.h"
+#include "runtime/disk_cache.h"
 
 #include <unistd.h>
 
@@ -21,7 +21,8 @@ std::string file_for(const std::string& key) {
   std::string dir = disk_cache_dir();
   if (dir.empty()) return "";
   char name[40];
-  std::snprintf(name, sizeof name, "%016llx%016llx.o", static_cast<unsigned long long>(fnv1a(key, 14695981039346656037ull)),
+  std::snprintf(name, sizeof name, "%016llx%016llx.o",
+                static_cast<unsigned long long>(fnv1a(key, 14695981039346656037ull)),
                 static_cast<unsigned long long>(fnv1a(key, 0x9e3779b97f4a7c15ull)));
   return dir + "/" + name;
 }

@@ -1,5 +1,5 @@
 // The validation layer and its messenger (validation.h).
-#include "backends/vulkan/validation.h"
+#include "runtime/vulkan/validation.h"
 
 #include <cstdio>
 #include <cstdlib>
@@ -8,8 +8,8 @@
 #include <mutex>
 #include <vector>
 
-#include "backends/vulkan/context.h"
 #include "fluxion/error.h"
+#include "runtime/vulkan/context.h"
 
 namespace fluxion::vulkan {
 namespace {

@@ -9,10 +9,10 @@
 #include <mutex>
 #include <string>
 
-#include "backends/vulkan/block_descriptors.h"
-#include "backends/vulkan/glsl.h"
-#include "backends/vulkan/memory.h"
 #include "fluxion/vulkan.h"
+#include "runtime/vulkan/block_descriptors.h"
+#include "runtime/vulkan/memory.h"
+#include "runtime/vulkan/shader_target.h"
 
 namespace fluxion::vulkan {
 
@@ -40,7 +40,7 @@ struct Context {
   ShaderTarget shaders;
   double timestamp_period_ns = 1;
   uint32_t timestamp_bits = 0;  // of the compute queue; 0: no timestamps (no profiling)
-  std::mutex queue_mu;  // vkQueueSubmit needs the queue externally synchronised
+  std::mutex queue_mu;          // vkQueueSubmit needs the queue externally synchronised
   // One-time transfers outside programs (device_array.cpp), made on first use.
   std::mutex transfer_mu;
   VkCommandPool transfer_pool = VK_NULL_HANDLE;
@@ -56,5 +56,13 @@ struct Context {
 
 // The context, opening it on first use. Raises Error when no usable device exists.
 Context& context();
+
+// The device's cap on loop iterations per shader invocation, with a margin; 0: none. llvmpipe
+// (lavapipe's shader compiler) ends any invocation after 65535 loop iterations, loop entries
+// included, counted over all its loops together.
+int64_t loop_iteration_limit(const Context& ctx);
+
+// Whether a usable Vulkan device exists (probed once, without opening it).
+bool available();
 
 }  // namespace fluxion::vulkan

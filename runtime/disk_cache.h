@@ -1,7 +1,7 @@
 // The on-disk cache of compiled code (the CPU backend's object files, the Vulkan backend's
-// SPIR-V and pipeline cache), so a second run of a program starts without recompiling. Location: $FLUXION_CACHE_DIR, else $XDG_CACHE_HOME/fluxion, else
-// $HOME/.cache/fluxion. FLUXION_DISK_CACHE=0 turns it off. Entries are written atomically
-// (a temporary file renamed into place) and a damaged entry is ignored and recompiled.
+// SPIR-V and pipeline cache), so a second run of a program starts without recompiling. Location: $FLUXION_CACHE_DIR,
+// else $XDG_CACHE_HOME/fluxion, else $HOME/.cache/fluxion. FLUXION_DISK_CACHE=0 turns it off. Entries are written
+// atomically (a temporary file renamed into place) and a damaged entry is ignored and recompiled.
 #pragma once
 
 #include <string>

@@ -3,8 +3,8 @@
 // when the user reads them.
 #pragma once
 
-#include "backends/vulkan/context.h"
 #include "fluxion/array.h"
+#include "runtime/vulkan/context.h"
 
 namespace fluxion::vulkan {
 

@@ -1,16 +1,16 @@
 // Block sub-allocation: a kept range of the exact size first; else first fit over a coalesced
 // free list per block; else, with the kept ranges returned to their blocks, first fit again;
 // else a new block (64 MiB, or the request's size when larger).
-#include "backends/vulkan/memory.h"
+#include "runtime/vulkan/memory.h"
 
 #include <algorithm>
 #include <cstdlib>
 #include <string>
 
-#include "backends/vulkan/block_descriptors.h"
-#include "backends/vulkan/context.h"
 #include "fluxion/error.h"
 #include "runtime/counters.h"
+#include "runtime/vulkan/block_descriptors.h"
+#include "runtime/vulkan/context.h"
 
 namespace fluxion::vulkan {
 namespace {

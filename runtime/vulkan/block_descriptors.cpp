@@ -1,10 +1,10 @@
 // The descriptor array of the memory blocks (block_descriptors.h).
-#include "backends/vulkan/block_descriptors.h"
+#include "runtime/vulkan/block_descriptors.h"
 
 #include <string>
 
-#include "backends/vulkan/context.h"
 #include "fluxion/error.h"
+#include "runtime/vulkan/context.h"
 
 namespace fluxion::vulkan {
 

@@ -1,0 +1,68 @@
+// Runs the programs deploy_export saved, linked against the runtime-only library
+// (fluxion::runtime: no LLVM, no glslang, no SPIRV-Tools): W6's LSTM training step once, then
+// the MLP's training step for as many steps as deploy_export ran and its classifier; each
+// result is checked bitwise against the one deploy_export computed in its own process.
+//
+//   deploy_run [DIR]
+#include <fluxion/compiled.h>
+#include <fluxion/error.h>
+#include <fluxion/runtime.h>
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+
+#include "arrays_file.h"
+#include "mlp.h"
+
+namespace fx = fluxion;
+
+namespace {
+
+double ms_since(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t).count();
+}
+
+int run(const std::string& dir) {
+  auto start = std::chrono::steady_clock::now();
+  fx::Compiled lstm = fx::load(dir + "/lstm_step.fxa");
+  double loaded_ms = ms_since(start);
+  std::map<std::string, fx::Array> expected = deploy::read_arrays(dir + "/expected.bin");
+  std::vector<fx::Array> in;
+  for (size_t i = 0; i < lstm.input_types().size(); ++i) in.push_back(expected.at("lstm_in" + std::to_string(i)));
+  auto call = std::chrono::steady_clock::now();
+  std::vector<fx::Array> out = lstm.run(in);
+  double first_ms = ms_since(call), total_ms = ms_since(start);
+  call = std::chrono::steady_clock::now();
+  lstm.run(in);
+  double second_ms = ms_since(call);
+  bool same = true;
+  for (size_t i = 0; i < out.size(); ++i)
+    same = same && deploy::bitwise_equal(out[i], expected.at("lstm_out" + std::to_string(i)));
+  fx::RuntimeCounters c = fx::counters();
+  std::printf(
+      "W6 LSTM step: loaded in %.2f ms, first call %.2f ms, first result %.2f ms after start (second call %.2f ms); "
+      "traces %llu, compiles %llu; bitwise equal to the exporting process: %s\n",
+      loaded_ms, first_ms, total_ms, second_ms, static_cast<unsigned long long>(c.traces),
+      static_cast<unsigned long long>(c.compiles), same ? "yes" : "NO");
+
+  fx::Compiled step = fx::load(dir + "/mlp_step.fxa"), classify = fx::load(dir + "/mlp_classify.fxa");
+  std::map<std::string, fx::Array> data = deploy::read_arrays(dir + "/mlp_data.bin");
+  auto steps = static_cast<int64_t>(expected.at("steps").to_doubles()[0]);
+  float loss = deploy::train(step, data, 0, steps);
+  for (const std::string& p : deploy::kParameters) same = same && deploy::bitwise_equal(data.at(p), expected.at(p));
+  std::printf("MLP: %lld steps: loss %.6f, test accuracy %.4f; parameters bitwise equal to the exporting process: %s\n",
+              static_cast<long long>(steps), loss, deploy::accuracy(classify, data), same ? "yes" : "NO");
+  return same && fx::counters().traces == 0 && fx::counters().compiles == 0 ? 0 : 1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    return run(argc > 1 ? argv[1] : "deploy");
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "deploy_run: error: %s\n", e.what());
+    return 1;
+  }
+}

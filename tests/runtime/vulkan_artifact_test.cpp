@@ -1,0 +1,114 @@
+// Exported Vulkan programs: the SPIR-V and the recorded dispatches a file holds run on the device
+// bitwise like the program compiled in this process, with no shader compiled; a device whose
+// shader capabilities differ is refused by name, and load_or_compile compiles the IR instead.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include "common/artifact_programs.h"
+#include "fluxion/error.h"
+#include "runtime/artifact.h"
+
+namespace fx = fluxion;
+using namespace fluxion::testing;
+
+namespace {
+
+class VulkanArtifact : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto backends = fx::available_backends();
+    if (std::find(backends.begin(), backends.end(), fx::Backend::Vulkan) == backends.end())
+      GTEST_SKIP() << "no Vulkan device";
+  }
+};
+
+void expect_same_results(const fx::Compiled& a, const fx::Compiled& b, uint32_t seed) {
+  std::vector<fx::Array> in = inputs_of(a, seed);
+  std::vector<fx::Array> got = b.run(in), want = a.run(in);
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t k = 0; k < want.size(); ++k) EXPECT_TRUE(bitwise_equal(got[k], want[k])) << "result " << k;
+}
+
+TEST_F(VulkanArtifact, LoadedProgramReplaysTheRecordingBitwise) {
+  fx::Compiled c = training_step(fx::Backend::Vulkan);
+  std::string p = temp_path("vulkan_step.fxa");
+  c.save(p);
+  fx::reset_counters();
+  fx::Compiled loaded = fx::load(p);
+  EXPECT_EQ(loaded.backend(), fx::Backend::Vulkan);
+  EXPECT_EQ(loaded.kernels(), c.kernels());
+  expect_same_results(c, loaded, 51);
+  fx::RuntimeCounters n = fx::counters();
+  EXPECT_EQ(n.traces, 0u);
+  EXPECT_EQ(n.compiles, 0u);
+  EXPECT_EQ(n.loads, 1u);
+  std::string again = temp_path("vulkan_step_again.fxa");
+  loaded.save(again);
+  EXPECT_EQ(read(again), read(p));
+  std::filesystem::remove(p);
+  std::filesystem::remove(again);
+}
+
+// A scan run as one loop kernel, and an unbounded while loop whose recorded iterations the
+// exporting program grew to what its call needed: the loaded program replays both.
+TEST_F(VulkanArtifact, LoopsRunFromTheRecording) {
+  auto f = [](fx::Tensor x, fx::Tensor w) {
+    auto [h, ys] = fx::scan(
+        [&](fx::Tensor c, fx::Tensor xi) {
+          fx::Tensor n = fx::tanh(fx::matmul(w, c) + xi);
+          return std::make_pair(n, n);
+        },
+        fx::zeros({4}), x);
+    fx::Tensor halvings = fx::while_loop([](fx::Tensor v) { return fx::sum(fx::abs(v)) > 1e-6; },
+                                         [](fx::Tensor v) { return v * 0.5f; }, fx::sum(ys * ys) + 1e3f);
+    return std::vector<fx::Tensor>{h, ys, halvings};
+  };
+  fx::Compiled c = fx::jit(f, fx::Backend::Vulkan)
+                       .lower(make(fx::f32, random_doubles(12 * 4, -1, 1, 61), {12, 4}),
+                              make(fx::f32, random_doubles(16, -1, 1, 62), {4, 4}));
+  std::vector<fx::Array> in = inputs_of(c, 63);
+  c.run(in);  // the while loop needs more than its first recorded iterations: recorded again
+  std::string p = temp_path("vulkan_loops.fxa");
+  c.save(p);
+  fx::Compiled loaded = fx::load(p);
+  std::vector<fx::Array> got = loaded.run(in), want = c.run(in);
+  for (size_t k = 0; k < want.size(); ++k) EXPECT_TRUE(bitwise_equal(got[k], want[k])) << "result " << k;
+  std::filesystem::remove(p);
+}
+
+TEST_F(VulkanArtifact, ADeviceWithOtherShaderCapabilitiesIsRefused) {
+  fx::Compiled c = training_step(fx::Backend::Vulkan);
+  std::string p = temp_path("vulkan_other.fxa");
+  c.save(p);
+  fx::runtime::Artifact a = fx::runtime::decode_artifact(read(p), p);
+  a.vulkan.target.descriptor_slots += 7;
+  write(p, fx::runtime::encode_artifact(a));
+  try {
+    fx::load(p);
+    ADD_FAILURE() << "loaded shaders for another way of addressing memory";
+  } catch (const fx::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("memory addressed through the same number of descriptors"), std::string::npos)
+        << e.what();
+  }
+  expect_same_results(c, fx::load_or_compile(p), 71);
+  std::filesystem::remove(p);
+}
+
+TEST_F(VulkanArtifact, ADamagedRecordingIsRefused) {
+  fx::Compiled c = training_step(fx::Backend::Vulkan);
+  std::string p = temp_path("vulkan_damaged.fxa");
+  c.save(p);
+  fx::runtime::Artifact a = fx::runtime::decode_artifact(read(p), p);
+  a.vulkan.dispatch_shaders[0] = static_cast<uint32_t>(a.vulkan.shaders.size());
+  write(p, fx::runtime::encode_artifact(a));
+  try {
+    fx::load(p);
+    ADD_FAILURE() << "loaded a dispatch of a shader that does not exist";
+  } catch (const fx::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("a dispatch names shader"), std::string::npos) << e.what();
+  }
+  std::filesystem::remove(p);
+}
+
+}  // namespace
