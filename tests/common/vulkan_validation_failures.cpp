@@ -4,7 +4,7 @@
 
 #include <string>
 
-#include "backends/vulkan/validation.h"
+#include "runtime/vulkan/validation.h"
 #include "common/vulkan_validation.h"
 
 namespace fluxion::testing {

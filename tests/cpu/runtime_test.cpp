@@ -12,7 +12,7 @@
 #include <new>
 #include <thread>
 
-#include "backends/disk_cache.h"
+#include "runtime/disk_cache.h"
 #include "backends/cpu/executable.h"
 #include "common/test_util.h"
 #include "cpu/lstm_cell.h"
