@@ -1,10 +1,13 @@
 // The differential fuzzer's oracle: a program from generator.h must give the same values on
-// every backend as on the reference interpreter, and its reverse-mode gradient and forward-mode
-// derivative on every backend must match central finite differences of the interpreter's
-// values (all in f64); vmapped, it must equal a loop of single calls. A failing program is shrunk to its shortest
-// failing prefix of steps and reported with its IR text, which replay() runs again on every backend.
+// every backend as on the reference interpreter (exactly, for its i32 and bool values), and its
+// reverse-mode gradient and forward-mode derivative with respect to its float inputs, on every
+// backend, must match central finite differences of the interpreter's values (all in f64);
+// vmapped, it must equal a loop of single calls. A failing program is shrunk (its shortest
+// failing prefix of steps, then operand by operand) and reported with its IR text, which
+// replay() runs again on every backend.
 #pragma once
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -18,17 +21,25 @@ std::string check(const Spec& spec, const std::vector<Backend>& backends);
 // on every backend, equal to a loop of single calls on the interpreter, with the gradient of the
 // examples' summed loss matching finite differences. "" when every check passes.
 std::string check_vmap(const Spec& spec, const std::vector<Backend>& backends);
-// The shortest prefix of spec's steps that still fails (spec itself when none shorter does).
-// `check` is check or check_vmap.
-using Check = std::string (*)(const Spec&, const std::vector<Backend>&);
-Spec shrink(const Spec& spec, const std::vector<Backend>& backends, Check check);
+
+// check, check_vmap, or (in the shrinker's test) a stand-in.
+using Check = std::function<std::string(const Spec&, const std::vector<Backend>&)>;
+// What makes two failures alike for shrinking: which check failed, on which backend (a result,
+// a gradient, the jvp; for an exception, the op its message names), without the numbers, which
+// change as the program shrinks.
+std::string failure_kind(const std::string& failure);
+// `spec` made smaller while it still fails alike: its shortest failing prefix of steps, then
+// simplifications() (a step replaced by one of its operands or taken out, an operand replaced
+// by an earlier value of its type or a constant), each kept when the failure persists, until
+// none is. `spec` itself when it passes.
+Spec shrink(const Spec& spec, const std::vector<Backend>& backends, const Check& check);
 // What a failure prints: seed, steps, the failure, and the IR text of the program with its
 // gradient (value_and_grad, as traced), to paste into a regression test.
 std::string report(const Spec& spec, const std::string& failure);
-// The IR text of `spec`'s value_and_grad program.
+// The IR text of `spec`'s value_and_grad program (its parameters are spec's inputs, in order).
 std::string gradient_ir(const Spec& spec);
-// Runs IR text (a program over f64 inputs) on every backend with inputs from `input_seed`, and
-// compares every result with the interpreter's; "" when all agree.
+// Runs IR text on every backend with inputs from `input_seed` (make_inputs of its parameters'
+// types), and compares every result with the interpreter's; "" when all agree.
 std::string replay(const std::string& ir_text, uint64_t input_seed, const std::vector<Backend>& backends);
 
 }  // namespace fluxion::difffuzz

@@ -1,47 +1,78 @@
 // fluxion_difffuzz: the differential fuzzer for longer campaigns than the test suite's fixed
-// seed range (docs/reliability.md). Checks programs first..first+count-1 on every backend, alone
-// and vmapped, and prints each failure shrunk, with its IR text; exits 1 when any failed.
-//   fluxion_difffuzz [--first N] [--count N] [--max-steps N] [--print 1]
+// seed range (docs/reliability.md; `make fuzz-long` runs 10,000 programs). Checks programs
+// first..first+count-1 on every backend, alone and vmapped, prints each failure shrunk, with its
+// IR text, a progress line every --progress programs and a summary line at the end; exits 1
+// when any failed.
+//   fluxion_difffuzz [--first N] [--count N] [--max-steps N] [--progress N] [--print 1]
 // --print 1 prints each program before checking it (for a program that crashes the process).
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
 
 #include "difffuzz/check.h"
 
-int main(int argc, char** argv) {
-  namespace df = fluxion::difffuzz;
+namespace {
+
+struct Options {
   uint64_t first = 1000, count = 1000;
   int max_steps = 8, print = 0;
+  uint64_t progress = 100;
+};
+
+bool parse(int argc, char** argv, Options& o) {
+  if (argc % 2 == 0) return false;
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string a = argv[i];
-    if (a == "--first") first = std::stoull(argv[i + 1]);
-    else if (a == "--count") count = std::stoull(argv[i + 1]);
-    else if (a == "--max-steps") max_steps = std::atoi(argv[i + 1]);
-    else if (a == "--print") print = std::atoi(argv[i + 1]);
-    else {
-      std::fprintf(stderr, "usage: fluxion_difffuzz [--first N] [--count N] [--max-steps N] [--print 1]\n");
-      return 2;
-    }
+    if (a == "--first") o.first = std::stoull(argv[i + 1]);
+    else if (a == "--count") o.count = std::stoull(argv[i + 1]);
+    else if (a == "--max-steps") o.max_steps = std::atoi(argv[i + 1]);
+    else if (a == "--progress") o.progress = std::stoull(argv[i + 1]);
+    else if (a == "--print") o.print = std::atoi(argv[i + 1]);
+    else return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  namespace df = fluxion::difffuzz;
+  Options o;
+  if (!parse(argc, argv, o)) {
+    std::fprintf(stderr,
+                 "usage: fluxion_difffuzz [--first N] [--count N] [--max-steps N] [--progress N] [--print 1]\n");
+    return 2;
   }
   std::vector<fluxion::Backend> backends;
   for (fluxion::Backend b : fluxion::available_backends())
     if (b != fluxion::Backend::Interp) backends.push_back(b);
+  auto start = std::chrono::steady_clock::now();
+  auto summary = [&](uint64_t run, int failed) {
+    double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    std::printf("difffuzz: %llu programs, %d failures, %.0f s\n", static_cast<unsigned long long>(run), failed,
+                seconds);
+    std::fflush(stdout);
+  };
   int failed = 0;
-  for (uint64_t seed = first; seed < first + count; ++seed) {
-    df::Spec spec = df::generate(seed, max_steps);
-    if (print) {
+  for (uint64_t run = 1; run <= o.count; ++run) {
+    uint64_t seed = o.first + run - 1;
+    df::Spec spec = df::generate(seed, o.max_steps);
+    if (o.print) {
       std::printf("seed %llu:\n%s", static_cast<unsigned long long>(seed), spec.describe().c_str());
       std::fflush(stdout);
     }
+    bool program_failed = false;
     for (df::Check check : {df::check, df::check_vmap}) {
       if (check(spec, backends).empty()) continue;
-      ++failed;
+      program_failed = true;
       df::Spec small = df::shrink(spec, backends, check);
       std::printf("%s\n", df::report(small, check(small, backends)).c_str());
       std::fflush(stdout);
     }
+    failed += program_failed;
+    if (o.progress && run % o.progress == 0 && run < o.count) summary(run, failed);
   }
-  std::printf("difffuzz: %llu programs, %d failed\n", static_cast<unsigned long long>(count), failed);
+  summary(o.count, failed);
   return failed ? 1 : 0;
 }
