@@ -254,9 +254,12 @@ class Linker {
       case R_X86_64_GOTPCREL:
       case R_X86_64_GOTPCRELX:
       case R_X86_64_REX_GOTPCRELX: return write32(place, static_cast<int64_t>(got + a - p), names_[sym]);
-      case R_X86_64_32:
+      case R_X86_64_32: {
         if (sv + a > UINT32_MAX) bad("symbol '" + names_[sym] + "' lies above 4 GiB");
-        return write32(place, static_cast<int64_t>(sv + a), names_[sym]);
+        auto v32 = static_cast<uint32_t>(sv + a);
+        std::memcpy(place, &v32, 4);
+        return;
+      }
       case R_X86_64_32S: return write32(place, static_cast<int64_t>(sv + a), names_[sym]);
       default: bad("relocation type " + std::to_string(type) + " is not supported");
     }
@@ -284,8 +287,11 @@ class Linker {
     std::map<std::string, void*> out;
     for (size_t i = 1; i < symbols_.size(); ++i) {
       const Elf64_Sym& s = symbols_[i];
-      if (s.st_shndx != SHN_UNDEF && ELF64_ST_BIND(s.st_info) == STB_GLOBAL && !names_[i].empty()) {
-        out[names_[i]] = reinterpret_cast<void*>(addresses_[i]);
+      // Entry points and data the caller looks up live in sections (absolute symbols are not
+      // addresses of the object).
+      bool in_section = s.st_shndx < sections_.size() && sections_[s.st_shndx].mapped;
+      if (in_section && ELF64_ST_BIND(s.st_info) == STB_GLOBAL && !names_[i].empty()) {
+        out[names_[i]] = base_ + sections_[s.st_shndx].offset + s.st_value;
       }
     }
     return out;

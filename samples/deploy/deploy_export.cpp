@@ -2,7 +2,7 @@
 // MLP's training step and its classifier, and W6's LSTM training step; writes their data and,
 // from the same steps run here, the results deploy_run must reproduce bitwise.
 //
-//   deploy_export [--out DIR] [--limit N] [--steps K]
+//   deploy_export [--out DIR] [--limit N] [--steps K] [--backend cpu|vulkan]
 #include <fluxion/fluxion.h>
 
 #include <chrono>
@@ -60,21 +60,24 @@ Tensor mlp_classify(const std::vector<Tensor>& p, const Tensor& x) {
 
 // Flat signatures for save: the parameters, then the other inputs.
 fx::Compiled lower_flat(const std::function<std::vector<Tensor>(const std::vector<Tensor>&)>& f,
-                        const std::vector<Array>& example) {
+                        const std::vector<Array>& example, fx::Backend backend) {
   std::vector<fx::TensorType> types;
   for (const Array& a : example) types.push_back(a.type());
-  return fx::compile_flat(f, types, fx::Backend::Cpu);
+  return fx::compile_flat(f, types, backend);
 }
 
 int run(int argc, char** argv) {
   auto start = std::chrono::steady_clock::now();
   std::string out = "deploy";
+  std::string backend_name = "cpu";
   int64_t limit = 4096, steps = 64;
   samples::Cli cli("deploy_export", "Compiles and saves the programs deploy_run runs without the compiler.");
   cli.add("--out", &out, "the directory to write the programs and data to");
   cli.add("--limit", &limit, "training images");
   cli.add("--steps", &steps, "training steps to run here, which deploy_run reproduces");
+  cli.add_choice("--backend", &backend_name, {"cpu", "vulkan"}, "the backend the MLP's programs are compiled for");
   cli.parse(argc, argv);
+  fx::Backend backend = backend_name == "vulkan" ? fx::Backend::Vulkan : fx::Backend::Cpu;
   std::filesystem::create_directories(out);
   std::mt19937 rng(1234);
   std::map<std::string, Array> data;
@@ -94,14 +97,14 @@ int run(int argc, char** argv) {
       [](const std::vector<Tensor>& a) {
         return mlp_step({a[0], a[1], a[2], a[3]}, a[4], a[5], a[6]);
       },
-      step_args);
+      step_args, backend);
   auto classify_args = params;
   classify_args.push_back(data["test_x"]);
   fx::Compiled classify = lower_flat(
       [](const std::vector<Tensor>& a) {
         return std::vector<Tensor>{mlp_classify({a[0], a[1], a[2], a[3]}, a[4])};
       },
-      classify_args);
+      classify_args, backend);
   step.save(out + "/mlp_step.fxa", {{"w1", "b1", "w2", "b2", "x", "y", "rate"}, {"w1", "b1", "w2", "b2", "loss"}});
   classify.save(out + "/mlp_classify.fxa", {{"w1", "b1", "w2", "b2", "x"}, {"label"}});
   deploy::write_arrays(out + "/mlp_data.bin", data);
@@ -132,7 +135,7 @@ int run(int argc, char** argv) {
         next.push_back(loss);
         return next;
       },
-      lstm);
+      lstm, fx::Backend::Cpu);
   lstm_step.save(out + "/lstm_step.fxa");
   std::vector<Array> lstm_out = lstm_step.run(lstm);
   for (size_t i = 0; i < lstm.size(); ++i) expected["lstm_in" + std::to_string(i)] = lstm[i];

@@ -51,8 +51,10 @@ int run(const std::string& dir) {
   auto steps = static_cast<int64_t>(expected.at("steps").to_doubles()[0]);
   float loss = deploy::train(step, data, 0, steps);
   for (const std::string& p : deploy::kParameters) same = same && deploy::bitwise_equal(data.at(p), expected.at(p));
-  std::printf("MLP: %lld steps: loss %.6f, test accuracy %.4f; parameters bitwise equal to the exporting process: %s\n",
-              static_cast<long long>(steps), loss, deploy::accuracy(classify, data), same ? "yes" : "NO");
+  std::printf(
+      "MLP on %s: %lld steps: loss %.6f, test accuracy %.4f; parameters bitwise equal to the exporting process: %s\n",
+      fx::backend_name(step.backend()), static_cast<long long>(steps), loss, deploy::accuracy(classify, data),
+      same ? "yes" : "NO");
   return same && fx::counters().traces == 0 && fx::counters().compiles == 0 ? 0 : 1;
 }
 

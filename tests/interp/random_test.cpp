@@ -5,7 +5,7 @@
 #include <numbers>
 
 #include "interp/program_builder.h"
-#include "jit/eval/philox.h"
+#include "runtime/philox.h"
 
 using namespace interp_test;
 namespace philox = fluxion::philox;
@@ -102,7 +102,8 @@ TEST(InterpRandom, FoldDerivesANewKey) {
     Array folded = run_op(Op::RngFold, {key, Array::scalar(data)});
     EXPECT_EQ(folded.type(), (TensorType{DType::i32, {2}}));
     philox::Counter w = philox::philox4x32_10({static_cast<uint32_t>(data), 0, 1, 0}, k);
-    EXPECT_EQ(folded.to_vector<int32_t>(), (std::vector<int32_t>{static_cast<int32_t>(w[0]), static_cast<int32_t>(w[1])}))
+    EXPECT_EQ(folded.to_vector<int32_t>(),
+              (std::vector<int32_t>{static_cast<int32_t>(w[0]), static_cast<int32_t>(w[1])}))
         << data;
   }
   EXPECT_NE(run_op(Op::RngFold, {key, Array::scalar(int32_t{0})}).to_vector<int32_t>(),

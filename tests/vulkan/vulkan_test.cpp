@@ -13,14 +13,14 @@
 #include <fstream>
 #include <iterator>
 
-#include "backends/vulkan/context.h"
 #include "backends/vulkan/shader.h"
-#include "backends/vulkan/validation.h"
 #include "common/kernel_listing.h"
 #include "common/scoped_env.h"
 #include "common/test_util.h"
 #include "common/vulkan_validation.h"
 #include "cpu/lstm_cell.h"
+#include "runtime/vulkan/context.h"
+#include "runtime/vulkan/validation.h"
 #include "vulkan/require_vulkan.h"
 
 namespace fx = fluxion;
@@ -45,7 +45,8 @@ void expect_close(const Array& got, const Array& want, double tol) {
 // The value and gradients `v`, `g` that Vulkan computed for value_and_grad(f, wrt) against the
 // CPU backend's on the same arguments.
 template <class F, class... Args>
-void expect_grad_matches_cpu(const Array& v, const std::vector<Array>& g, F f, std::vector<int> wrt, const Args&... args) {
+void expect_grad_matches_cpu(const Array& v, const std::vector<Array>& g, F f, std::vector<int> wrt,
+                             const Args&... args) {
   auto [cv, cg] = fx::jit(fx::value_and_grad(f, wrt), fx::Backend::Cpu)(args...);
   expect_close(v, cv, 1e-4);
   ASSERT_EQ(g.size(), cg.size());
@@ -61,7 +62,8 @@ bool loop_kernels() {
 
 // W7's shape: a tiny tanh network applied in a loop, its state fed back.
 Tensor small_loop(Tensor W1, Tensor W2, Tensor x, int64_t steps) {
-  Tensor y = fx::fori_loop(0, steps, [&](Tensor, Tensor s) { return fx::matmul(W2, fx::tanh(fx::matmul(W1, s))) * 0.5 + x; }, x);
+  Tensor y = fx::fori_loop(
+      0, steps, [&](Tensor, Tensor s) { return fx::matmul(W2, fx::tanh(fx::matmul(W1, s))) * 0.5 + x; }, x);
   return fx::sum(y * y);
 }
 
@@ -109,10 +111,12 @@ TEST(Vulkan, W7ForwardAndGradientMatchCpuInOneSubmission) {
   if (!loop_kernels()) GTEST_SKIP() << "8000 unrolled iterations: covered with loop kernels on";
   // Workload W7 (docs/performance.md): 8000 steps of s = sigmoid(softplus(w2) . sigmoid(s * softplus(w1))) + noise[i].
   auto w7 = [](Tensor w1, Tensor w2, Tensor noise) {
-    auto [s, ys] = fx::scan([&](Tensor s, Tensor n) {
-      Tensor next = fx::sigmoid(fx::sum(fx::softplus(w2) * fx::sigmoid(s * fx::softplus(w1)))) + n;
-      return std::make_pair(next, next);
-    }, fx::zeros({}), noise);
+    auto [s, ys] = fx::scan(
+        [&](Tensor s, Tensor n) {
+          Tensor next = fx::sigmoid(fx::sum(fx::softplus(w2) * fx::sigmoid(s * fx::softplus(w1)))) + n;
+          return std::make_pair(next, next);
+        },
+        fx::zeros({}), noise);
     return s;
   };
   Array w1 = uniform({12}, -1, 1, 12), w2 = uniform({12}, -1, 1, 13), noise = uniform({8000}, -0.01, 0.01, 14);
@@ -178,7 +182,8 @@ TEST(Vulkan, ResultsStayOnTheDeviceBetweenCalls) {
   // Training steps called one by one: parameters go from one call's results to the next call's
   // inputs without leaving device memory; only what is read comes back.
   auto step = [](Tensor w, Tensor x) {
-    auto [loss, g] = fx::value_and_grad([&](Tensor v) { return fx::sum(fx::tanh(fx::matmul(x, v)) * fx::tanh(fx::matmul(x, v))); }, {0})(w);
+    auto [loss, g] = fx::value_and_grad(
+        [&](Tensor v) { return fx::sum(fx::tanh(fx::matmul(x, v)) * fx::tanh(fx::matmul(x, v))); }, {0})(w);
     return std::make_pair(loss, w - g[0] * 0.1);
   };
   Array w0 = uniform({6, 3}, -0.5, 0.5, 17), x = uniform({5, 6}, -1, 1, 18);
@@ -210,19 +215,25 @@ TEST(Vulkan, LstmTrainingScanIsOneSubmission) {
   // 50 steps of SGD on one sequence, each step the gradient of an LSTM over the sequence.
   auto train = [&](Tensor Wx, Tensor Wh, Tensor b, Tensor xs) {
     auto loss = [&](Tensor wx, Tensor wh, Tensor bb) {
-      auto [hc, hs] = fx::scan([&](std::pair<Tensor, Tensor> s, Tensor x) {
-        auto [h, c] = lstm_cell(wx, wh, bb, x, s.first, s.second);
-        return std::make_pair(std::make_pair(h, c), h);
-      }, std::make_pair(fx::zeros({H, B}), fx::zeros({H, B})), xs);
+      auto [hc, hs] = fx::scan(
+          [&](std::pair<Tensor, Tensor> s, Tensor x) {
+            auto [h, c] = lstm_cell(wx, wh, bb, x, s.first, s.second);
+            return std::make_pair(std::make_pair(h, c), h);
+          },
+          std::make_pair(fx::zeros({H, B}), fx::zeros({H, B})), xs);
       return fx::mean(hs * hs);
     };
-    auto params = fx::fori_loop(0, 5, [&](Tensor, std::vector<Tensor> p) {
-      auto [l, g] = fx::value_and_grad(loss, {0, 1, 2})(p[0], p[1], p[2]);
-      return std::vector<Tensor>{p[0] - g[0] * 0.5, p[1] - g[1] * 0.5, p[2] - g[2] * 0.5};
-    }, std::vector<Tensor>{Wx, Wh, b});
+    auto params = fx::fori_loop(
+        0, 5,
+        [&](Tensor, std::vector<Tensor> p) {
+          auto [l, g] = fx::value_and_grad(loss, {0, 1, 2})(p[0], p[1], p[2]);
+          return std::vector<Tensor>{p[0] - g[0] * 0.5, p[1] - g[1] * 0.5, p[2] - g[2] * 0.5};
+        },
+        std::vector<Tensor>{Wx, Wh, b});
     return params[0];
   };
-  Array Wx = uniform({4 * H, In}, -0.3, 0.3, 4), Wh = uniform({4 * H, H}, -0.3, 0.3, 5), b = uniform({4 * H, 1}, -0.1, 0.1, 6);
+  Array Wx = uniform({4 * H, In}, -0.3, 0.3, 4), Wh = uniform({4 * H, H}, -0.3, 0.3, 5),
+        b = uniform({4 * H, 1}, -0.1, 0.1, 6);
   Array xs = uniform({T, In, B}, -1, 1, 7);
   auto vk = fx::jit(train, fx::Backend::Vulkan);
   vk(Wx, Wh, b, xs);
@@ -237,7 +248,8 @@ TEST(Vulkan, DataDependentWhileLoopIsOneSubmission) {
   REQUIRE_VULKAN();
   // Newton's iteration for sqrt(a): the trip count depends on the data.
   auto f = [](Tensor a) {
-    return fx::while_loop([&](Tensor x) { return fx::max(fx::abs(x * x - a)) > 1e-5; }, [&](Tensor x) { return (x + a / x) * 0.5; }, a);
+    return fx::while_loop([&](Tensor x) { return fx::max(fx::abs(x * x - a)) > 1e-5; },
+                          [&](Tensor x) { return (x + a / x) * 0.5; }, a);
   };
   Array a(std::vector<float>{2.f, 9.f, 0.25f}, {3});
   auto vk = fx::jit(f, fx::Backend::Vulkan);
@@ -267,7 +279,9 @@ TEST(Vulkan, LongUnboundedWhileLoopRecordsMoreIterations) {
 
 TEST(Vulkan, WhileLoopPastMaxItersRaises) {
   REQUIRE_VULKAN();
-  auto f = [](Tensor n) { return fx::while_loop([](Tensor c) { return c < 100; }, [](Tensor c) { return c + 1; }, n, 10); };
+  auto f = [](Tensor n) {
+    return fx::while_loop([](Tensor c) { return c < 100; }, [](Tensor c) { return c + 1; }, n, 10);
+  };
   Array n(std::vector<int32_t>{0}, {});
   try {
     fx::jit(f, fx::Backend::Vulkan)(n);
@@ -285,7 +299,8 @@ TEST(Vulkan, ConvNetMatchesCpu) {
     Tensor z = fx::conv2d(h, w2);
     return fx::sum(fx::tanh(z));
   };
-  Array w1 = uniform({4, 2, 3, 3}, -0.5, 0.5, 8), w2 = uniform({3, 4, 2, 2}, -0.5, 0.5, 9), x = uniform({2, 2, 8, 8}, -1, 1, 10);
+  Array w1 = uniform({4, 2, 3, 3}, -0.5, 0.5, 8), w2 = uniform({3, 4, 2, 2}, -0.5, 0.5, 9),
+        x = uniform({2, 2, 8, 8}, -1, 1, 10);
   auto compiled = fx::jit(fx::value_and_grad(net, {0, 1}), fx::Backend::Vulkan);
   std::string listing = compiled.lower(w1, w2, x).kernels();
   // LeNet-like channel counts: every convolution one output element per invocation.
@@ -303,7 +318,8 @@ TEST(Vulkan, WideConvolutionsMatchCpu) {
   // Channel counts that make the tiled product pay: 16 -> 16 channels (forward and input
   // gradient tiled) and 64 -> 16 (weight gradient tiled).
   auto net = [](Tensor w1, Tensor w2, Tensor x1, Tensor x2) {
-    return fx::sum(fx::tanh(fx::conv2d(x1, w1, {.padding = {1}}))) + fx::sum(fx::tanh(fx::conv2d(x2, w2, {.padding = {1}})));
+    return fx::sum(fx::tanh(fx::conv2d(x1, w1, {.padding = {1}}))) +
+           fx::sum(fx::tanh(fx::conv2d(x2, w2, {.padding = {1}})));
   };
   Array w1 = uniform({16, 16, 3, 3}, -0.2, 0.2, 19), w2 = uniform({16, 64, 3, 3}, -0.1, 0.1, 20);
   Array x1 = uniform({2, 16, 16, 16}, -1, 1, 21), x2 = uniform({2, 64, 8, 8}, -1, 1, 22);
@@ -374,7 +390,8 @@ TEST(Vulkan, SpirvComesFromTheDiskCacheOnASecondCompile) {
 TEST(Vulkan, ValidatorRejectsBrokenSpirv) {
   std::vector<uint32_t> garbage{0x07230203u, 0x00010500u, 0, 10, 0, 0xdeadbeefu};
   EXPECT_FALSE(fx::vulkan::validate_spirv(garbage).empty());
-  std::vector<uint32_t> ok = fx::vulkan::compile_glsl("#version 460\nlayout(local_size_x = 1) in;\nvoid main() {}\n", "empty");
+  std::vector<uint32_t> ok =
+      fx::vulkan::compile_glsl("#version 460\nlayout(local_size_x = 1) in;\nvoid main() {}\n", "empty");
   EXPECT_EQ(fx::vulkan::validate_spirv(ok), "");
 }
 
