@@ -16,6 +16,8 @@
 #               (tests/nn/fixtures/layers.safetensors; needs libtorch, as make bench)
 #   make test-gpu-validation  the Vulkan self-test under GPU-assisted validation (buffer device
 #               address bounds checks in every shader; slow, minutes on lavapipe; not in make test)
+#   make fuzz-long  the differential fuzzer's nightly campaign: 10,000 generated programs on every
+#               backend present (an hour or more on 2 cores; not in make test; docs/reliability.md)
 #   make docs   the API reference of the public headers (Doxygen) in build/docs/html
 #   make lint   clang-format and clang-tidy on the C++ lines changed since LINT_BASE (default
 #               HEAD~20; scripts/lint.sh, which CI runs after make test; needs build/test)
@@ -32,7 +34,7 @@ ifeq ($(LP_NUM_THREADS),)
 LP_NUM_THREADS := 0
 endif
 
-.PHONY: deps demo test test-unit test-sanitize test-tsan test-fuzz test-gpu-validation build-release build-test bench bench-distributed layer-fixtures docs lint clean
+.PHONY: deps demo test test-unit test-sanitize test-tsan test-fuzz fuzz-long test-gpu-validation build-release build-test bench bench-distributed layer-fixtures docs lint clean
 
 deps:
 	scripts/install-deps.sh
@@ -85,6 +87,20 @@ test-fuzz: deps
 	cmake --preset fuzz $(if $(FUZZ_SECONDS),-DFLUXION_FUZZ_SECONDS=$(FUZZ_SECONDS)) $(CMAKE_FLAGS)
 	cmake --build --preset fuzz -j $(JOBS)
 	ctest --preset fuzz -j $(JOBS)
+
+# The differential fuzzer (tests/difffuzz/) on FUZZ_LONG_COUNT programs from seed FUZZ_LONG_FIRST,
+# each checked on every backend present against the interpreter and finite differences, alone and
+# vmapped: a progress line every 100 programs, each failure shrunk and printed with its IR text, a
+# summary line at the end (programs, failures, seconds); it fails when a program does. The
+# Debug build of the test preset, so the IR verifier runs after every pass. No program repeats,
+# so the on-disk code cache is off (it would only fill up).
+FUZZ_LONG_FIRST ?= 1000
+FUZZ_LONG_COUNT ?= 10000
+fuzz-long: deps
+	cmake --preset test $(CMAKE_FLAGS)
+	cmake --build --preset test -j $(JOBS) --target fluxion_difffuzz
+	FLUXION_DISK_CACHE=0 LP_NUM_THREADS=$(LP_NUM_THREADS) build/test/tests/fluxion_difffuzz \
+	  --first $(FUZZ_LONG_FIRST) --count $(FUZZ_LONG_COUNT)
 
 # All runs append to one results file: 1 thread first (it rewrites the file), then all cores, then
 # the Vulkan backend (fluxion-vulkan rows; on lavapipe its times say little, its round trips and
