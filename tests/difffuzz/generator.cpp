@@ -75,6 +75,16 @@ struct Family {
   const std::vector<O>& of(DType t) const { return t == DType::f64 ? f64 : t == DType::i32 ? i32 : boolean; }
 };
 
+// Ops that several dtypes share.
+const UnaryOp kSquare = {"square", [](const Tensor& x) { return square(x); }};
+const BinaryOp kAdd = {"add", [](const Tensor& a, const Tensor& b) { return a + b; }};
+const BinaryOp kSub = {"sub", [](const Tensor& a, const Tensor& b) { return a - b; }};
+const BinaryOp kMul = {"mul", [](const Tensor& a, const Tensor& b) { return a * b; }};
+const BinaryOp kMaximum = {"maximum", [](const Tensor& a, const Tensor& b) { return maximum(a, b); }};
+const AxisOp kSum = {"sum", [](const Tensor& x, int64_t axis) { return sum(x, axis); }};
+const AxisOp kMax = {"max", [](const Tensor& x, int64_t axis) { return max(x, axis); }};
+const AxisOp kMin = {"min", [](const Tensor& x, int64_t axis) { return min(x, axis); }};
+
 // Float ops stay finite and smooth on any input (log of a square plus one, a division by one
 // plus a square), so that finite differences check their derivatives.
 const Family<UnaryOp> kUnary = {
@@ -83,12 +93,12 @@ const Family<UnaryOp> kUnary = {
      {"sigmoid", [](const Tensor& x) { return sigmoid(x); }},
      {"softplus", [](const Tensor& x) { return softplus(x); }},
      {"exp(tanh)", [](const Tensor& x) { return exp(tanh(x)); }},
-     {"square", [](const Tensor& x) { return square(x); }},
+     kSquare,
      {"log1p(square)", [](const Tensor& x) { return log1p(square(x)); }}},
     {{"neg", [](const Tensor& x) { return neg(x); }},
      {"abs", [](const Tensor& x) { return abs(x); }},
      {"sign", [](const Tensor& x) { return sign(x); }},
-     {"square", [](const Tensor& x) { return square(x); }},
+     kSquare,
      {"relu", [](const Tensor& x) { return relu(x); }}},
     {{"not", [](const Tensor& x) { return logical_not(x); }}},
 };
@@ -96,16 +106,16 @@ const Family<UnaryOp> kUnary = {
 // Integer division truncates toward zero and gives 0 for a zero divisor (docs/ir.md): the
 // generated i32 values hold zeros and negative numbers, so both are exercised.
 const Family<BinaryOp> kBinary = {
-    {{"add", [](const Tensor& a, const Tensor& b) { return a + b; }},
-     {"sub", [](const Tensor& a, const Tensor& b) { return a - b; }},
-     {"mul", [](const Tensor& a, const Tensor& b) { return a * b; }},
+    {kAdd,
+     kSub,
+     kMul,
      {"div(a, 1 + b^2)", [](const Tensor& a, const Tensor& b) { return a / (square(b) + 1.0); }},
-     {"maximum", [](const Tensor& a, const Tensor& b) { return maximum(a, b); }}},
-    {{"add", [](const Tensor& a, const Tensor& b) { return a + b; }},
-     {"sub", [](const Tensor& a, const Tensor& b) { return a - b; }},
-     {"mul", [](const Tensor& a, const Tensor& b) { return a * b; }},
+     kMaximum},
+    {kAdd,
+     kSub,
+     kMul,
      {"div", [](const Tensor& a, const Tensor& b) { return a / b; }},
-     {"maximum", [](const Tensor& a, const Tensor& b) { return maximum(a, b); }},
+     kMaximum,
      {"minimum", [](const Tensor& a, const Tensor& b) { return minimum(a, b); }}},
     {{"and", [](const Tensor& a, const Tensor& b) { return logical_and(a, b); }},
      {"or", [](const Tensor& a, const Tensor& b) { return logical_or(a, b); }}},
@@ -123,13 +133,8 @@ const std::vector<BinaryOp> kOrderings = {
 const Family<BinaryOp> kCompare = {kOrderings, kOrderings, {kOrderings[0], kOrderings[1]}};
 
 const Family<AxisOp> kReduce = {
-    {{"sum", [](const Tensor& x, int64_t axis) { return sum(x, axis); }},
-     {"mean", [](const Tensor& x, int64_t axis) { return mean(x, axis); }},
-     {"max", [](const Tensor& x, int64_t axis) { return max(x, axis); }},
-     {"min", [](const Tensor& x, int64_t axis) { return min(x, axis); }}},
-    {{"sum", [](const Tensor& x, int64_t axis) { return sum(x, axis); }},
-     {"max", [](const Tensor& x, int64_t axis) { return max(x, axis); }},
-     {"min", [](const Tensor& x, int64_t axis) { return min(x, axis); }}},
+    {kSum, {"mean", [](const Tensor& x, int64_t axis) { return mean(x, axis); }}, kMax, kMin},
+    {kSum, kMax, kMin},
     {},
 };
 
@@ -274,8 +279,7 @@ Planned plan_matmul(Builder& g, Step& st) {
   TensorType a = g.type(st.in[0]);
   int64_t n = 1 + g.r.below(4);
   st.in.push_back(Operand{g.add_input({a.dtype, {a.shape.back(), n}})});
-  a.shape.back() = n;
-  if (a.rank() == 1) a.shape = {n};
+  a.shape.back() = n;  // [..., k] x [k, n]: [..., n]
   return a;
 }
 
