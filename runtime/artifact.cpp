@@ -246,13 +246,14 @@ class Fields {
     if (!known) bad("field '" + name + "' names an unknown dtype '" + dt + "'");
     std::string dims = s.substr(open + 1, s.size() - open - 2);
     int64_t elements = 1;
+    auto bad_shape = [&] { bad("field '" + name + "' holds a bad shape '" + s + "'"); };
     size_t at = 0;
     while (at < dims.size()) {
       size_t comma = dims.find(',', at);
       if (comma == std::string::npos) comma = dims.size();
       int64_t d = integer(name, std::string_view(dims).substr(at, comma - at));
       if (d < 0 || d > kMaxElements || t.shape.size() >= kMaxRank || (d > 0 && elements > kMaxElements / d)) {
-        bad("field '" + name + "' holds a bad shape '" + s + "'");
+        bad_shape();
       }
       elements *= d;
       t.shape.push_back(d);

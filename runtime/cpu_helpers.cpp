@@ -18,7 +18,6 @@
 #include "fluxion/runtime.h"
 #include "runtime/collective.h"
 #include "runtime/counters.h"
-#include "runtime/cpu_helpers.h"
 #include "runtime/philox.h"
 
 namespace fluxion::cpu {

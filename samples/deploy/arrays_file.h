@@ -55,7 +55,7 @@ inline std::map<std::string, fluxion::Array> read_arrays(const std::string& path
     }
     fluxion::Array a = fluxion::Array::empty(dtype, shape);
     in.read(static_cast<char*>(a.mutable_data()), static_cast<std::streamsize>(a.size() * fluxion::dtype_size(dtype)));
-    if (!in) throw fluxion::Error(path + " is cut off at array '" + name + "'");
+    if (!in) bad("it is cut off at array " + name);
     out.emplace(name, a);
   }
   return out;

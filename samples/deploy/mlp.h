@@ -35,7 +35,7 @@ inline float train(const fluxion::Compiled& step, std::map<std::string, fluxion:
   const fluxion::Array& y = data.at("train_y");
   int64_t batches = x.shape()[0] / kBatch;
   fluxion::Array rate(std::vector<float>{0.05f}, {});
-  float loss = 0;
+  double loss = 0;
   for (int64_t s = first; s < first + count; ++s) {
     int64_t b = s % batches;
     std::vector<fluxion::Array> in;

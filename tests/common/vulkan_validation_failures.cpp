@@ -4,8 +4,8 @@
 
 #include <string>
 
-#include "runtime/vulkan/validation.h"
 #include "common/vulkan_validation.h"
+#include "runtime/vulkan/validation.h"
 
 namespace fluxion::testing {
 

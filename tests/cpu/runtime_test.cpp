@@ -12,11 +12,11 @@
 #include <new>
 #include <thread>
 
-#include "runtime/disk_cache.h"
 #include "backends/cpu/executable.h"
 #include "common/test_util.h"
 #include "cpu/lstm_cell.h"
 #include "jit/ir/ir.h"
+#include "runtime/disk_cache.h"
 
 namespace fx = fluxion;
 using fx::Array;
@@ -33,7 +33,8 @@ namespace {
 void* counted(std::size_t n, std::size_t align) {
   if (counting) allocations++;
   n = n ? n : 1;
-  return align > alignof(std::max_align_t) ? std::aligned_alloc(align, (n + align - 1) / align * align) : std::malloc(n);
+  return align > alignof(std::max_align_t) ? std::aligned_alloc(align, (n + align - 1) / align * align)
+                                           : std::malloc(n);
 }
 void* counted_or_throw(std::size_t n, std::size_t align) {
   if (void* p = counted(n, align)) return p;
@@ -99,20 +100,23 @@ long allocations_in(F f) {
 TEST(CpuRuntime, SteadyStateMlpValueAndGradAllocatesNothing) {
   auto f = fx::jit(fx::value_and_grad(mlp, {0, 1, 2, 3}), fx::Backend::Cpu);
   std::vector<Array> in{uniform({32, 784}, -0.1, 0.1, 1), uniform({32, 1}, -0.1, 0.1, 2),
-                        uniform({10, 32}, -0.1, 0.1, 3), uniform({10, 1}, -0.1, 0.1, 4),
-                        uniform({784, 128}, 0, 1, 5)};
+                        uniform({10, 32}, -0.1, 0.1, 3), uniform({10, 1}, -0.1, 0.1, 4), uniform({784, 128}, 0, 1, 5)};
   fx::Compiled c = f.lower(in[0], in[1], in[2], in[3], in[4]);
   std::vector<Array> out;
   for (const fx::TensorType& t : c.output_types()) out.emplace_back(t.dtype, t.shape);
   c.run_into(in, out);  // warm-up: the arena pool fills
   EXPECT_EQ(allocations_in([&] {
-    for (int i = 0; i < 10; ++i) c.run_into(in, out);
-  }), 0);
+              for (int i = 0; i < 10; ++i) c.run_into(in, out);
+            }),
+            0);
   // And the buffers hold the right answer (the interpreter's, within f32 accumulation error).
-  std::vector<Array> want = fx::jit(fx::value_and_grad(mlp, {0, 1, 2, 3}), fx::Backend::Interp).lower(in[0], in[1], in[2], in[3], in[4]).run(in);
+  std::vector<Array> want = fx::jit(fx::value_and_grad(mlp, {0, 1, 2, 3}), fx::Backend::Interp)
+                                .lower(in[0], in[1], in[2], in[3], in[4])
+                                .run(in);
   for (size_t k = 0; k < out.size(); ++k) {
     std::vector<double> got = out[k].to_doubles(), ref = want[k].to_doubles();
-    for (size_t i = 0; i < got.size(); ++i) ASSERT_NEAR(got[i], ref[i], 1e-3 * (1 + std::abs(ref[i]))) << "output " << k << " element " << i;
+    for (size_t i = 0; i < got.size(); ++i)
+      ASSERT_NEAR(got[i], ref[i], 1e-3 * (1 + std::abs(ref[i]))) << "output " << k << " element " << i;
   }
 }
 
@@ -130,8 +134,9 @@ TEST(CpuRuntime, SteadyStateLstmTrainingStepAllocatesNothingAndUpdatesInPlace) {
   for (size_t i = 0; i < got.size(); ++i) EXPECT_NEAR(got[i], want[i], 1e-5);
   EXPECT_NEAR(out[0].item(), ref[0].item(), 1e-4 * std::abs(ref[0].item()));
   EXPECT_EQ(allocations_in([&] {
-    for (int i = 0; i < 5; ++i) c.run_into(in, out);
-  }), 0);
+              for (int i = 0; i < 5; ++i) c.run_into(in, out);
+            }),
+            0);
   fx::reset_counters();
   c.run_into(in, out);
   EXPECT_EQ(fx::counters().native_calls, 1u);  // the whole scan, forward and backward, in one call
@@ -176,7 +181,8 @@ TEST(CpuRuntime, SecondCompileOfAProgramLoadsItsObjectFromDisk) {
   ::unsetenv("FLUXION_DISK_CACHE");
   fluxion::ir::Program p;
   {
-    auto c = fx::jit([](Tensor x) { return fx::sum(fx::sin(x) * 1.75); }, fx::Backend::Interp).lower(Array(fx::f32, {9}));
+    auto c =
+        fx::jit([](Tensor x) { return fx::sum(fx::sin(x) * 1.75); }, fx::Backend::Interp).lower(Array(fx::f32, {9}));
     p = fluxion::ir::parse(c.ir());
   }
   fx::reset_counters();
