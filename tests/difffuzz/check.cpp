@@ -1,8 +1,13 @@
 #include "difffuzz/check.h"
 
+#include <unistd.h>
+
+#include <atomic>
 #include <cctype>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
+#include <filesystem>
 
 #include "common/finite_differences.h"
 #include "driver/pipeline.h"
@@ -115,6 +120,34 @@ template <class T>
 std::pair<std::vector<T>, std::vector<T>> split_at(const std::vector<T>& v, size_t n) {
   return {std::vector<T>(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(n)),
           std::vector<T>(v.begin() + static_cast<std::ptrdiff_t>(n), v.end())};
+}
+
+// "" when `c`, saved to a file and loaded back (compiled programs through fluxion::load, the
+// interpreter's, which hold IR alone, through load_or_compile), gives bitwise its results on
+// `inputs`; else what differs.
+std::string check_round_trip(const Compiled& c, const std::vector<Array>& inputs, const std::string& what) {
+  static std::atomic<int> files{0};
+  std::filesystem::path path =
+      std::filesystem::temp_directory_path() /
+      ("fluxion_difffuzz_" + std::to_string(::getpid()) + "_" + std::to_string(files++) + ".fxa");
+  std::string at = what + " on " + backend_name(c.backend()) + " saved and loaded";
+  struct Remove {
+    std::filesystem::path p;
+    ~Remove() { std::filesystem::remove(p); }
+  } remove{path};
+  c.save(path.string());
+  Compiled loaded = c.backend() == Backend::Interp ? load_or_compile(path.string()) : load(path.string());
+  std::vector<Array> got = loaded.run(inputs), want = c.run(inputs);
+  if (got.size() != want.size())
+    return at + ": " + std::to_string(got.size()) + " results, expected " + std::to_string(want.size());
+  for (size_t k = 0; k < want.size(); ++k) {
+    int64_t bytes = want[k].size() * dtype_size(want[k].dtype());
+    if (got[k].type() != want[k].type() ||
+        std::memcmp(got[k].data(), want[k].data(), static_cast<size_t>(bytes)) != 0) {
+      return label(at + ": result", k, " is not bitwise the compiled program's");
+    }
+  }
+  return "";
 }
 
 // Example e's value (of `example` shape) stacked into a batch along `axis`.
@@ -251,7 +284,14 @@ std::string check(const Spec& spec, const std::vector<Backend>& backends) {
     for (Backend b : backends) {
       std::string at = std::string(" on ") + backend_name(b);
       if (std::string e = compare_all("result", at, jit(program, b)(inputs), want, 1e-9, 1e-12); !e.empty()) return e;
-      auto [value, grads] = jit(value_and_grad(loss), b)(float_inputs, other_inputs);
+      if (std::string e = check_round_trip(jit(program, b).lower(inputs), inputs, "the program"); !e.empty()) return e;
+      auto gradient = jit(value_and_grad(loss), b);
+      std::vector<Array> gradient_inputs = joined(float_inputs, other_inputs);
+      if (std::string e = check_round_trip(gradient.lower(float_inputs, other_inputs), gradient_inputs, "its gradient");
+          !e.empty()) {
+        return e;
+      }
+      auto [value, grads] = gradient(float_inputs, other_inputs);
       if (!close(value.item(), f0, 1e-9, 1e-12)) return "value_and_grad's value" + at + " differs from the primal";
       if (std::string e = compare_gradients("gradient of input", at, grads, fd, grad_abs, smooth); !e.empty()) {
         return e;
