@@ -1,6 +1,7 @@
 #include "difffuzz/generator.h"
 
 #include <algorithm>
+#include <iterator>
 #include <optional>
 
 namespace fluxion::difffuzz {
@@ -395,10 +396,18 @@ Tensor apply_arg_reduce(const Step& st, const Args& x) { return op_of(kArgReduce
 Tensor apply_select(const Step&, const Args& x) { return where(x[0], x[1], x[2]); }
 
 // A float cast to i32 is scaled first, so that it gives more than the truncations to 0 of
-// values in (-1, 1).
+// values in (-1, 1). An i32 cast to f64 is clamped into [-16, 16] first: an edge value of an i32
+// input (2^31) would make a float whose sin, or whose cancellation in a sum, a backend computes
+// only to within the argument's scale (docs/testing.md's tolerances), not to 1e-9 of the result.
+constexpr int kFloatScale = 4, kIntClamp = 16;
+
 Tensor apply_cast(const Step& st, const Args& x) {
-  DType to = kDTypes[st.op];
-  return cast(x[0].dtype() == DType::f64 && to == DType::i32 ? x[0] * 4.0 : x[0], to);
+  DType from = x[0].dtype(), to = kDTypes[st.op];
+  if (from == DType::f64 && to == DType::i32) return cast(x[0] * static_cast<double>(kFloatScale), to);
+  if (from == DType::i32 && to == DType::f64) {
+    return cast(minimum(maximum(x[0], static_cast<double>(-kIntClamp)), static_cast<double>(kIntClamp)), to);
+  }
+  return cast(x[0], to);
 }
 
 Tensor apply_matmul(const Step&, const Args& x) { return matmul(x[0], x[1]); }
@@ -462,11 +471,13 @@ Tensor apply_custom_jvp(const Step& st, const Args& x) {
   return f(x[0], x[1]);
 }
 
-// |v| mod n: every index in [0, n) whatever v holds (a generated input, or, after shrinking, a
-// constant or another i32 value), so that no read relies on clamping.
+// v mod n, in [0, n) whatever v holds (a generated input, an edge value such as INT32_MIN, or,
+// after shrinking, a constant or another i32 value), so that no read relies on clamping. The
+// truncating remainder is in (-n, n); adding n and taking it again makes it non-negative, and
+// nothing overflows.
 Tensor in_range(const Tensor& v, int64_t n) {
-  Tensor m = abs(v);
-  return m - (m / static_cast<double>(n)) * static_cast<double>(n);
+  auto remainder = [n](const Tensor& x) { return x - (x / static_cast<double>(n)) * static_cast<double>(n); };
+  return remainder(remainder(v) + static_cast<double>(n));
 }
 
 Tensor apply_gather(const Step& st, const Args& x) { return gather(x[0], in_range(x[1], x[0].dim(st.axis)), st.axis); }
@@ -504,8 +515,13 @@ std::string describe_arg_reduce(const Spec& s, const Step& st, const Names& x) {
 std::string describe_select(const Spec&, const Step&, const Names& x) {
   return "where " + x[0] + " ? " + x[1] + " : " + x[2];
 }
-std::string describe_cast(const Spec&, const Step& st, const Names& x) {
-  return std::string("cast to ") + dtype_name(kDTypes[st.op]) + " " + x[0];
+std::string describe_cast(const Spec& s, const Step& st, const Names& x) {
+  DType from = s.pool[static_cast<size_t>(st.in[0].value)].dtype, to = kDTypes[st.op];
+  std::string clamp = std::to_string(kIntClamp);
+  std::string what = from == DType::f64 && to == DType::i32   ? std::to_string(kFloatScale) + " * " + x[0]
+                     : from == DType::i32 && to == DType::f64 ? "clamp(" + x[0] + ", -" + clamp + ", " + clamp + ")"
+                                                              : x[0];
+  return std::string("cast to ") + dtype_name(to) + " " + what;
 }
 std::string describe_matmul(const Spec&, const Step&, const Names& x) { return "matmul " + x[0] + ", " + x[1]; }
 std::string describe_transpose(const Spec&, const Step&, const Names& x) { return "transpose " + x[0]; }
@@ -707,13 +723,20 @@ Array array_of(DType dtype, const std::vector<double>& values, const Shape& shap
   }
 }
 
+// An i32 input element: mostly small, so that arithmetic stays exact, and one in 8 an edge of
+// wrapping arithmetic (INT32_MIN / -1, squares past 2^31, sums that wrap).
+double i32_element(Rng& r) {
+  constexpr double kEdges[] = {-2147483648.0, 2147483647.0, -1, 65536, -65536, 46341};
+  return r.below(8) == 0 ? kEdges[r.below(static_cast<int64_t>(std::size(kEdges)))] : r.below(16) - 8;
+}
+
 std::vector<Array> make_inputs(const std::vector<TensorType>& types, uint64_t seed) {
   Rng r(seed ^ 0x5bd1e995ull);
   std::vector<Array> out;
   for (const TensorType& t : types) {
     std::vector<double> v(static_cast<size_t>(t.numel()));
     for (double& x : v) {
-      x = t.dtype == DType::i32 ? r.below(16) - 8 : t.dtype == DType::boolean ? r.below(2) : 2 * r.uniform() - 1;
+      x = t.dtype == DType::i32 ? i32_element(r) : t.dtype == DType::boolean ? r.below(2) : 2 * r.uniform() - 1;
     }
     out.push_back(array_of(t.dtype, v, t.shape));
   }
