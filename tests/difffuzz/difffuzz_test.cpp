@@ -22,7 +22,7 @@ std::vector<fx::Backend> compiled_backends() {
 }
 
 // The suite's seed range: what fits the difffuzz label's minute on a 2-core machine.
-constexpr uint64_t kSuiteSeeds = 60;
+constexpr uint64_t kSuiteSeeds = 50;
 
 std::pair<uint64_t, uint64_t> seed_range() {
   uint64_t first = 0, count = kSuiteSeeds;
