@@ -79,8 +79,8 @@ test-gpu-validation: build-test
 	FLUXION_VULKAN_VALIDATION=gpu LP_NUM_THREADS=$(LP_NUM_THREADS) build/test/tools/vulkan_selftest/fluxion_vulkan_selftest \
 	  --json build/fluxion_vulkan_selftest_gpu_validation.json
 
-# libFuzzer targets of the IR text parser, the IDX reader and the safetensors loader (clang-19,
-# ASan + UBSan), each for the preset's FLUXION_FUZZ_SECONDS (60) from the seed corpus in
+# libFuzzer targets of the IR text parser, the IDX reader, the safetensors loader, the artifact
+# reader and the ELF linker (clang-19, ASan + UBSan), each for the preset's FLUXION_FUZZ_SECONDS (60) from the seed corpus in
 # tests/fuzz/corpus/; a longer campaign: make test-fuzz FUZZ_SECONDS=3600 (docs/reliability.md).
 FUZZ_SECONDS ?=
 test-fuzz: deps
