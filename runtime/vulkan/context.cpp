@@ -2,8 +2,10 @@
 #include "runtime/vulkan/context.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cctype>
 #include <cstdlib>
+#include <map>
 #include <optional>
 #include <vector>
 
@@ -139,7 +141,20 @@ std::string pipeline_cache_key(const VkPhysicalDeviceProperties& p) {
 
 Context* opened = nullptr;
 
-// At exit: the pipeline cache's data to disk, for the next run.
+std::atomic<bool> device_closed{false};
+
+// Never destroyed: objects destroyed after the exit handler still unregister their closers.
+struct Closers {
+  std::mutex mu;
+  std::map<uint64_t, std::function<void()>> pending;  // by token, in registration order
+  uint64_t next = 0;
+};
+Closers& closers() {
+  static auto* c = new Closers;
+  return *c;
+}
+
+// The pipeline cache's data to disk, for the next run.
 void store_pipeline_cache() {
   if (!opened || !opened->pipeline_cache) return;
   size_t n = 0;
@@ -148,6 +163,20 @@ void store_pipeline_cache() {
   if (vkGetPipelineCacheData(opened->device, opened->pipeline_cache, &n, data.data()) != VK_SUCCESS) return;
   data.resize(n);
   backends::disk_cache_store(pipeline_cache_key(opened->properties), data);
+}
+
+void close_at_exit() {
+  if (!opened || !opened->device) return;
+  store_pipeline_cache();
+  vkDeviceWaitIdle(opened->device);
+  std::map<uint64_t, std::function<void()>> pending;
+  {
+    std::lock_guard<std::mutex> lock(closers().mu);
+    pending.swap(closers().pending);
+    device_closed = true;
+  }
+  for (auto it = pending.rbegin(); it != pending.rend(); ++it) it->second();
+  opened->close();
 }
 
 // The device chosen before first use (select_vulkan_device), as an index or a name.
@@ -299,7 +328,7 @@ Context* open_context() {
     pci.pInitialData = nullptr;
     check(vkCreatePipelineCache(ctx->device, &pci, nullptr, &ctx->pipeline_cache), "vkCreatePipelineCache");
   }
-  std::atexit(store_pipeline_cache);
+  std::atexit(close_at_exit);
   if (!caps.buffer_device_address) {
     ctx->descriptors =
         std::make_unique<BlockDescriptors>(ctx->device, ctx->shaders.descriptor_slots, caps.max_storage_buffer_range);
@@ -318,22 +347,53 @@ void check(VkResult r, const char* what) {
   if (r != VK_SUCCESS) detail::fail("vulkan", std::string(what) + " failed: " + result_name(r));
 }
 
-Context::~Context() {
-  if (device) vkDeviceWaitIdle(device);
-  device_pool.reset();
-  staging_pool.reset();
-  descriptors.reset();
-  if (transfer_fence) vkDestroyFence(device, transfer_fence, nullptr);
-  if (transfer_pool) vkDestroyCommandPool(device, transfer_pool, nullptr);
-  if (pipeline_cache) vkDestroyPipelineCache(device, pipeline_cache, nullptr);
-  if (device) vkDestroyDevice(device, nullptr);
+void Context::close() {
+  if (device) {
+    vkDeviceWaitIdle(device);
+    // The pools stay (buffers still hold ranges of them), their blocks destroyed; they make no
+    // new block, so the descriptors they point to can go.
+    if (device_pool) device_pool->close();
+    if (staging_pool) staging_pool->close();
+    descriptors.reset();
+    if (transfer_fence) vkDestroyFence(device, transfer_fence, nullptr);
+    if (transfer_pool) vkDestroyCommandPool(device, transfer_pool, nullptr);
+    if (pipeline_cache) vkDestroyPipelineCache(device, pipeline_cache, nullptr);
+    vkDestroyDevice(device, nullptr);
+  }
   destroy_validated_instance(instance);
+  transfer_fence = VK_NULL_HANDLE;
+  transfer_pool = VK_NULL_HANDLE;
+  pipeline_cache = VK_NULL_HANDLE;
+  device = VK_NULL_HANDLE;
+  instance = VK_NULL_HANDLE;
 }
 
+Context::~Context() { close(); }
+
 Context& context() {
+  check_open("the Vulkan backend");
   std::lock_guard<std::mutex> lock(choice_mu);
   if (!opened) opened = open_context();
   return *opened;
+}
+
+bool closed() { return device_closed; }
+
+uint64_t add_closer(std::function<void()> close) {
+  std::lock_guard<std::mutex> lock(closers().mu);
+  uint64_t token = closers().next++;
+  closers().pending.emplace(token, std::move(close));
+  return token;
+}
+
+void remove_closer(uint64_t token) {
+  std::lock_guard<std::mutex> lock(closers().mu);
+  closers().pending.erase(token);
+}
+
+void check_open(const char* what) {
+  if (device_closed)
+    detail::fail("vulkan", std::string(what) + ": the Vulkan device was closed when the process exited");
 }
 
 bool available() {

@@ -5,6 +5,7 @@
 
 #include <vulkan/vulkan.h>
 
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -51,6 +52,8 @@ struct Context {
   std::unique_ptr<MemoryPool> device_pool;   // device-local: arenas, inputs, outputs, constants
   std::unique_ptr<MemoryPool> staging_pool;  // host-visible: uploads, readbacks, argument tables
 
+  // Destroys what the context made, then the device and the instance (once).
+  void close();
   ~Context();
 };
 
@@ -64,5 +67,19 @@ int64_t loop_iteration_limit(const Context& ctx);
 
 // Whether a usable Vulkan device exists (probed once, without opening it).
 bool available();
+
+// Closing at exit. NVIDIA's driver crashes the process at exit when its device is still open as
+// the driver's libraries are torn down (a fault in one of the driver's own threads). So opening
+// the device registers an exit handler, which runs before that teardown: it destroys every
+// object made from the device (through the closers below), then the device and the instance. An
+// object that outlives the handler (a program or an array kept in a static) finds closed() true
+// and makes no Vulkan call; new work raises Error.
+bool closed();
+// Registers `close`, which destroys objects made from the device, to run in the exit handler
+// (the newest first); remove_closer(token) unregisters it when they are destroyed before.
+uint64_t add_closer(std::function<void()> close);
+void remove_closer(uint64_t token);
+// Raises Error naming `what` once the device is closed.
+void check_open(const char* what);
 
 }  // namespace fluxion::vulkan

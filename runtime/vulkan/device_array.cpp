@@ -10,6 +10,7 @@ namespace {
 
 // Records the copy of `region` into a one-time command buffer, submits it and waits.
 void one_shot(Context& ctx, const VkBufferCopy& region, VkBuffer src, VkBuffer dst) {
+  check_open("a transfer of a device array");
   std::lock_guard<std::mutex> lock(ctx.transfer_mu);
   if (!ctx.transfer_pool) {
     auto pi = vk_struct<VkCommandPoolCreateInfo>(VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO);

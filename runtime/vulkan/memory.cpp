@@ -55,11 +55,16 @@ uint32_t MemoryPool::memory_type(uint32_t allowed) {
   return static_cast<uint32_t>(best);
 }
 
-MemoryPool::~MemoryPool() {
+MemoryPool::~MemoryPool() { close(); }
+
+void MemoryPool::close() {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (closed_) return;
   for (Block& b : blocks_) {
     vkDestroyBuffer(device_, b.buffer, nullptr);
     vkFreeMemory(device_, b.memory, nullptr);
   }
+  closed_ = true;
 }
 
 int MemoryPool::new_block(VkDeviceSize bytes) {
@@ -128,6 +133,8 @@ int MemoryPool::new_block(VkDeviceSize bytes) {
 Allocation MemoryPool::allocate(VkDeviceSize bytes) {
   bytes = round_up(std::max<VkDeviceSize>(bytes, 1), kAlignment);
   std::lock_guard<std::mutex> lock(mu_);
+  if (closed_)
+    detail::fail("vulkan", std::string("the ") + name_ + " pool's device was closed when the process exited");
   if (in_use_ + bytes > memory_limit()) {
     detail::fail("vulkan", std::string("out of device memory: the ") + name_ + " pool would hold " +
                                std::to_string(in_use_ + bytes) +

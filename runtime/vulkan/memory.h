@@ -44,6 +44,9 @@ class MemoryPool {
   // (not a kept one reused) counts in counters().device_allocations.
   Allocation allocate(VkDeviceSize bytes);
   void free(const Allocation& a);
+  // Destroys the blocks (context.h: closing at exit); ranges freed later are only counted, and
+  // allocating raises Error.
+  void close();
   // Whether allocations are mapped (host-visible and coherent memory).
   bool host_visible() const { return host_visible_; }
 
@@ -73,6 +76,7 @@ class MemoryPool {
   bool host_visible_ = false;
   const char* name_;
   std::vector<Block> blocks_;
+  bool closed_ = false;
   VkDeviceSize in_use_ = 0;
   std::map<VkDeviceSize, std::vector<Allocation>> kept_;  // freed ranges by size
   VkDeviceSize kept_bytes_ = 0;

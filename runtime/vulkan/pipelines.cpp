@@ -34,6 +34,15 @@ VkPipelineLayout layout_locked(Context& ctx) {
     li.pSetLayouts = &blocks;
   }
   check(vkCreatePipelineLayout(ctx.device, &li, nullptr, &layout), "vkCreatePipelineLayout");
+  VkDevice device = ctx.device;
+  add_closer([device] {
+    std::lock_guard<std::mutex> lock(mu);
+    for (const auto& [key, p] : table()) vkDestroyPipeline(device, p, nullptr);
+    table().clear();
+    sources().clear();
+    vkDestroyPipelineLayout(device, layout, nullptr);
+    layout = VK_NULL_HANDLE;
+  });
   return layout;
 }
 

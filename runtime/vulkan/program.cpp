@@ -62,9 +62,13 @@ class VulkanProgram::State {
       release();
       throw;
     }
+    closer_ = add_closer([this] { release(); });
   }
 
-  ~State() { release(); }
+  ~State() {
+    remove_closer(closer_);
+    if (!closed()) release();
+  }
 
   // The results stay in device memory (Arrays read back on first host access).
   std::vector<Array> run(const std::vector<Array>& inputs) const {
@@ -94,6 +98,7 @@ class VulkanProgram::State {
   // Runs the program on `inputs` (read in place when they are already in this device's memory)
   // into new device buffers, which it returns.
   std::vector<std::shared_ptr<VulkanBuffer>> call(const std::vector<Array>& inputs) const {
+    check_open(layout_.label.c_str());
     // The results are read back to host memory on first access: FLUXION_MEMORY_LIMIT counts them
     // (the device memory they take first is FLUXION_VULKAN_MEMORY_LIMIT's).
     interp::check_host_memory(layout_.label, interp::host_bytes(layout_.outputs), 0);
@@ -388,6 +393,7 @@ class VulkanProgram::State {
   VkCommandPool pool_ = VK_NULL_HANDLE;
   mutable std::vector<VkCommandBuffer> cmds_;  // one per segment between host steps
   VkFence fence_ = VK_NULL_HANDLE;
+  uint64_t closer_ = 0;
   mutable bool ready_ = false;              // the command buffer matches the recording
   mutable bool profile_ = profiling();      // the setting the command buffer was recorded with
   mutable uint64_t descriptors_bound_ = 0;  // the generation of block descriptors it binds
