@@ -4,6 +4,8 @@
 #include <cstring>
 #include <new>
 
+#include <sys/mman.h>
+
 #include "fluxion/error.h"
 #include "runtime/counters.h"
 #include "runtime/cpu_helpers.h"
@@ -22,7 +24,18 @@ int64_t bytes_of(const TensorType& t) { return t.numel() * dtype_size(t.dtype); 
 
 }  // namespace
 
-void CpuProgram::ArenaDeleter::operator()(char* p) const { ::operator delete[](p, std::align_val_t(64)); }
+namespace {
+
+// A first call touches its arena page by page: tens of megabytes are thousands of faults of a
+// small page, which cost a fresh process as much as a third of a step. Large arenas are
+// aligned to, and ask for, transparent huge pages, which a few faults fill.
+constexpr size_t kHugePage = size_t{2} << 20;
+
+size_t arena_alignment(int64_t bytes) { return static_cast<size_t>(bytes) >= kHugePage ? kHugePage : 64; }
+
+}  // namespace
+
+void CpuProgram::ArenaDeleter::operator()(char* p) const { ::operator delete[](p, std::align_val_t(alignment)); }
 
 CpuProgram::CpuProgram(CpuLayout layout) : layout_(std::move(layout)) {
   layout_.arena_bytes = std::max<int64_t>(layout_.arena_bytes, 64);
@@ -117,7 +130,11 @@ CpuProgram::Arena CpuProgram::take_arena() const {
     }
   }
   try {
-    return Arena(static_cast<char*>(::operator new[](static_cast<size_t>(layout_.arena_bytes), std::align_val_t(64))));
+    size_t alignment = arena_alignment(layout_.arena_bytes);
+    size_t bytes = (static_cast<size_t>(layout_.arena_bytes) + alignment - 1) / alignment * alignment;
+    Arena a(static_cast<char*>(::operator new[](bytes, std::align_val_t(alignment))), ArenaDeleter{alignment});
+    if (alignment == kHugePage) madvise(a.get(), bytes, MADV_HUGEPAGE);  // advice: failure only costs speed
+    return a;
   } catch (const std::bad_alloc&) {
     interp::fail_allocation(layout_.label, "the working memory (arena)", layout_.arena_bytes);
   }

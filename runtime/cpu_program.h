@@ -41,6 +41,7 @@ class CpuProgram {
 
  private:
   struct ArenaDeleter {
+    size_t alignment = 64;
     void operator()(char* p) const;
   };
   using Arena = std::unique_ptr<char[], ArenaDeleter>;
