@@ -45,6 +45,47 @@ std::string validate_spirv(const std::vector<uint32_t>& spirv) {
   return "";
 }
 
+namespace {
+
+// SPIRV-Tools' performance recipe (spirv-opt -O) without conditional constant propagation: in
+// SPIRV-Tools 2023.1 (Debian 12) that pass turned a loop-carried integer min or max of a
+// reduction (accumulated over a column loop, then stored to workgroup memory) into the
+// accumulator's initial value, so min(argmin(x over a size-1 axis)) gave INT32_MAX
+// (Reduce.ArgminOverASizeOneAxisReducedAgain). The other passes fold what it would.
+const std::vector<std::string>& performance_passes() {
+  static const std::vector<std::string> passes = [] {
+    const std::vector<std::string> to_ssa{"--scalar-replacement=100",         "--convert-local-access-chains",
+                                          "--eliminate-local-single-block",   "--eliminate-local-single-store",
+                                          "--eliminate-dead-code-aggressive", "--ssa-rewrite",
+                                          "--eliminate-dead-code-aggressive"};
+    std::vector<std::string> p{"--wrap-opkill",
+                               "--eliminate-dead-branches",
+                               "--merge-return",
+                               "--inline-entry-points-exhaustive",
+                               "--eliminate-dead-functions",
+                               "--eliminate-dead-code-aggressive",
+                               "--private-to-local",
+                               "--eliminate-local-single-block",
+                               "--eliminate-local-single-store",
+                               "--eliminate-dead-code-aggressive"};
+    p.insert(p.end(), to_ssa.begin(), to_ssa.end());
+    for (const char* pass : {"--loop-unroll", "--eliminate-dead-branches", "--redundancy-elimination",
+                             "--combine-access-chains", "--simplify-instructions"})
+      p.emplace_back(pass);
+    p.insert(p.end(), to_ssa.begin(), to_ssa.end());
+    for (const char* pass :
+         {"--vector-dce", "--eliminate-dead-inserts", "--eliminate-dead-branches", "--simplify-instructions",
+          "--if-conversion", "--copy-propagate-arrays", "--reduce-load-size", "--eliminate-dead-code-aggressive",
+          "--merge-blocks", "--redundancy-elimination", "--eliminate-dead-branches", "--merge-blocks",
+          "--simplify-instructions"})
+      p.emplace_back(pass);
+    return p;
+  }();
+  return passes;
+}
+
+}  // namespace
+
 std::vector<uint32_t> compile_glsl(const std::string& glsl, const std::string& name) {
   std::call_once(glslang_once, [] { glslang::InitializeProcess(); });
   glslang::TShader shader(EShLangCompute);
@@ -73,7 +114,9 @@ std::vector<uint32_t> compile_glsl(const std::string& glsl, const std::string& n
   opt.SetMessageConsumer([&](spv_message_level_t level, const char*, const spv_position_t&, const char* m) {
     if (level <= SPV_MSG_ERROR) opt_message += std::string(m) + "\n";
   });
-  opt.RegisterPerformancePasses();
+  if (!opt.RegisterPassesFromFlags(performance_passes())) {
+    detail::fail("vulkan codegen", "internal error: SPIRV-Tools does not know the optimisation passes");
+  }
   std::vector<uint32_t> optimised;
   spvtools::OptimizerOptions oo;
   oo.set_run_validator(false);
@@ -88,7 +131,7 @@ std::vector<uint32_t> compile_glsl(const std::string& glsl, const std::string& n
 }
 
 std::vector<uint32_t> compile_glsl_cached(const std::string& glsl, const std::string& name) {
-  std::string key = "fluxion-spirv-1\nglslang " + std::to_string(GLSLANG_VERSION_MAJOR) + "." +
+  std::string key = "fluxion-spirv-2\nglslang " + std::to_string(GLSLANG_VERSION_MAJOR) + "." +
                     std::to_string(GLSLANG_VERSION_MINOR) + "\n" + glsl;
   bool found = false;
   std::string bytes = backends::disk_cache_load(key, &found);

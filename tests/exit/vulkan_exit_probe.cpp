@@ -24,7 +24,7 @@ struct KeptPastExit {
   std::optional<fx::Array> result;
 
   ~KeptPastExit() {
-    if (!program) return;
+    if (!program || !result) return;
     try {
       program->run({*result});
       std::fprintf(stderr, "vulkan_exit_probe: the program ran after the device was closed\n");
