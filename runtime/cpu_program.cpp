@@ -10,6 +10,7 @@
 #include "runtime/counters.h"
 #include "runtime/cpu_helpers.h"
 #include "runtime/host_memory.h"
+#include "support/round_up.h"
 
 namespace fluxion::cpu {
 namespace {
@@ -131,7 +132,7 @@ CpuProgram::Arena CpuProgram::take_arena() const {
   }
   try {
     size_t alignment = arena_alignment(layout_.arena_bytes);
-    size_t bytes = (static_cast<size_t>(layout_.arena_bytes) + alignment - 1) / alignment * alignment;
+    size_t bytes = round_up(static_cast<size_t>(layout_.arena_bytes), alignment);
     Arena a(static_cast<char*>(::operator new[](bytes, std::align_val_t(alignment))), ArenaDeleter{alignment});
     if (alignment == kHugePage) madvise(a.get(), bytes, MADV_HUGEPAGE);  // advice: failure only costs speed
     return a;

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "fluxion/error.h"
+#include "support/round_up.h"
 
 namespace fluxion::runtime {
 namespace {
@@ -135,7 +136,7 @@ class Linker {
     uint64_t at = 0;
     auto place = [&](uint64_t size, uint64_t align) {
       if (align > kMaxAlign) bad("a section asks for alignment " + std::to_string(align));
-      if (align > 1) at = (at + align - 1) / align * align;
+      if (align > 1) at = round_up(at, align);
       uint64_t offset = at;
       if (size > kMaxMappingBytes - at)
         bad("its sections are larger than " + std::to_string(kMaxMappingBytes) + " bytes");

@@ -51,7 +51,9 @@ namespace {
 // SPIRV-Tools 2023.1 (Debian 12) that pass turned a loop-carried integer min or max of a
 // reduction (accumulated over a column loop, then stored to workgroup memory) into the
 // accumulator's initial value, so min(argmin(x over a size-1 axis)) gave INT32_MAX
-// (Reduce.ArgminOverASizeOneAxisReducedAgain). The other passes fold what it would.
+// (Reduce.ArgminOverASizeOneAxisReducedAgain). The rest is -O's list in its order (with the
+// dead-code pass that followed CCP merged into the one before it); simplify-instructions still
+// folds constants.
 const std::vector<std::string>& performance_passes() {
   static const std::vector<std::string> passes = [] {
     const std::vector<std::string> to_ssa{"--scalar-replacement=100",         "--convert-local-access-chains",

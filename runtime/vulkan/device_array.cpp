@@ -10,7 +10,6 @@ namespace {
 
 // Records the copy of `region` into a one-time command buffer, submits it and waits.
 void one_shot(Context& ctx, const VkBufferCopy& region, VkBuffer src, VkBuffer dst) {
-  check_open("a transfer of a device array");
   std::lock_guard<std::mutex> lock(ctx.transfer_mu);
   if (!ctx.transfer_pool) {
     auto pi = vk_struct<VkCommandPoolCreateInfo>(VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO);
@@ -59,6 +58,7 @@ void one_shot(Context& ctx, const VkBufferCopy& region, VkBuffer src, VkBuffer d
 }  // namespace
 
 void download(Context& ctx, const Allocation& src, void* dst, size_t n) {
+  check_open("a read of a device array");  // its memory, mapped or not, is gone
   if (n == 0) return;
   if (src.mapped) {
     std::memcpy(dst, src.mapped, n);
@@ -70,6 +70,7 @@ void download(Context& ctx, const Allocation& src, void* dst, size_t n) {
 }
 
 void upload(Context& ctx, const Allocation& dst, const void* src, size_t n) {
+  check_open("a write of a device array");
   if (n == 0) return;
   if (dst.mapped) {
     std::memcpy(dst.mapped, src, n);

@@ -11,6 +11,7 @@
 #include "runtime/counters.h"
 #include "runtime/vulkan/block_descriptors.h"
 #include "runtime/vulkan/context.h"
+#include "support/round_up.h"
 
 namespace fluxion::vulkan {
 namespace {
@@ -18,8 +19,6 @@ namespace {
 constexpr VkDeviceSize kBlockBytes = VkDeviceSize{64} << 20;
 // Covers every device's minStorageBufferOffsetAlignment and keeps arrays on cache lines.
 constexpr VkDeviceSize kAlignment = 256;
-
-VkDeviceSize round_up(VkDeviceSize n, VkDeviceSize a) { return (n + a - 1) / a * a; }
 
 // FLUXION_VULKAN_MEMORY_LIMIT: bytes a pool may hold in use (to test out-of-memory handling).
 VkDeviceSize memory_limit() {

@@ -2,8 +2,8 @@
 // made before the device is opened, so that both outlive the exit handler that closes the device
 // (runtime/vulkan/context.h). Run under the validation layer, it must exit with status 0 and no
 // validation message (every object made from the device is destroyed before the device), and a
-// call of the program from that static's destructor must raise an Error that says the device
-// was closed.
+// call of the program or a read of the result from that static's destructor must raise an Error
+// that says the device was closed.
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -25,16 +25,23 @@ struct KeptPastExit {
 
   ~KeptPastExit() {
     if (!program || !result) return;
+    expect_closed("a call of the program", [&] { program->run({*result}); });
+    expect_closed("a read of the result", [&] { result->to_vector<float>(); });
+  }
+
+  // `attempt` must raise the Error of a closed device; anything else ends the process with 1.
+  template <class F>
+  static void expect_closed(const char* what, F attempt) {
     try {
-      program->run({*result});
-      std::fprintf(stderr, "vulkan_exit_probe: the program ran after the device was closed\n");
+      attempt();
+      std::fprintf(stderr, "vulkan_exit_probe: %s worked after the device was closed\n", what);
       std::_Exit(1);
     } catch (const fx::Error& e) {
       if (std::string(e.what()).find("closed") == std::string::npos) {
-        std::fprintf(stderr, "vulkan_exit_probe: unexpected error after exit: %s\n", e.what());
+        std::fprintf(stderr, "vulkan_exit_probe: %s raised another error: %s\n", what, e.what());
         std::_Exit(1);
       }
-      std::printf("vulkan_exit_probe: a call after exit raised: %s\n", e.what());
+      std::printf("vulkan_exit_probe: %s after exit raised: %s\n", what, e.what());
     }
   }
 };
