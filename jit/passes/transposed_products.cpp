@@ -19,29 +19,31 @@ bool swaps_two_axes(const ir::Node& n) {
 bool rewrite_transposed_products(ir::Region& r) {
   bool changed = false;
   std::vector<int> uses(r.types.size(), 0);
-  std::vector<int> producer(r.types.size(), -1);
-  for (size_t i = 0; i < r.nodes.size(); ++i) {
-    for (ir::ValueId v : r.nodes[i].operands) ++uses[static_cast<size_t>(v)];
-    for (ir::ValueId v : r.nodes[i].results) producer[static_cast<size_t>(v)] = static_cast<int>(i);
-  }
+  for (const ir::Node& n : r.nodes)
+    for (ir::ValueId v : n.operands) ++uses[static_cast<size_t>(v)];
   for (ir::ValueId v : r.results) ++uses[static_cast<size_t>(v)];
-  // Nodes move to `out` as they are visited; a producer is always visited before its users.
+  // Nodes move to `out` as they are visited, a producer before its users, with the transposes
+  // this pass makes. `placed[v]` is the index in `out` of the node that made value v; it grows
+  // with the values the pass makes, since a later rewrite can read one (the transpose of a
+  // rewritten product reads the new transposes of its operands).
   std::vector<ir::Node> out;
   out.reserve(r.nodes.size());
-  std::vector<int> moved(r.nodes.size(), -1);  // index of node i in `out`
-  auto visited_producer = [&](ir::ValueId v) -> const ir::Node* {
-    int p = producer[static_cast<size_t>(v)];
-    return p >= 0 && moved[static_cast<size_t>(p)] >= 0 ? &out[static_cast<size_t>(moved[static_cast<size_t>(p)])]
-                                                        : nullptr;
+  std::vector<int> placed(r.types.size(), -1);
+  auto place = [&](ir::Node&& n) {
+    placed.resize(r.types.size(), -1);
+    for (ir::ValueId v : n.results) placed[static_cast<size_t>(v)] = static_cast<int>(out.size());
+    out.push_back(std::move(n));
   };
-  for (size_t i = 0; i < r.nodes.size(); ++i) {
-    ir::Node& n = r.nodes[i];
+  auto visited_producer = [&](ir::ValueId v) -> const ir::Node* {
+    size_t i = static_cast<size_t>(v);
+    return i < placed.size() && placed[i] >= 0 ? &out[static_cast<size_t>(placed[i])] : nullptr;
+  };
+  for (ir::Node& n : r.nodes) {
     for (ir::Region& inner : n.regions) changed = rewrite_transposed_products(inner) || changed;
     const ir::Node* product = swaps_two_axes(n) ? visited_producer(n.operands[0]) : nullptr;
     if (!product || product->op != ir::Op::MatMul || uses[static_cast<size_t>(n.operands[0])] != 1 ||
         r.type(product->operands[0]).shape.size() != 2 || r.type(product->operands[1]).shape.size() != 2) {
-      moved[i] = static_cast<int>(out.size());
-      out.push_back(std::move(n));
+      place(std::move(n));
       continue;
     }
     ir::ValueId a = product->operands[0], b = product->operands[1];
@@ -54,11 +56,12 @@ bool rewrite_transposed_products(ir::Region& r) {
       view.op = ir::Op::Transpose;
       view.operands = {x};
       view.attrs.perm = {1, 0};
-      view.results = {r.new_value(ir::infer_types(view.op, {r.type(x)}, view.attrs, {}, {})[0])};
+      ir::ValueId t = r.new_value(ir::infer_types(view.op, {r.type(x)}, view.attrs, {}, {})[0]);
+      view.results = {t};
       view.file = n.file;
       view.line = n.line;
-      out.push_back(std::move(view));
-      return out.back().results[0];
+      place(std::move(view));
+      return t;
     };
     ir::ValueId tb = transposed(b), ta = transposed(a);
     ir::Node swapped;
@@ -68,8 +71,7 @@ bool rewrite_transposed_products(ir::Region& r) {
     swapped.results = n.results;
     swapped.file = n.file;
     swapped.line = n.line;
-    moved[i] = static_cast<int>(out.size());
-    out.push_back(std::move(swapped));
+    place(std::move(swapped));
     changed = true;
   }
   r.nodes = std::move(out);

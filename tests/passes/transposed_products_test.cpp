@@ -79,3 +79,24 @@ TEST(TransposedProducts, LoopBodiesAreRewrittenToo) {
               "  return %3\n"
               "}\n");
 }
+
+TEST(TransposedProducts, ATransposedRewrittenProductReadsTheTransposesThePassMade) {
+  // The second transpose's product is the first rewrite's, whose operands are values this pass
+  // made; reading where they were made once indexed past the pass's tables (a crash that
+  // depended on the heap's contents: found by the differential fuzzer under vmap).
+  expect_pass(passes::rewrite_transposed_products,
+              "func @main(%0: f32[2,3], %1: f32[3,4]) -> (f32[2,4]) {\n"
+              "  %2 = matmul %0, %1 : f32[2,4]\n"
+              "  %3 = transpose %2 {perm=[1,0]} : f32[4,2]\n"
+              "  %4 = transpose %3 {perm=[1,0]} : f32[2,4]\n"
+              "  return %4\n"
+              "}\n",
+              "func @main(%0: f32[2,3], %1: f32[3,4]) -> (f32[2,4]) {\n"
+              "  %2 = matmul %0, %1 : f32[2,4]\n"
+              "  %3 = transpose %1 {perm=[1,0]} : f32[4,3]\n"
+              "  %4 = transpose %0 {perm=[1,0]} : f32[3,2]\n"
+              "  %5 = matmul %3, %4 : f32[4,2]\n"
+              "  %6 = matmul %0, %1 : f32[2,4]\n"
+              "  return %6\n"
+              "}\n");
+}
