@@ -144,7 +144,7 @@ class Linker {
       return offset;
     };
     for (int part = kCode; part < kParts; ++part) {
-      at = (at + page - 1) / page * page;
+      at = round_up(at, page);
       part_begin_[part] = at;
       for (Section& s : sections_) {
         // An SHT_NULL header is inactive (its other fields mean nothing): never map it.
@@ -157,7 +157,7 @@ class Linker {
       if (part == kCode) stubs_ = place(symbols_.size() * kStubBytes, 16);
       if (part == kReadOnly) got_ = place(symbols_.size() * 8, 8);
     }
-    bytes_ = std::max<uint64_t>((at + page - 1) / page * page, page);
+    bytes_ = std::max<uint64_t>(round_up(at, page), page);
   }
 
   void map() {

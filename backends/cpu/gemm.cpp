@@ -14,6 +14,7 @@
 #include <iterator>
 
 #include "backends/cpu/codegen.h"
+#include "support/round_up.h"
 
 namespace fluxion::cpu {
 
@@ -61,7 +62,7 @@ class KernelEmitter::GemmEmitter {
     if (product_.batch.empty() && splits_columns()) {
       // The kernel's range of rows [lo, hi) stands for the same share of the panels (as in
       // matmul_transposed.cpp): consecutive row ranges give consecutive panel ranges.
-      int64_t panels = (product_.N + panel_columns_ - 1) / panel_columns_;
+      int64_t panels = ceil_div<int64_t>(product_.N, panel_columns_);
       p0_ = builder_.CreateSDiv(builder_.CreateMul(lo, i64(panels)), i64(product_.M));
       p1_ = builder_.CreateSDiv(builder_.CreateMul(hi, i64(panels)), i64(product_.M));
       product(i64(0), i64(product_.M));
@@ -111,7 +112,7 @@ class KernelEmitter::GemmEmitter {
     if (emitter_.region_.nodes[emitter_.kernel_.root].op != ir::Op::MatMul || product_.N < 2 * panel_columns_ ||
         emitter_.reduces())
       return false;
-    int64_t row_tiles = (product_.M + tile_rows() - 1) / tile_rows();
+    int64_t row_tiles = ceil_div<int64_t>(product_.M, tile_rows());
     return product_.N / panel_columns_ >= row_tiles;
   }
 

@@ -20,6 +20,7 @@
 #include <algorithm>
 
 #include "backends/cpu/codegen.h"
+#include "support/round_up.h"
 
 namespace fluxion::cpu {
 
@@ -49,8 +50,6 @@ struct Staging {
 };
 
 constexpr int64_t kMaxStackBytes = int64_t{160} << 10;
-
-int64_t round_up(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
 
 // Register tile of the weight gradient: output channels x taps accumulators, with the
 // channels' g vectors and one input vector beside them in the target's 16 or 32 registers.
@@ -133,10 +132,10 @@ bool KernelEmitter::SlidingConv::emit(Value* lo, Value* hi) {
   int64_t taps = s.channels * s.KH * s.KW;
   int64_t bytes = esize * (s.staged() + 2 * lanes);
   if (s.weight_grad) {
-    bytes += esize * (grad_tile_rows(target_.vector_registers) + 1) * round_up(s.wide(), lanes) +
+    bytes += esize * (grad_tile_rows(target_.vector_registers) + 1) * round_up<int64_t>(s.wide(), lanes) +
              esize * grad_tile_rows(target_.vector_registers) * taps * lanes;
   } else {
-    bytes += esize * s.rows * round_up(s.wide(), 2 * lanes);
+    bytes += esize * s.rows * round_up<int64_t>(s.wide(), 2 * lanes);
   }
   if (bytes > kMaxStackBytes) return false;
   if (s.weight_grad) {
@@ -176,7 +175,7 @@ void KernelEmitter::SlidingConv::forward(const Slide& s, int lanes, Value* lo, V
   DType t = region_.type(res).dtype;
   auto [et, vt, ealign, valign] = vector_types(context_, t, lanes);
   int NR = 2 * lanes;
-  int64_t blocks = round_up(s.wide(), NR) / NR, row_len = blocks * NR;
+  int64_t blocks = round_up<int64_t>(s.wide(), NR) / NR, row_len = blocks * NR;
   Value* staged = stack_buffer(et, s.staged() + NR);
   Value* wide = stack_buffer(et, s.rows * row_len);
   builder_.CreateMemSet(staged, builder_.getInt8(0), i64((s.staged() + NR) * dtype_size(t)), llvm::Align(64));
@@ -263,7 +262,7 @@ void KernelEmitter::SlidingConv::weight_grad(const Slide& s, int lanes, Value* l
   const int mo = grad_tile_rows(target_.vector_registers), tb = grad_tile_taps(target_.vector_registers);
   int64_t images = region_.type(g).shape[0];
   int64_t taps = s.channels * s.KH * s.KW, kk = s.KH * s.KW;
-  int64_t row_len = round_up(s.wide(), lanes), steps = row_len / lanes;
+  int64_t row_len = round_up<int64_t>(s.wide(), lanes), steps = row_len / lanes;
   Value* staged = stack_buffer(et, s.staged() + lanes);
   Value* grads = stack_buffer(et, mo * row_len);
   Value* sums = stack_buffer(et, mo * taps * lanes);

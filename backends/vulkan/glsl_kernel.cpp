@@ -14,6 +14,7 @@
 
 #include "fluxion/error.h"
 #include "jit/kernel/conv_product.h"
+#include "support/round_up.h"
 
 namespace fluxion::vulkan {
 
@@ -275,7 +276,7 @@ void GlslKernel::emit_reducing() {
   int64_t lanes = 1;
   while (lanes < cols && lanes < kWorkgroupSize) lanes *= 2;
   int64_t rows_per_group = kWorkgroupSize / lanes;
-  groups_ = grid((rows + rows_per_group - 1) / rows_per_group * kWorkgroupSize);
+  groups_ = grid(ceil_div<int64_t>(rows, rows_per_group) * kWorkgroupSize);
   std::string L = std::to_string(lanes);
   line("int tid = int(gl_LocalInvocationID.x);");
   line("int lane = tid % " + L + ";");

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "backends/vulkan/glsl.h"
+#include "support/round_up.h"
 
 namespace fluxion::vulkan {
 namespace {
@@ -272,9 +273,9 @@ std::string shader_prelude(const ShaderTarget& target, bool coherent) {
 }
 
 std::array<uint32_t, 3> grid(int64_t invocations) {
-  int64_t groups = (invocations + kWorkgroupSize - 1) / kWorkgroupSize;
+  int64_t groups = ceil_div<int64_t>(invocations, kWorkgroupSize);
   int64_t x = std::min<int64_t>(groups, 65535);
-  int64_t y = x == 0 ? 0 : (groups + x - 1) / x;
+  int64_t y = x == 0 ? 0 : ceil_div(groups, x);
   return {static_cast<uint32_t>(x), static_cast<uint32_t>(y), 1};
 }
 

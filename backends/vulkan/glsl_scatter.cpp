@@ -12,6 +12,7 @@
 
 #include "backends/vulkan/glsl_renderer.h"
 #include "jit/kernel/scatter_lowering.h"
+#include "support/round_up.h"
 
 namespace fluxion::vulkan {
 namespace {
@@ -42,11 +43,10 @@ void GlslKernel::emit_scatter(bool cooperative) {
   kernel::ScatterGeometry g = kernel::scatter_geometry(region_, region_.nodes[kernel_.root]);
   int64_t columns = std::max<int64_t>(1, g.outer * g.inner);
   int64_t target = cooperative ? kWorkgroupSize : kScatterInvocations;
-  int64_t blocks =
-      std::min((target + columns - 1) / columns, kScanFactor * (1 + g.rows / std::max<int64_t>(1, g.count)));
+  int64_t blocks = std::min(ceil_div(target, columns), kScanFactor * (1 + g.rows / std::max<int64_t>(1, g.count)));
   blocks = std::clamp<int64_t>(blocks, 1, std::max<int64_t>(1, g.rows));
-  int64_t per_block = std::max<int64_t>(1, (g.rows + blocks - 1) / blocks);
-  blocks = std::max<int64_t>(1, (g.rows + per_block - 1) / per_block);
+  int64_t per_block = std::max<int64_t>(1, ceil_div(g.rows, blocks));
+  blocks = std::max<int64_t>(1, ceil_div(g.rows, per_block));
   int64_t n = numel(kernel_.space) == 0 ? 0 : blocks * columns;
   std::string N = std::to_string(n), C = std::to_string(columns);
   // Consecutive invocations take consecutive columns: their loads and stores are adjacent.

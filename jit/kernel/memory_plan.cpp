@@ -6,13 +6,14 @@
 #include <functional>
 
 #include "jit/kernel/kernel_ir.h"
+#include "support/round_up.h"
 
 namespace fluxion::kernel {
 namespace {
 
 constexpr int64_t kAlign = 64;  // a cache line, and the widest vector load
 
-int64_t aligned(int64_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
+int64_t aligned(int64_t n) { return round_up(n, kAlign); }
 
 struct Interval {
   int64_t first, last, bytes;

@@ -5,6 +5,7 @@
 
 #include "jit/kernel/conv_product.h"
 #include "jit/kernel/kernel_ir.h"
+#include "support/round_up.h"
 
 namespace fluxion::kernel {
 namespace {
@@ -34,7 +35,7 @@ int64_t operations(const ir::Node& n) {
 int64_t partial_bytes(const ir::Region& r, size_t node) {
   const TensorType& t = r.type(r.nodes[node].results[0]);
   int64_t bytes = t.numel() * dtype_size(t.dtype);
-  return (bytes + kPartialAlign - 1) / kPartialAlign * kPartialAlign;
+  return round_up(bytes, kPartialAlign);
 }
 
 }  // namespace
