@@ -50,7 +50,7 @@ struct Placed {
 bool as_placed(const ir::Region& r, ir::ValueId v, Placed* out) {
   for (size_t i = r.nodes.size(); i-- > 0;) {
     const ir::Node& n = r.nodes[i];
-    if (n.results[0] != v) continue;
+    if (n.results.empty() || n.results[0] != v) continue;  // a loop or cond may yield nothing
     if (n.op != ir::Op::Pad) return false;
     int64_t axis = -1;
     for (size_t d = 0; d < n.attrs.strides.size(); ++d) {

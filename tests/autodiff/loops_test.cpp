@@ -103,6 +103,35 @@ TEST_P(ReverseLoops, CondDifferentiatesTheTakenBranch) {
   }, uniform64({2}, -1, 1, 21));
 }
 
+namespace {
+
+// sum(sin(x) x), after a traced cond with no results (dead, but present when reverse mode reads
+// the program: the adjoint sum looks back through the program's nodes, and once read a result
+// such a node does not have).
+Tensor after_a_cond_that_yields_nothing(Tensor x) {
+  auto nothing = [] { return std::tuple<>{}; };
+  fx::cond(fx::sum(x) > 0.0, nothing, nothing);
+  return fx::sum(fx::sin(x) * x);
+}
+
+}  // namespace
+
+TEST_P(ReverseLoops, ACondThatYieldsNothingIsSkipped) {
+  FLUXION_REQUIRE_F64(backend());
+  expect_gradients_match(backend(), after_a_cond_that_yields_nothing, uniform64({3}, -1, 1, 22));
+  // Forward mode: the tangent along v is sum((cos(x) x + sin(x)) v).
+  Array x = make(fx::f64, {0.5, -1, 2}, {3}), v = make(fx::f64, {1, 2, -1}, {3});
+  auto tangent = fx::jit(
+      [](Tensor x, Tensor v) { return fx::jvp(after_a_cond_that_yields_nothing, std::make_tuple(x), {v}).second; },
+      backend());
+  double want = 0;
+  for (size_t i = 0; i < 3; ++i) {
+    double xi = x.to_doubles()[i];
+    want += (std::cos(xi) * xi + std::sin(xi)) * v.to_doubles()[i];
+  }
+  EXPECT_ARRAY(tangent(x, v), fx::f64, {}, {want});
+}
+
 TEST_P(ReverseLoops, WhileLoopWithDataDependentExit) {
   FLUXION_REQUIRE_F64(backend());
   // Doubles s and adds w until the sum passes 10: the trip count depends on the input, and the

@@ -52,6 +52,18 @@ TEST_P(Vmap, EqualsALoopOfSingleCalls) {
     expect_same(example(got, e), single(example(x, e), w), "example " + std::to_string(e));
 }
 
+TEST_P(Vmap, ACondThatYieldsNothingIsBatchedToo) {
+  auto f = [](const Tensor& x) {
+    auto nothing = [] { return std::tuple<>{}; };
+    fx::cond(fx::sum(x) > 0.0f, nothing, nothing);
+    return fx::sum(fx::sin(x) * x);
+  };
+  Array x = rand32({kB, 3}, 40);
+  Array got = jit([&](const Tensor& x) { return fx::vmap(f, {0})(x); })(x);
+  auto single = jit(f);
+  for (int64_t e = 0; e < kB; ++e) expect_same(example(got, e), single(example(x, e)), "example " + std::to_string(e));
+}
+
 TEST_P(Vmap, InAndOutAxesPlaceTheBatch) {
   // The batch along axis 1 of x and -1 of the result: sum over the example's 3 values, times w.
   auto f = [](const Tensor& x, const Tensor& w) { return fx::sum(x) * w; };
