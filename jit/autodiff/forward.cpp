@@ -4,6 +4,7 @@
 // the product rule; loops and branches carry tangents through new loops and branches.
 #include <string>
 
+#include "fluxion/error.h"
 #include "jit/autodiff/autodiff.h"
 #include "jit/autodiff/vjp_rules.h"
 
@@ -84,8 +85,26 @@ std::vector<ValueId> jvp_node(Builder& b, const ir::Node& n, const std::vector<V
       for (size_t i = 0; i < parts.size(); ++i) parts[i] = t[i] >= 0 ? t[i] : b.splat_like(0, parts[i]);
       return {b.op(Op::Concat, parts, n.attrs)};
     }
-    default:  // linear in operand 0 (views, reduce_sum, pad, gather, take, scatter_add, avg pooling, collectives)
+    case Op::ReduceSum:
+    case Op::AvgPool2d:
+    case Op::AvgPool2dGrad:
+    case Op::Reshape:
+    case Op::Transpose:
+    case Op::Broadcast:
+    case Op::Slice:
+    case Op::Pad:
+    case Op::Gather:
+    case Op::Take:
+    case Op::ScatterAdd:
+    case Op::AllReduceSum:
+    case Op::AllReduceMean:
+    case Op::AllGather:
+    case Op::ReduceScatterSum:
+    case Op::BroadcastFrom:  // linear in operand 0 (the others are indices): the op applied to its tangent
       return {t[0] >= 0 ? apply_to(b, n, 0, t[0]) : -1};
+    default:
+      // A differentiable op without a rule must not get a plausible but wrong tangent.
+      detail::fail(ir::op_name(n.op), "forward-mode differentiation (jvp) has no rule for this op");
   }
 }
 
