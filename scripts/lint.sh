@@ -10,7 +10,7 @@
 # a run stays short (clang-tidy takes seconds per file). In a shallow clone the base is the oldest
 # commit present. Set FLUXION_LINT_BASE to a branch point (origin/main) to lint exactly a branch.
 #
-# What is checked: the lines that differ between BASE and the working tree (committed or not) in
+# What is checked: the subjects of the commits since BASE (at most 72 characters); the lines that differ between BASE and the working tree (committed or not) in
 # the .c/.cc/.cpp/.h/.hpp files that still exist. Only those lines, because the files written
 # before .clang-format existed were not reformatted: touching one line of an old file does not
 # ask for the whole file to be reformatted. clang-format checks the changed lines of every such
@@ -38,6 +38,19 @@ if [[ -z "$base" ]]; then
   fi
 fi
 base_commit=$(git rev-parse --verify -q "$base^{commit}") || { echo "lint: no commit '$base'" >&2; exit 2; }
+
+# Commit subjects: at most 72 characters, so that `git log --oneline` can be scanned (details go
+# in the body; docs/testing.md, "Commits"). Checked for the commits since BASE that came after
+# the rule did (c332ac2 is the last commit before it).
+rule_start=c332ac2
+exclude=()
+if git rev-parse -q --verify "$rule_start^{commit}" >/dev/null; then exclude=("^$rule_start"); fi
+long_subjects=$(git log --format='%h %s' "$base_commit..HEAD" "${exclude[@]}" | awk 'length($0) - index($0, " ") > 72')
+if [[ -n "$long_subjects" ]]; then
+  echo "lint: commit subjects over 72 characters:" >&2
+  echo "$long_subjects" >&2
+  exit 1
+fi
 
 mapfile -t files < <(git diff --name-only --diff-filter=ACMR "$base_commit" -- \
   '*.c' '*.cc' '*.cpp' '*.h' '*.hpp' | while read -r f; do [[ -f "$f" ]] && echo "$f"; done)
