@@ -14,6 +14,7 @@
 #include "distributed/mpi_communicator.h"
 #include "support/communication_thread.h"
 #include "support/communicator.h"
+#include "support/settings.h"
 
 namespace fluxion::distributed {
 namespace {
@@ -47,15 +48,7 @@ std::string describe(const Array& x) { return TensorType{x.dtype(), x.shape()}.s
 
 std::chrono::milliseconds collective_timeout(const Options& options) {
   if (options.collective_timeout.count() > 0) return options.collective_timeout;
-  if (const char* env = std::getenv("FLUXION_COLLECTIVE_TIMEOUT"); env && *env) {
-    char* end = nullptr;
-    double seconds = std::strtod(env, &end);
-    if (end == env || *end != '\0' || !(seconds > 0))
-      detail::fail("distributed::init",
-                   std::string("FLUXION_COLLECTIVE_TIMEOUT='") + env + "' is not a positive number of seconds");
-    return std::chrono::milliseconds(std::llround(seconds * 1000));
-  }
-  return std::chrono::minutes(5);
+  return std::chrono::milliseconds(std::llround(support::seconds(support::Setting::collective_timeout) * 1000));
 }
 
 // Every rank checks that all ranks passed the same dtype and shape (one small exchange), so a

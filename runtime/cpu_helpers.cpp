@@ -5,11 +5,12 @@
 #include <chrono>
 #include <cmath>
 #include <condition_variable>
-#include <cstdlib>
 #include <future>
+#include <limits>
 #include <memory>
 #include <mutex>
 #include <numbers>
+#include <optional>
 #include <string>
 #include <thread>
 #include <utility>
@@ -19,6 +20,7 @@
 #include "runtime/collective.h"
 #include "runtime/counters.h"
 #include "runtime/philox.h"
+#include "support/settings.h"
 
 namespace fluxion::cpu {
 namespace {
@@ -36,10 +38,15 @@ constexpr int64_t kMinChunkWork = int64_t{1} << 14;
 // The most chunks one job is split into: the pool's job word holds the count in 20 bits.
 constexpr int64_t kMaxChunks = (int64_t{1} << 20) - 1;
 
+// Kept once found: parallel_for asks at every kernel launch.
 int default_threads() {
-  if (const char* v = std::getenv("FLUXION_NUM_THREADS"); v && std::atoi(v) > 0) return std::atoi(v);
-  unsigned n = std::thread::hardware_concurrency();
-  return n ? static_cast<int>(n) : 1;
+  static const int threads = [] {
+    if (std::optional<int64_t> n = support::whole_number(support::Setting::num_threads))
+      return static_cast<int>(std::min<int64_t>(*n, std::numeric_limits<int>::max()));
+    unsigned n = std::thread::hardware_concurrency();
+    return n ? static_cast<int>(n) : 1;
+  }();
+  return threads;
 }
 
 // Runs fn over [0, n) as `chunks` consecutive ranges on the calling thread; range i gets the

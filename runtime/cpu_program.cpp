@@ -7,6 +7,7 @@
 #include <sys/mman.h>
 
 #include "fluxion/error.h"
+#include "fluxion/runtime.h"
 #include "runtime/counters.h"
 #include "runtime/cpu_helpers.h"
 #include "runtime/host_memory.h"
@@ -41,6 +42,9 @@ void CpuProgram::ArenaDeleter::operator()(char* p) const { ::operator delete[](p
 CpuProgram::CpuProgram(CpuLayout layout) : layout_(std::move(layout)) {
   layout_.arena_bytes = std::max<int64_t>(layout_.arena_bytes, 64);
   free_.reserve(16);
+  // The thread count's first reading raises an Error for a bad FLUXION_NUM_THREADS here: the
+  // generated code that asks for it later cannot pass an exception on.
+  num_threads();
 }
 
 CpuProgram::~CpuProgram() = default;

@@ -4,10 +4,11 @@
 
 #include <atomic>
 #include <cstdio>
-#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+
+#include "support/settings.h"
 
 namespace fluxion::backends {
 namespace {
@@ -33,11 +34,11 @@ constexpr const char* kMagic = "FLUXIONOBJ1\n";
 }  // namespace
 
 std::string disk_cache_dir() {
-  const char* off = std::getenv("FLUXION_DISK_CACHE");
-  if (off && std::string(off) == "0") return "";
-  if (const char* d = std::getenv("FLUXION_CACHE_DIR"); d && *d) return d;
-  if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x) return std::string(x) + "/fluxion";
-  if (const char* h = std::getenv("HOME"); h && *h) return std::string(h) + "/.cache/fluxion";
+  using support::Setting;
+  if (!support::enabled(Setting::disk_cache)) return "";
+  if (std::string d = support::text(Setting::cache_dir); !d.empty()) return d;
+  if (std::string x = support::text(Setting::xdg_cache_home); !x.empty()) return x + "/fluxion";
+  if (std::string h = support::text(Setting::home); !h.empty()) return h + "/.cache/fluxion";
   return "";
 }
 

@@ -1,24 +1,13 @@
 #include "runtime/host_memory.h"
 
-#include <cstdlib>
 #include <new>
 
 #include "fluxion/error.h"
+#include "support/settings.h"
 
 namespace fluxion::interp {
 
-int64_t host_memory_limit() {
-  const char* s = std::getenv("FLUXION_MEMORY_LIMIT");
-  if (!s || !*s) return -1;
-  int64_t n = 0;
-  for (const char* c = s; *c; ++c) {
-    if (*c < '0' || *c > '9' || n > (INT64_MAX - 9) / 10) {
-      detail::fail("FLUXION_MEMORY_LIMIT", std::string("'") + s + "' is not a number of bytes");
-    }
-    n = n * 10 + (*c - '0');
-  }
-  return n;
-}
+int64_t host_memory_limit() { return support::whole_number(support::Setting::memory_limit).value_or(-1); }
 
 std::string program_label(const ir::Program& p) {
   auto list = [](const std::vector<TensorType>& ts) {

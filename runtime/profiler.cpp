@@ -13,6 +13,7 @@
 #include "fluxion/error.h"
 #include "fluxion/profile.h"
 #include "support/files.h"
+#include "support/settings.h"
 
 namespace fluxion {
 namespace {
@@ -43,15 +44,10 @@ std::string escape(const std::string& s) {
   return out;
 }
 
-const char* env_profile() {
-  const char* v = std::getenv("FLUXION_PROFILE");
-  return v && *v && std::string(v) != "0" ? v : nullptr;
-}
-
 void print_at_exit() {
   std::fprintf(stderr, "%s", kernel_time_table().c_str());
-  std::string v = env_profile();
-  if (v.size() > 5 && v.substr(v.size() - 5) == ".json") {
+  std::string v = support::text(support::Setting::profile);  // "on", or a file name ending in .json
+  if (v.ends_with(".json")) {
     try {
       write_chrome_trace(v);
       std::fprintf(stderr, "Chrome trace written to %s\n", v.c_str());
@@ -63,7 +59,7 @@ void print_at_exit() {
 
 std::atomic<bool>& enabled() {
   static std::atomic<bool> on = [] {
-    if (!env_profile()) return false;
+    if (!support::enabled(support::Setting::profile)) return false;
     std::atexit(print_at_exit);
     return true;
   }();

@@ -3,10 +3,10 @@
 // recorder keeps running sets.
 #include "backends/vulkan/barrier_audit.h"
 
-#include <cstdlib>
 #include <string>
 
 #include "fluxion/error.h"
+#include "support/settings.h"
 
 namespace fluxion::vulkan {
 namespace {
@@ -30,15 +30,8 @@ std::string describe(const Recording& r, size_t i) {
 
 }  // namespace
 
-bool barrier_audit_enabled() {
-  const char* v = std::getenv("FLUXION_VULKAN_AUDIT_BARRIERS");
-  if (v && *v) return std::string(v) != "0";
-#ifdef NDEBUG
-  return false;
-#else
-  return true;
-#endif
-}
+// Its default, on in Debug builds, is the setting's (support/settings.def).
+bool barrier_audit_enabled() { return support::enabled(support::Setting::vulkan_audit_barriers); }
 
 void audit_barriers(const Recording& r) {
   if (r.accesses.size() != r.dispatches.size())

@@ -9,7 +9,7 @@
 
 namespace fluxion::vulkan {
 
-// Whether recordings are audited: FLUXION_VULKAN_AUDIT_BARRIERS (0 or 1), else on in Debug builds.
+// Whether recordings are audited: FLUXION_VULKAN_AUDIT_BARRIERS when set, else on in Debug builds.
 bool barrier_audit_enabled();
 
 // Raises Error naming the first hazard of `r` that no barrier covers. `r` holds accesses.

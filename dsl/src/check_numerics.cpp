@@ -2,23 +2,20 @@
 
 #include <atomic>
 #include <cmath>
-#include <cstdlib>
 #include <string>
 
 #include "fluxion/error.h"
 #include "fluxion/runtime.h"
 #include "jit/eval/interpreter.h"
 #include "support/communicator.h"
+#include "support/settings.h"
 
 namespace fluxion {
 
 namespace {
 
 std::atomic<bool>& enabled() {
-  static std::atomic<bool> on = [] {
-    const char* env = std::getenv("FLUXION_CHECK_NUMERICS");
-    return env != nullptr && *env != '\0' && std::string(env) != "0";
-  }();
+  static std::atomic<bool> on = support::enabled(support::Setting::check_numerics);
   return on;
 }
 

@@ -10,13 +10,13 @@
 // reader recomputes from the chain's inputs.
 #include <algorithm>
 #include <climits>
-#include <cstdlib>
 #include <functional>
 #include <set>
 #include <string>
 
 #include "fluxion/error.h"
 #include "jit/kernel/kernel_ir.h"
+#include "support/settings.h"
 
 namespace fluxion::kernel {
 namespace {
@@ -730,13 +730,7 @@ bool is_direct_conv(const ir::Region& r, const ir::Node& n) {
   return unpadded && !unit && w[1] * w[2] * w[3] <= kMaxUnrolledTaps;
 }
 
-bool async_collectives_by_default() {
-  static const bool on = [] {
-    const char* v = std::getenv("FLUXION_ASYNC_COLLECTIVES");
-    return !(v && std::string(v) == "0");
-  }();
-  return on;
-}
+bool async_collectives_by_default() { return support::enabled(support::Setting::async_collectives); }
 
 RegionSchedule schedule(const ir::Region& r, bool top_level, const FusionOptions& options) {
   if (!top_level && options.straight_line_regions && straight_line_region(r)) {

@@ -11,6 +11,8 @@
 #include "fluxion/error.h"
 #include "runtime/vulkan/context.h"
 #include "runtime/vulkan/shader_target.h"
+#include "support/settings.h"
+#include "support/split.h"
 
 namespace fluxion::vulkan {
 namespace {
@@ -21,20 +23,6 @@ constexpr uint32_t kInvocationsUsed = kWorkgroupSize;
 // blocks and room to grow), and the most used (a 64 MiB block each: 4 GiB).
 constexpr uint32_t kMinDescriptorSlots = 4;
 constexpr uint32_t kMaxDescriptorSlots = 64;
-
-std::vector<std::string> split(const std::string& s, char sep) {
-  std::vector<std::string> out;
-  std::istringstream in(s);
-  for (std::string item; std::getline(in, item, sep);) {
-    if (!item.empty()) out.push_back(item);
-  }
-  return out;
-}
-
-std::string env(const char* name) {
-  const char* v = std::getenv(name);
-  return v ? v : "";
-}
 
 // The named profiles: what FLUXION_VULKAN_PROFILE expands to before the other two variables.
 struct Profile {
@@ -89,18 +77,16 @@ void limit(VulkanCapabilities& c, const std::string& item, const std::string& so
 }
 
 void emulate(VulkanCapabilities& c) {
-  std::string profile = env("FLUXION_VULKAN_PROFILE");
-  if (!profile.empty()) {
-    const Profile* p = nullptr;
-    for (const Profile& k : kProfiles) {
-      if (profile == k.name) p = &k;
-    }
-    if (!p) detail::fail("vulkan", "FLUXION_VULKAN_PROFILE=" + profile + ": expected reduced or mobile");
-    for (const std::string& d : split(p->disable, ',')) disable(c, d, "FLUXION_VULKAN_PROFILE");
-    for (const std::string& l : split(p->limits, ',')) limit(c, l, "FLUXION_VULKAN_PROFILE");
+  using support::Setting;
+  // The setting admits only the profiles' names (support/settings.def).
+  std::string profile = support::text(Setting::vulkan_profile);
+  for (const Profile& p : kProfiles) {
+    if (profile != p.name) continue;
+    for (const std::string& d : support::split(p.disable, ',')) disable(c, d, "FLUXION_VULKAN_PROFILE");
+    for (const std::string& l : support::split(p.limits, ',')) limit(c, l, "FLUXION_VULKAN_PROFILE");
   }
-  for (const std::string& d : split(env("FLUXION_VULKAN_DISABLE"), ',')) disable(c, d, "FLUXION_VULKAN_DISABLE");
-  for (const std::string& l : split(env("FLUXION_VULKAN_LIMITS"), ',')) limit(c, l, "FLUXION_VULKAN_LIMITS");
+  for (const std::string& d : support::items(Setting::vulkan_disable)) disable(c, d, "FLUXION_VULKAN_DISABLE");
+  for (const std::string& l : support::items(Setting::vulkan_limits)) limit(c, l, "FLUXION_VULKAN_LIMITS");
 }
 
 }  // namespace

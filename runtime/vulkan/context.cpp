@@ -13,6 +13,7 @@
 #include "runtime/disk_cache.h"
 #include "runtime/vulkan/capabilities.h"
 #include "runtime/vulkan/validation.h"
+#include "support/settings.h"
 
 namespace fluxion::vulkan {
 namespace {
@@ -205,14 +206,14 @@ std::string describe(const std::vector<Candidate>& cs) {
 
 const Candidate& pick(const std::vector<Candidate>& cs, const std::optional<int>& index,
                       const std::optional<std::string>& name) {
-  const char* env = std::getenv("FLUXION_VULKAN_DEVICE");
+  std::string env = support::text(support::Setting::vulkan_device);
   std::optional<int> want_index = index;
   std::optional<std::string> want_name = name;
   std::string source = "select_vulkan_device";
-  if (!want_index && !want_name && env && *env) {
+  if (!want_index && !want_name && !env.empty()) {
     source = "FLUXION_VULKAN_DEVICE";
     char* end = nullptr;
-    long v = std::strtol(env, &end, 10);
+    long v = std::strtol(env.c_str(), &end, 10);
     if (end && *end == '\0') want_index = static_cast<int>(v);
     else want_name = env;
   }

@@ -4,7 +4,7 @@
 #include "runtime/vulkan/memory.h"
 
 #include <algorithm>
-#include <cstdlib>
+#include <optional>
 #include <string>
 
 #include "fluxion/error.h"
@@ -12,6 +12,7 @@
 #include "runtime/vulkan/block_descriptors.h"
 #include "runtime/vulkan/context.h"
 #include "support/round_up.h"
+#include "support/settings.h"
 
 namespace fluxion::vulkan {
 namespace {
@@ -22,9 +23,8 @@ constexpr VkDeviceSize kAlignment = 256;
 
 // FLUXION_VULKAN_MEMORY_LIMIT: bytes a pool may hold in use (to test out-of-memory handling).
 VkDeviceSize memory_limit() {
-  const char* s = std::getenv("FLUXION_VULKAN_MEMORY_LIMIT");
-  if (!s || !*s) return ~VkDeviceSize{0};
-  return static_cast<VkDeviceSize>(std::strtoull(s, nullptr, 10));
+  std::optional<int64_t> limit = support::whole_number(support::Setting::vulkan_memory_limit);
+  return limit ? static_cast<VkDeviceSize>(*limit) : ~VkDeviceSize{0};
 }
 
 }  // namespace

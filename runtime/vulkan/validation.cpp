@@ -2,7 +2,6 @@
 #include "runtime/vulkan/validation.h"
 
 #include <cstdio>
-#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <mutex>
@@ -10,6 +9,7 @@
 
 #include "fluxion/error.h"
 #include "runtime/vulkan/context.h"
+#include "support/settings.h"
 
 namespace fluxion::vulkan {
 namespace {
@@ -80,21 +80,9 @@ VkDebugUtilsMessengerCreateInfoEXT messenger_info() {
 
 }  // namespace
 
-bool validation_requested() {
-  static const bool on = [] {
-    const char* v = std::getenv("FLUXION_VULKAN_VALIDATION");
-    return v && *v && std::string(v) != "0";
-  }();
-  return on;
-}
+bool validation_requested() { return support::enabled(support::Setting::vulkan_validation); }
 
-bool gpu_assisted_validation_requested() {
-  static const bool on = [] {
-    const char* v = std::getenv("FLUXION_VULKAN_VALIDATION");
-    return v && std::string(v) == "gpu";
-  }();
-  return on;
-}
+bool gpu_assisted_validation_requested() { return support::text(support::Setting::vulkan_validation) == "gpu"; }
 
 VkInstance create_validated_instance(VkInstanceCreateInfo ci) {
   VkInstance instance = VK_NULL_HANDLE;

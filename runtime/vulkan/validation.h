@@ -11,7 +11,7 @@
 
 namespace fluxion::vulkan {
 
-// Whether FLUXION_VULKAN_VALIDATION is set to something other than 0.
+// Whether FLUXION_VULKAN_VALIDATION is on (support/settings.def).
 bool validation_requested();
 // Whether it is `gpu`: GPU-assisted validation (buffer device address bounds checks in the
 // shaders) instead of synchronization validation.

@@ -21,6 +21,7 @@
 #include "cpu/lstm_cell.h"
 #include "runtime/vulkan/context.h"
 #include "runtime/vulkan/validation.h"
+#include "support/settings.h"
 #include "vulkan/require_vulkan.h"
 
 namespace fx = fluxion;
@@ -55,10 +56,7 @@ void expect_grad_matches_cpu(const Array& v, const std::vector<Array>& g, F f, s
 
 // FLUXION_VULKAN_LOOP_KERNELS=0 (a second ctest run of this suite) records loops iteration by
 // iteration instead of running small ones inside one dispatch.
-bool loop_kernels() {
-  const char* v = std::getenv("FLUXION_VULKAN_LOOP_KERNELS");
-  return !(v && std::string(v) == "0");
-}
+bool loop_kernels() { return fx::support::enabled(fx::support::Setting::vulkan_loop_kernels); }
 
 // W7's shape: a tiny tanh network applied in a loop, its state fed back.
 Tensor small_loop(Tensor W1, Tensor W2, Tensor x, int64_t steps) {

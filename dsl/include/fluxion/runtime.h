@@ -8,8 +8,9 @@
 namespace fluxion {
 
 // Threads the CPU backend runs parallel kernels on. The default is every core the machine
-// has (std::thread::hardware_concurrency), or FLUXION_NUM_THREADS when set. n < 1 raises
-// Error. Takes effect for the next call of a compiled program.
+// has (std::thread::hardware_concurrency), or FLUXION_NUM_THREADS when set (a value that is not
+// a positive integer raises Error, from num_threads() or a CPU program's compile or load). n < 1
+// raises Error. Takes effect for the next call of a compiled program.
 void set_num_threads(int n);
 int num_threads();
 

@@ -1,4 +1,3 @@
-#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <sstream>
@@ -6,6 +5,7 @@
 #include "dsl/src/data/idx_file.h"
 #include "fluxion/data.h"
 #include "fluxion/error.h"
+#include "support/settings.h"
 
 namespace fluxion::data {
 
@@ -52,10 +52,7 @@ Dataset subset(const Dataset& d, int64_t begin, int64_t end) {
   return {gather_rows(d.inputs, rows.data(), end - begin), gather_rows(d.targets, rows.data(), end - begin)};
 }
 
-std::string fashion_mnist_dir() {
-  const char* env = std::getenv("FLUXION_FASHION_MNIST");
-  return env && *env ? env : "/usr/share/datasets/fashion-mnist";
-}
+std::string fashion_mnist_dir() { return support::text(support::Setting::fashion_mnist); }
 
 const std::vector<std::string>& fashion_mnist_classes() {
   static const std::vector<std::string> names{"T-shirt/top", "Trouser", "Pullover", "Dress", "Coat",
