@@ -1,29 +1,24 @@
 #include "driver/pipeline.h"
 
 #include <cstdio>
-#include <cstdlib>
 #include <string>
 
 #include "driver/compile_cache.h"
+#include "jit/kernel/plan_rules.h"
 #include "jit/passes/passes.h"
+#include "support/settings.h"
 
 namespace fluxion::compiler {
 namespace {
-
-bool dump_enabled() {
-  static const bool on = [] {
-    const char* v = std::getenv("FLUXION_DUMP_IR");
-    return v && *v && std::string(v) != "0";
-  }();
-  return on;
-}
 
 // Verifies (in builds with FLUXION_VERIFY_IR) and optionally dumps the program after a step.
 void checkpoint(const ir::Program& p, const char* step) {
 #ifdef FLUXION_VERIFY_IR
   ir::verify(p);
 #endif
-  if (dump_enabled()) std::fprintf(stderr, "// ---- IR after %s\n%s\n", step, ir::print(p, true).c_str());
+  if (support::enabled(support::Setting::dump_ir)) {
+    std::fprintf(stderr, "// ---- IR after %s\n%s\n", step, ir::print(p, true).c_str());
+  }
 }
 
 }  // namespace
@@ -38,7 +33,8 @@ CompiledProgram compile(ir::Program traced, Backend backend) {
   // cache key, the backend's compilation and the printed IR then depend on the graph alone.
   ir::canonicalize_order(out.optimized);
   checkpoint(out.optimized, "canonical order");
-  std::string key = std::string(backend_name(backend)) + "\n" + ir::print(out.optimized);
+  // Plan rules change the code of the same graph (tuning experiments), so they are part of it.
+  std::string key = std::string(backend_name(backend)) + "\n" + kernel::plan_rules_text() + ir::print(out.optimized);
   out.executable = cached_compile(key, [&] { return ExecutablePtr(backends::compile(out.optimized, backend)); });
   out.traced = std::move(traced);
   return out;

@@ -14,7 +14,9 @@
 #include <llvm/IR/LLVMContext.h>
 #include <llvm/IR/Module.h>
 
+#include "backends/cpu/plan.h"
 #include "jit/ir/ir.h"
+#include "jit/kernel/frame.h"
 #include "jit/kernel/kernel_ir.h"
 #include "runtime/cpu_helpers.h"
 
@@ -25,14 +27,6 @@ namespace fluxion::cpu {
 struct ModuleInfo {
   std::string entry = "fx_entry";
   int64_t arena_bytes = 0;
-};
-
-// Host facts the generated code is specialised for.
-struct Target {
-  int vector_bytes = 32;         // vector width for loops LLVM vectorises (its own preference)
-  int matmul_vector_bytes = 32;  // vector width of the matmul kernel's register tiles
-  int vector_registers = 16;     // what register tiles may hold (32 with AVX-512)
-  bool profile = false;          // call fx_profile_mark before and after every kernel
 };
 
 // Emits the module for program `p` with the top-level schedule `s`.
@@ -82,10 +76,6 @@ class KernelEmitter {
   // `void name(ptr bufs, ptr partials)` stores each folded reduction's partial results,
   // combined in part order, into its own buffer; `bufs` holds buffers()' pointers.
   llvm::Function* emit_combine(const std::string& name);
-  // After emit: which code path it took ("tiles", "transposed-tiles", "sliding", "im2col",
-  // "block", "scalar", "flat", "pool-windows", "pieces", "nest", "rows"; docs/cpu.md),
-  // Kernel::strategy's value.
-  const std::string& strategy() const { return strategy_; }
 
   // The value of v at index `idx` (one i64 per dimension of v's type).
   llvm::Value* at(ir::ValueId v, const Index& idx);
@@ -122,21 +112,15 @@ class KernelEmitter {
                std::map<size_t, llvm::Value*>* accumulators = nullptr);
   // The index of reduction `node`'s result at kernel index idx (idx without the folded axes).
   static Index reduced_index(const ir::Node& node, const Index& idx);
-  // A Loop kernel holding a max-pooling gradient whose windows tile its input exactly runs
-  // window by window instead of element by element (pool_grad_windows.cpp); false if it does not.
-  bool pool_grad_by_windows(llvm::Value* lo, llvm::Value* hi);
+  // A Loop kernel planned PoolWindows: its max-pooling gradient (the plan's node), whose windows
+  // tile its input exactly, window by window instead of element by element (pool_grad_windows.cpp).
+  void pool_grad_by_windows(llvm::Value* lo, llvm::Value* hi);
   // A Scatter kernel (scatter.cpp): the result rows or outer indices of dimension-0 range
   // [lo, hi), zeroed, then the indices scanned in order.
   void scatter(llvm::Value* lo, llvm::Value* hi);
-  // A Loop kernel that stores a concatenation along an axis other than 0 runs one loop nest per
-  // part (concat_pieces.cpp); false if it has none.
-  bool concat_by_pieces(llvm::Value* lo, llvm::Value* hi);
-  // Whether the kernel reads and writes only arrays of its own element count, elementwise (and
-  // reduces only over every axis): then it runs as one flat loop.
-  bool collapsible() const;
-  // Whether a node of the kernel is a reduction: a product that splits its columns across
-  // threads must not have one in its epilogue (a row's sum would be shared between threads).
-  bool reduces() const;
+  // A Loop kernel planned Pieces, storing a concatenation (the plan's node) along an axis other
+  // than 0: one loop nest per part (concat_pieces.cpp).
+  void concat_by_pieces(llvm::Value* lo, llvm::Value* hi);
   void init_reductions(llvm::Value* lo, llvm::Value* hi);
   llvm::Function* begin_function(const std::string& name, const std::vector<llvm::Type*>& rest);
   // StraightLine kernels (straight_line.cpp): every element of every stored value, at constant indices;
@@ -175,15 +159,17 @@ class KernelEmitter {
   };
   Gemm matmul_gemm();
   Gemm conv_gemm();
+  // A MatMul kernel by its plan: tiles, transposed tiles, sliding windows or im2col.
+  void product(llvm::Value* lo, llvm::Value* hi);
   void gemm(const Gemm& g, llvm::Value* lo, llvm::Value* hi);
   // The product of few rows by a transposed right operand, computed as C^T tiles
-  // (matmul_transposed.cpp); false (nothing emitted) where it does not apply.
-  bool gemm_transposed(const Gemm& g, llvm::Value* lo, llvm::Value* hi);
+  // (matmul_transposed.cpp; planned TransposedTiles).
+  void gemm_transposed(const Gemm& g, llvm::Value* lo, llvm::Value* hi);
   // The transpose of a square block of rows.size() vectors of as many lanes, in registers.
   std::vector<llvm::Value*> transpose_square(std::vector<llvm::Value*> rows);
-  // Stride-1 convolutions as sliding windows over a staged image (sliding_conv.cpp); false
-  // (nothing emitted) where they do not apply or their stack buffers would be too large.
-  bool sliding_conv(llvm::Value* lo, llvm::Value* hi);
+  // Stride-1 convolutions as sliding windows over a staged image (sliding_conv.cpp; planned
+  // Sliding where sliding_conv_fits).
+  void sliding_conv(llvm::Value* lo, llvm::Value* hi);
   // A 64-byte aligned stack array, allocated in the entry block.
   llvm::Value* stack_buffer(llvm::Type* et, int64_t elements);
   void epilogue(const Index& idx);
@@ -195,14 +181,12 @@ class KernelEmitter {
   llvm::Module& module_;
   llvm::IRBuilder<>& builder_;
   llvm::LLVMContext& context_;
-  std::vector<int32_t> producer_;
-  std::vector<bool> computed_;  // per value: computed in this kernel (not loaded)
+  kernel::KernelFrame frame_;
   std::vector<ir::ValueId> buffer_values_;
   std::map<ir::ValueId, llvm::Value*> pointers_;
   llvm::Value* bufs_ = nullptr;
   std::map<std::pair<ir::ValueId, Index>, llvm::Value*> memo_;
   bool collapsed_ = false;
-  std::string strategy_;
   unsigned lanes_ = 0;  // > 0 while vector_node emits: constants are splats of this many lanes
 };
 

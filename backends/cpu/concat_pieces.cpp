@@ -10,16 +10,8 @@ using llvm::Value;
 // Run the kernel as one loop nest per part instead, with the concatenation's value at each
 // index known to be its part's element there: plain loads, consecutive along the axis.
 // Dimension 0 is left whole, so threads split the kernel as before.
-bool KernelEmitter::concat_by_pieces(Value* lo, Value* hi) {
-  const ir::Node* concat = nullptr;
-  for (size_t i : kernel_.nodes) {
-    const ir::Node& n = region_.nodes[i];
-    if (n.op == ir::Op::Concat && n.attrs.axes[0] > 0 && region_.type(n.results[0]).shape == kernel_.space) {
-      concat = &n;
-      break;
-    }
-  }
-  if (!concat) return false;
+void KernelEmitter::concat_by_pieces(Value* lo, Value* hi) {
+  const ir::Node* concat = &region_.nodes[static_cast<size_t>(kernel_.plan.node)];
   size_t ax = static_cast<size_t>(concat->attrs.axes[0]);
   int64_t offset = 0;
   for (ir::ValueId part : concat->operands) {
@@ -34,7 +26,6 @@ bool KernelEmitter::concat_by_pieces(Value* lo, Value* hi) {
     });
     offset += piece[ax];
   }
-  return true;
 }
 
 }  // namespace fluxion::cpu

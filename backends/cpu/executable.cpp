@@ -2,7 +2,6 @@
 #include "backends/cpu/executable.h"
 
 #include <cstdio>
-#include <cstdlib>
 #include <cstring>
 #include <mutex>
 #include <new>
@@ -19,6 +18,7 @@
 #include "runtime/cpu_program.h"
 #include "runtime/host_memory.h"
 #include "runtime/profiler.h"
+#include "support/settings.h"
 
 namespace fluxion::cpu {
 namespace {
@@ -27,11 +27,9 @@ class CpuExecutable final : public backends::Executable {
  public:
   explicit CpuExecutable(const ir::Program& p) : program_(p) {
     schedule_ = kernel::schedule(program_.body, true);
+    plan_kernels(program_.body, schedule_, host_target(false));
     code_ = build(false);
-    size_t next = 0;
-    kernel::for_each_kernel(program_.body, schedule_,
-                            [&](kernel::Kernel& k) { k.strategy = code_->strategies.at(next++); });
-    if (const char* dump = std::getenv("FLUXION_DUMP_IR"); dump && *dump && std::string(dump) != "0") {
+    if (support::enabled(support::Setting::dump_ir)) {
       std::fprintf(stderr, "// ---- kernels\n%s\n", describe().c_str());
     }
     calls_ = std::make_unique<CpuProgram>(layout());
@@ -87,17 +85,23 @@ class CpuExecutable final : public backends::Executable {
 
   // Native code for the program; `profile`: with a timestamp before and after every kernel
   // (a separate compile, made on the first call that finds profiling on).
-  std::unique_ptr<NativeCode> build(bool profile) const {
+  static Target host_target(bool profile) {
     Target target;
     target.vector_bytes = host().vector_bytes;
     target.matmul_vector_bytes = host().matmul_vector_bytes;
     target.vector_registers = host().vector_registers;
     target.profile = profile;
+    return target;
+  }
+
+  std::unique_ptr<NativeCode> build(bool profile) const {
+    Target target = host_target(profile);
     std::string key = std::string("fluxion codegen " FLUXION_CODEGEN_HASH) + "\nvector " +
                       std::to_string(target.vector_bytes) + " " + std::to_string(target.matmul_vector_bytes) +
-                      " registers " + std::to_string(target.vector_registers) + (profile ? " profiled" : "") +
-                      (kernel::async_collectives_by_default() ? "" : " synchronous collectives") + "\n" +
-                      ir::print(program_);
+                      " registers " + std::to_string(target.vector_registers) + (profile ? " profiled" : "") + "\n" +
+                      support::cache_key_settings() + ir::print(program_) +
+                      // The plans (plan rules may change them): the code renders them.
+                      kernel::print(program_.body, schedule_);
     auto code = build_native(key, [&](llvm::Module& m) { emit_program(program_, schedule_, target, m); });
     (code->from_disk_cache ? backends::counters().disk_cache_hits : backends::counters().compiles)++;
     return code;

@@ -21,13 +21,6 @@ namespace fluxion::cpu {
 using llvm::Value;
 
 namespace {
-// MR, the rows of a register tile, from the target's vector registers (of any element type):
-// 6 x 2 vectors of accumulators fit 16 registers (AVX2) with the two B vectors and a
-// broadcast; 32 registers (AVX-512) fit 8 rows, which tile the multiples of 8 that layer widths
-// usually are (W3's 32 rows: four tiles, no single-row rest), or up to 12 as one tile.
-constexpr int kRows = 6;
-constexpr int kRowsWide = 8;
-constexpr int kRowsMax = 12;  // 24 accumulators, two B vectors and a broadcast: 27 of 32 registers
 constexpr int64_t kWholeEpilogueBytes = 32 << 10;
 }  // namespace
 
@@ -42,8 +35,8 @@ class KernelEmitter::GemmEmitter {
         result_(e.region_.nodes[e.kernel_.root].results[0]),
         elem_type_(reg_type(e.context_, e.region_.type(result_).dtype)),
         elem_bytes_(dtype_size(e.region_.type(result_).dtype)),
-        lanes_(std::max<int>(1, e.target_.matmul_vector_bytes / static_cast<int>(elem_bytes_))),
-        panel_columns_(2 * lanes_),
+        lanes_(static_cast<int>(e.kernel_.plan.vector_lanes)),
+        panel_columns_(static_cast<int>(e.kernel_.plan.tile.n)),
         vector_type_(llvm::FixedVectorType::get(elem_type_, static_cast<unsigned>(lanes_))),
         align_(static_cast<uint64_t>(elem_bytes_)),
         result_data_(e.pointer(result_)) {
@@ -59,7 +52,7 @@ class KernelEmitter::GemmEmitter {
   }
 
   void run(Value* lo, Value* hi) {
-    if (product_.batch.empty() && splits_columns()) {
+    if (emitter_.kernel_.plan.split_columns) {
       // The kernel's range of rows [lo, hi) stands for the same share of the panels (as in
       // matmul_transposed.cpp): consecutive row ranges give consecutive panel ranges.
       int64_t panels = ceil_div<int64_t>(product_.N, panel_columns_);
@@ -94,28 +87,6 @@ class KernelEmitter::GemmEmitter {
         {i64(product_.kc), builder_.CreateSub(i64(product_.K), builder_.CreateMul(kb, i64(product_.kc)))});
   }
 
-  // Rows that fit one register tile are one tile: rows left over after full tiles run one
-  // at a time, each a chain of dependent multiply-adds, where a product of 10 rows would spend
-  // most of its time.
-  int tile_rows() const {
-    int64_t M = product_.M;
-    bool wide = emitter_.target_.vector_registers >= 32;
-    int max_rows = wide ? kRowsMax : kRows;
-    return M <= max_rows ? static_cast<int>(std::max<int64_t>(1, M)) : wide && M % kRowsWide == 0 ? kRowsWide : kRows;
-  }
-
-  // Threads split the rows, each packing every panel of B, or, for a matmul at least as wide
-  // (in panels) as it is tall (in row tiles), the panels, each thread packing only its own and
-  // reading all of A, which is not packed. Not with a reduction in the epilogue: a row's sum
-  // (a bias gradient) would then be shared between threads.
-  bool splits_columns() const {
-    if (emitter_.region_.nodes[emitter_.kernel_.root].op != ir::Op::MatMul || product_.N < 2 * panel_columns_ ||
-        emitter_.reduces())
-      return false;
-    int64_t row_tiles = ceil_div<int64_t>(product_.M, tile_rows());
-    return product_.N / panel_columns_ >= row_tiles;
-  }
-
   // The columns of this call's panels: all of them, or [p0_, p1_) panels' when it splits them.
   Value* first_column() { return p0_ ? builder_.CreateMul(p0_, i64(panel_columns_)) : i64(0); }
   Value* end_column() {
@@ -127,7 +98,7 @@ class KernelEmitter::GemmEmitter {
   // Rows [r0, r1) of the product of batch_.
   void product(Value* r0, Value* r1) {
     if (product_.N < lanes_) return dot_products(r0, r1);
-    tile_rows_ = tile_rows();
+    tile_rows_ = static_cast<int>(emitter_.kernel_.plan.tile.m);
     r0_ = r0, r1_ = r1;
     full_tiles_ = builder_.CreateSDiv(builder_.CreateSub(r1, r0), i64(tile_rows_));
     full_rows_end_ = builder_.CreateAdd(r0, builder_.CreateMul(full_tiles_, i64(tile_rows_)));

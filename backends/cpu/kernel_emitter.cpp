@@ -88,21 +88,14 @@ std::vector<Value*> emit_for(llvm::IRBuilder<>& b, Value* lo, Value* hi, const s
 
 KernelEmitter::KernelEmitter(const ir::Region& r, const kernel::RegionSchedule& s, const kernel::Kernel& k,
                              const Target& target, llvm::Module& m, llvm::IRBuilder<>& b)
-    : region_(r), schedule_(s), kernel_(k), target_(target), module_(m), builder_(b), context_(m.getContext()) {
-  producer_ = kernel::producers(r);
-  computed_.assign(r.types.size(), false);
-  auto mark = [&](size_t n) {
-    const ir::Node& node = r.nodes[n];
-    bool root = (k.kind == kernel::KernelKind::MatMul || k.kind == kernel::KernelKind::Scatter) && n == k.root;
-    bool stored_result =
-        k.kind != kernel::KernelKind::StraightLine && (ir::op_info(node.op).cls == ir::OpClass::Reduce || root);
-    if (!stored_result) {
-      for (ir::ValueId v : node.results) computed_[static_cast<size_t>(v)] = true;
-    }
-  };
-  for (size_t n : k.nodes) mark(n);
-  for (size_t n : k.recomputed) mark(n);
-}
+    : region_(r),
+      schedule_(s),
+      kernel_(k),
+      target_(target),
+      module_(m),
+      builder_(b),
+      context_(m.getContext()),
+      frame_(r, s, k, k.plan) {}
 
 Value* KernelEmitter::i64(int64_t v) { return builder_.getInt64(static_cast<uint64_t>(v)); }
 
@@ -191,21 +184,14 @@ void KernelEmitter::store(ir::ValueId v, const Index& idx, Value* x) {
 Value* KernelEmitter::at(ir::ValueId v, const Index& idx) {
   auto key = std::make_pair(v, idx);
   if (auto it = memo_.find(key); it != memo_.end()) return it->second;
-  size_t vi = static_cast<size_t>(v);
-  int p = producer_[vi];
-  Value* x;
-  const ir::Node* node = p >= 0 ? &region_.nodes[static_cast<size_t>(p)] : nullptr;
-  kernel::Storage st = schedule_.storage[vi];
-  if (computed_[vi]) {
-    x = compute(*node, idx);
-  } else if (node && node->op == Op::Constant && node->attrs.data.size() == 1) {
-    x = constant(region_.type(v).dtype, node->attrs.data[0]);
-  } else if (node && ir::is_view(node->op) && st != kernel::Storage::Alias) {
-    // Read through the view even when a copy kernel also materializes it: this kernel was
-    // ordered after the view's operands, not necessarily after the copy.
-    x = view(*node, v, idx);
-  } else {
-    x = load(v, idx);
+  Value* x = nullptr;
+  switch (frame_.source(v)) {
+    case kernel::KernelFrame::Source::Computed: x = compute(*frame_.producer(v), idx); break;
+    case kernel::KernelFrame::Source::Splat:
+      x = constant(region_.type(v).dtype, frame_.producer(v)->attrs.data[0]);
+      break;
+    case kernel::KernelFrame::Source::View: x = view(*frame_.producer(v), v, idx); break;
+    case kernel::KernelFrame::Source::Memory: x = load(v, idx); break;
   }
   memo_[key] = x;
   return x;
@@ -214,7 +200,7 @@ Value* KernelEmitter::at(ir::ValueId v, const Index& idx) {
 Value* KernelEmitter::at_flat(ir::ValueId v, Value* f) {
   kernel::Storage st = schedule_.storage[static_cast<size_t>(v)];
   const TensorType& t = region_.type(v);
-  if (!computed_[static_cast<size_t>(v)] &&
+  if (!frame_.computed(v) &&
       (st == kernel::Storage::Param || st == kernel::Storage::Slot || st == kernel::Storage::Output ||
        st == kernel::Storage::Alias || st == kernel::Storage::Global)) {
     Value* x = builder_.CreateLoad(mem_type(context_, t.dtype),
@@ -227,44 +213,6 @@ Value* KernelEmitter::at_flat(ir::ValueId v, Value* f) {
     if (d > 0) f = builder_.CreateUDiv(f, i64(t.shape[d]));
   }
   return at(v, idx);
-}
-
-bool KernelEmitter::reduces() const {
-  return std::any_of(kernel_.nodes.begin(), kernel_.nodes.end(),
-                     [&](size_t i) { return ir::op_info(region_.nodes[i].op).cls == ir::OpClass::Reduce; });
-}
-
-bool KernelEmitter::collapsible() const {
-  if (kernel_.space.size() < 2) return false;
-  int64_t n = numel(kernel_.space);
-  auto plain = [&](ir::ValueId v) {
-    size_t vi = static_cast<size_t>(v);
-    int p = producer_[vi];
-    if (computed_[vi]) return true;
-    if (p >= 0) {
-      const ir::Node& pn = region_.nodes[static_cast<size_t>(p)];
-      if (pn.op == Op::Constant && pn.attrs.data.size() == 1) return true;
-      // A broadcast of one element reads index 0 whatever the index.
-      if (pn.op == Op::Broadcast && region_.type(pn.operands[0]).numel() == 1) return true;
-      // at() reads a view through its index math even when another kernel also stores it (a
-      // transposed result): that needs the full index, not the linear one.
-      if (ir::is_view(pn.op) && schedule_.storage[vi] != kernel::Storage::Alias) return false;
-    }
-    kernel::Storage st = schedule_.storage[vi];
-    return st != kernel::Storage::View && st != kernel::Storage::None && region_.type(v).numel() == n;
-  };
-  std::vector<size_t> nodes = kernel_.nodes;
-  nodes.insert(nodes.end(), kernel_.recomputed.begin(), kernel_.recomputed.end());
-  for (size_t i : nodes) {
-    const ir::Node& node = region_.nodes[i];
-    ir::OpClass cls = ir::op_info(node.op).cls;
-    bool full_reduce = cls == ir::OpClass::Reduce && node.attrs.axes.size() == kernel_.space.size();
-    if (!ir::is_elementwise(node.op) && !full_reduce) return false;
-    for (ir::ValueId o : node.operands) {
-      if (!plain(o)) return false;
-    }
-  }
-  return true;
 }
 
 void KernelEmitter::nest(const Shape& shape, Value* lo, Value* hi, const std::function<void(const Index&)>& body) {
@@ -372,51 +320,43 @@ llvm::Function* KernelEmitter::emit(const std::string& name) {
                std::to_string(8 * std::max(target_.vector_bytes, target_.matmul_vector_bytes)));
   Value* lo = f->getArg(1);
   Value* hi = f->getArg(2);
-  if (kernel_.kind == kernel::KernelKind::StraightLine) {
-    strategy_ = "block";
-    straight_line();
-  } else if (kernel_.kind == kernel::KernelKind::Scatter) {
-    strategy_ = "rows";
-    scatter(lo, hi);
-  } else if (kernel_.kind == kernel::KernelKind::MatMul) {
-    init_reductions(lo, hi);
-    if (region_.nodes[kernel_.root].op == ir::Op::MatMul) {
-      Gemm g = matmul_gemm();
-      strategy_ = "transposed-tiles";
-      if (!gemm_transposed(g, lo, hi)) {
-        strategy_ = "tiles";
-        gemm(g, lo, hi);
-      }
-    } else {
-      strategy_ = "sliding";
-      if (!sliding_conv(lo, hi)) {
-        strategy_ = "im2col";
-        gemm(conv_gemm(), lo, hi);
-      }
-    }
-  } else {
-    init_reductions(lo, hi);
-    if (kernel_.space.empty()) {
-      strategy_ = "scalar";
+  using kernel::Strategy;
+  switch (kernel_.plan.strategy) {
+    case Strategy::Block: straight_line(); break;
+    case Strategy::Rows: scatter(lo, hi); break;
+    case Strategy::Tiles:
+    case Strategy::TransposedTiles:
+    case Strategy::Sliding:
+    case Strategy::Im2col: product(lo, hi); break;
+    case Strategy::Scalar:
+      init_reductions(lo, hi);
       body_at({});
-    } else if (collapsible()) {
+      break;
+    case Strategy::Flat: {
       // One flat loop instead of a nest: no per-row loop overhead or partial reductions.
-      strategy_ = "flat";
+      init_reductions(lo, hi);
       collapsed_ = true;
       int64_t n = numel(kernel_.space);
       Value* scale = i64(n / std::max<int64_t>(1, kernel_.space[0]));
       nest({n}, builder_.CreateMul(lo, scale), builder_.CreateMul(hi, scale), [&](const Index& idx) { body_at(idx); });
       collapsed_ = false;
-    } else {
-      strategy_ = "pool-windows";
-      if (!pool_grad_by_windows(lo, hi)) {
-        strategy_ = "pieces";
-        if (!concat_by_pieces(lo, hi)) {
-          strategy_ = "nest";
-          nest(kernel_.space, lo, hi, [&](const Index& idx) { body_at(idx); });
-        }
-      }
+      break;
     }
+    case Strategy::PoolWindows:
+      init_reductions(lo, hi);
+      pool_grad_by_windows(lo, hi);
+      break;
+    case Strategy::Pieces:
+      init_reductions(lo, hi);
+      concat_by_pieces(lo, hi);
+      break;
+    case Strategy::Nest:
+      init_reductions(lo, hi);
+      nest(kernel_.space, lo, hi, [&](const Index& idx) { body_at(idx); });
+      break;
+    default:
+      detail::fail("cpu codegen", std::string("internal error: a kernel planned '") +
+                                      kernel::strategy_name(kernel_.plan.strategy) + "' is not a CPU strategy");
   }
   builder_.CreateRetVoid();
   // Distinct buffers never overlap where one is written (the memory plan guarantees it): say so

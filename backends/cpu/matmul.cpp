@@ -10,10 +10,6 @@ namespace fluxion::cpu {
 
 using llvm::Value;
 
-namespace {
-constexpr int64_t kBlockK = 256;  // k-block length of a matmul: a packed panel stays in L1
-}  // namespace
-
 std::vector<Value*> KernelEmitter::transpose_square(std::vector<Value*> rows) {
   int W = static_cast<int>(rows.size());
   for (int half = W / 2; half >= 1; half /= 2) {
@@ -33,6 +29,16 @@ std::vector<Value*> KernelEmitter::transpose_square(std::vector<Value*> rows) {
   return rows;
 }
 
+void KernelEmitter::product(Value* lo, Value* hi) {
+  init_reductions(lo, hi);
+  switch (kernel_.plan.strategy) {
+    case kernel::Strategy::TransposedTiles: gemm_transposed(matmul_gemm(), lo, hi); break;
+    case kernel::Strategy::Tiles: gemm(matmul_gemm(), lo, hi); break;
+    case kernel::Strategy::Sliding: sliding_conv(lo, hi); break;
+    default: gemm(conv_gemm(), lo, hi); break;
+  }
+}
+
 KernelEmitter::Gemm KernelEmitter::matmul_gemm() {
   const ir::Node& n = region_.nodes[kernel_.root];
   const Shape& cs = region_.type(n.results[0]).shape;
@@ -45,7 +51,7 @@ KernelEmitter::Gemm KernelEmitter::matmul_gemm() {
   g.M = cs[rank - 2];
   g.N = cs[rank - 1];
   g.K = region_.type(n.operands[0]).shape.back();
-  g.kc = std::min(kBlockK, std::max<int64_t>(1, g.K));
+  g.kc = kernel_.plan.tile.k;
   g.blocks = std::max<int64_t>(1, ceil_div(g.K, g.kc));
   g.b_rows_contiguous = bv.strides[rank - 1] == 1;
   DType t = region_.type(n.results[0]).dtype;

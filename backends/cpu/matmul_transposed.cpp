@@ -9,31 +9,21 @@
 #include <algorithm>
 
 #include "backends/cpu/codegen.h"
+#include "fluxion/error.h"
 
 namespace fluxion::cpu {
 
 using llvm::Value;
 
-namespace {
-// 24 accumulators, two A^T vectors and a broadcast; at most a vector's lanes, since a tile's
-// columns become the lanes of C's rows, and fewer where the registers are fewer.
-constexpr int kMaxTileColumns = 12;
-}  // namespace
-
-bool KernelEmitter::gemm_transposed(const Gemm& g, Value* lo, Value* hi) {
+void KernelEmitter::gemm_transposed(const Gemm& g, Value* lo, Value* hi) {
   ir::ValueId cv = region_.nodes[kernel_.root].results[0];
   DType ct = region_.type(cv).dtype;
   int64_t esize = dtype_size(ct);
-  int W = std::max<int>(1, target_.matmul_vector_bytes / static_cast<int>(esize));
+  int W = static_cast<int>(kernel_.plan.vector_lanes);
   int64_t M = g.M, N = g.N, K = g.K;
-  // Two accumulators a column, two A^T vectors and a broadcast in the vector registers: with
-  // AVX2's 16, 8 columns spilled and W3's 10 x 32 x 128 dW2 took 2.2 us against 1.0 for 8 rows.
-  const int tile_columns = std::min({kMaxTileColumns, W, (target_.vector_registers - 3) / 2});
-  // Threads split C's columns, so an epilogue reduction that keeps C's rows (a bias gradient,
-  // zeroed and accumulated by rows) would be shared between them: not here.
-  if (!g.batch.empty() || !g.a_row_address || !g.b_column_address || g.blocks != 1 || W < 8 || M <= W || M > 2 * W ||
-      N < tile_columns || K % W != 0 || reduces())
-    return false;
+  const int tile_columns = static_cast<int>(kernel_.plan.tile.m);
+  if (!g.a_row_address || !g.b_column_address)
+    detail::fail("cpu codegen", "internal error: transposed tiles planned for operands without contiguous rows");
   auto [et, vt, ealign, valign] = vector_types(context_, ct, W);
   Value* cp = pointer(cv);
   bool has_epilogue = kernel_.nodes.size() > 1;
@@ -123,7 +113,6 @@ bool KernelEmitter::gemm_transposed(const Gemm& g, Value* lo, Value* hi) {
   Value* rest_start = builder_.CreateAdd(j_lo, builder_.CreateMul(full, i64(tile_columns)));
   Value* rest = builder_.CreateSub(j_hi, rest_start);
   emit_if(builder_, builder_.CreateICmpSGT(rest, i64(0)), [&] { tile(rest_start, rest); });
-  return true;
 }
 
 }  // namespace fluxion::cpu

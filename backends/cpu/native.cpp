@@ -26,6 +26,7 @@
 #include "fluxion/runtime.h"
 #include "runtime/cpu_helpers.h"
 #include "runtime/disk_cache.h"
+#include "support/settings.h"
 
 namespace fluxion::cpu {
 namespace {
@@ -133,16 +134,6 @@ std::string object_code(llvm::Module& m, llvm::TargetMachine& tm) {
   return std::string(buf.data(), buf.size());
 }
 
-// FLUXION_CPU_FEATURES: "native" (the default), or a lower feature set to generate code for.
-std::string requested_isa() {
-  const char* v = std::getenv("FLUXION_CPU_FEATURES");
-  std::string r = v && *v ? v : "native";
-  if (r != "native" && r != "avx512" && r != "avx2") {
-    detail::fail("cpu backend", "FLUXION_CPU_FEATURES=" + r + ": expected native, avx512 or avx2");
-  }
-  return r;
-}
-
 // Turns off the host's features above `isa`; raises Error when the host lacks `isa` itself (its
 // code would not run here).
 void lower_features(llvm::StringMap<bool>& f, const std::string& isa) {
@@ -191,7 +182,7 @@ const HostInfo& host() {
     HostInfo h;
     h.cpu = llvm::sys::getHostCPUName().str();
     llvm::StringMap<bool> features = llvm::sys::getHostCPUFeatures();
-    h.requested = requested_isa();
+    h.requested = support::text(support::Setting::cpu_features);  // native, avx512 or avx2
     lower_features(features, h.requested);
     std::vector<std::string> names;
     for (auto& f : features) names.push_back(f.first().str());
@@ -280,7 +271,7 @@ std::unique_ptr<NativeCode> build_native(const std::string& key, const std::func
     if (llvm::verifyModule(m, &es))
       detail::fail("cpu backend", "internal error: invalid LLVM IR generated: " + es.str());
     optimize(m, *tm);
-    if (const char* dump = std::getenv("FLUXION_DUMP_LLVM"); dump && *dump && std::string(dump) != "0") {
+    if (support::enabled(support::Setting::dump_llvm)) {
       llvm::errs() << "; ---- optimized LLVM IR\n" << m << "\n";
     }
     object = object_code(m, *tm);
@@ -312,10 +303,6 @@ std::unique_ptr<NativeCode> build_native(const std::string& key, const std::func
   if (!sym) fail_llvm("cannot link the program", sym.takeError());
   auto code = std::make_unique<OrcCode>();
   code->entry = sym->toPtr<EntryFn>();
-  auto strategies = (*jit)->lookup(kStrategiesSymbol);
-  if (!strategies) fail_llvm("cannot link the program", strategies.takeError());
-  std::istringstream lines(strategies->toPtr<const char*>());
-  for (std::string line; std::getline(lines, line);) code->strategies.push_back(line);
   code->from_disk_cache = cached;
   code->object = std::move(object);
   code->jit = std::move(*jit);

@@ -20,16 +20,11 @@ class Type;
 
 namespace fluxion::cpu {
 
-// The module's NUL-terminated text naming each kernel's strategy, one per line in the order the
-// entry point runs them (KernelEmitter::strategy()).
-inline constexpr char kStrategiesSymbol[] = "fx_kernel_strategies";
-
 // Linked code of one program; the entry point stays valid while this lives.
 class NativeCode {
  public:
   virtual ~NativeCode() = default;
   EntryFn entry = nullptr;
-  std::vector<std::string> strategies;  // from kStrategiesSymbol
   std::string object;                   // the object code linked (what Compiled::save exports)
   bool from_disk_cache = false;
 };

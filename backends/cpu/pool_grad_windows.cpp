@@ -16,22 +16,8 @@ using llvm::Value;
 // instead: each window's first maximum (or first NaN) found once, by value,
 // and its elements given the gradient or zero; the rest of the kernel then runs at each of
 // them. The loop over window columns vectorises with interleaved loads and stores.
-bool KernelEmitter::pool_grad_by_windows(Value* lo, Value* hi) {
-  const ir::Node* grad = nullptr;
-  for (size_t i : kernel_.nodes) {
-    const ir::Node& n = region_.nodes[i];
-    if (n.op != Op::MaxPool2dGrad || region_.type(n.results[0]).shape != kernel_.space) continue;
-    const ir::Attrs& a = n.attrs;
-    const Shape &xs = region_.type(n.operands[0]).shape, &gs = region_.type(n.operands[1]).shape;
-    bool exact = a.strides == a.window &&
-                 std::all_of(a.padding.begin(), a.padding.end(), [](int64_t p) { return p == 0; }) &&
-                 xs[2] == gs[2] * a.window[0] && xs[3] == gs[3] * a.window[1];
-    if (exact && is_float(region_.type(n.results[0]).dtype)) {
-      grad = &n;
-      break;
-    }
-  }
-  if (!grad) return false;
+void KernelEmitter::pool_grad_by_windows(Value* lo, Value* hi) {
+  const ir::Node* grad = &region_.nodes[static_cast<size_t>(kernel_.plan.node)];
   const ir::Attrs& a = grad->attrs;
   ir::ValueId x = grad->operands[0], g = grad->operands[1], res = grad->results[0];
   DType t = region_.type(res).dtype;
@@ -69,7 +55,6 @@ bool KernelEmitter::pool_grad_by_windows(Value* lo, Value* hi) {
         },
         LoopHint::Vectorize);
   });
-  return true;
 }
 
 }  // namespace fluxion::cpu

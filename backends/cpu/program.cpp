@@ -47,10 +47,6 @@ class ProgramEmitter {
       copy(io_ptr(body.params.size() + k), results[k], bytes(body.type(v)));
     }
     builder_.CreateRet(builder_.getInt32(kOk));
-    // In the object code, so that a program loaded from the disk cache names them too.
-    auto* text = llvm::ConstantDataArray::getString(context_, strategies_);
-    new llvm::GlobalVariable(module_, text->getType(), true, llvm::GlobalValue::ExternalLinkage, text,
-                             kStrategiesSymbol);
     ModuleInfo info;
     info.arena_bytes = schedule_.arena_bytes;
     return info;
@@ -165,7 +161,6 @@ class ProgramEmitter {
     llvm::IRBuilder<> kb(context_);
     KernelEmitter ke(r, s, k, target_, module_, kb);
     llvm::Function* fn = ke.emit("kernel" + std::to_string(kernel_count_++));
-    strategies_ += ke.strategy() + "\n";
     const auto& bufs = ke.buffers();
     Value* args = entry_alloca(builder_.getPtrTy(), std::max<uint64_t>(1, bufs.size()));
     for (size_t i = 0; i < bufs.size(); ++i) {
@@ -429,7 +424,6 @@ class ProgramEmitter {
   Value* io_ = nullptr;
   Value* launches_ = nullptr;
   int kernel_count_ = 0;
-  std::string strategies_;  // KernelEmitter::strategy() of each kernel, one per line
 };
 
 }  // namespace

@@ -18,8 +18,10 @@
 //   make its sum NaN (0 * inf).
 // Where the stack buffers would be too large, the MatMul kernel's im2col form is used instead.
 #include <algorithm>
+#include <optional>
 
 #include "backends/cpu/codegen.h"
+#include "fluxion/error.h"
 #include "support/round_up.h"
 
 namespace fluxion::cpu {
@@ -70,9 +72,7 @@ class KernelEmitter::SlidingConv {
         context_(e.context_),
         target_(e.target_) {}
 
-  // False (nothing emitted) where sliding windows do not apply or their stack buffers would be
-  // too large.
-  bool emit(Value* lo, Value* hi);
+  void emit(Value* lo, Value* hi);
 
  private:
   void forward(const Slide& s, int lanes, Value* lo, Value* hi);
@@ -99,28 +99,31 @@ class KernelEmitter::SlidingConv {
   const Target& target_;
 };
 
-bool KernelEmitter::sliding_conv(Value* lo, Value* hi) { return SlidingConv(*this).emit(lo, hi); }
+namespace {
 
-bool KernelEmitter::SlidingConv::emit(Value* lo, Value* hi) {
-  const ir::Node& n = region_.nodes[kernel_.root];
+// The correlation kernel k's convolution computes as sliding windows over staged images, or
+// nothing where they do not apply (a stride or dilation, groups, vectors of fewer than 4 lanes,
+// an empty shape) or their stack buffers would be too large.
+std::optional<Slide> slide_of(const ir::Region& r, const kernel::Kernel& k, const Target& target) {
+  const ir::Node& n = r.nodes[k.root];
   const ir::Attrs& a = n.attrs;
   bool unit = std::all_of(a.strides.begin(), a.strides.end(), [](int64_t s) { return s == 1; }) &&
               std::all_of(a.dilation.begin(), a.dilation.end(), [](int64_t d) { return d == 1; });
-  if (!unit || a.groups != 1) return false;
-  DType t = region_.type(n.results[0]).dtype;
+  if (!unit || a.groups != 1) return std::nullopt;
+  DType t = r.type(n.results[0]).dtype;
   int64_t esize = dtype_size(t);
-  int lanes = std::max<int>(1, target_.matmul_vector_bytes / static_cast<int>(esize));
-  if (lanes < 4) return false;
+  int lanes = std::max<int>(1, target.matmul_vector_bytes / static_cast<int>(esize));
+  if (lanes < 4) return std::nullopt;
   Slide s;
-  const Shape& out = region_.type(n.results[0]).shape;
+  const Shape& out = r.type(n.results[0]).shape;
   if (n.op == Op::Conv2dWeightGrad) {
-    const Shape& gs = region_.type(n.operands[1]).shape;
+    const Shape& gs = r.type(n.operands[1]).shape;
     s.weight_grad = true;
     s.rows = out[0], s.channels = out[1], s.KH = out[2], s.KW = out[3];
     s.out_h = gs[2], s.out_w = gs[3];
     s.before_h = a.padding[0], s.before_w = a.padding[2];
   } else {
-    const Shape& ws = region_.type(n.operands[1]).shape;
+    const Shape& ws = r.type(n.operands[1]).shape;
     s.flip = n.op == Op::Conv2dInputGrad;
     s.rows = s.flip ? ws[1] : ws[0], s.channels = s.flip ? ws[0] : ws[1], s.KH = ws[2], s.KW = ws[3];
     s.out_h = out[2], s.out_w = out[3];
@@ -128,22 +131,36 @@ bool KernelEmitter::SlidingConv::emit(Value* lo, Value* hi) {
     s.before_w = s.flip ? s.KW - 1 - a.padding[2] : a.padding[2];
   }
   s.SH = s.out_h + s.KH - 1, s.SW = s.out_w + s.KW - 1;
-  if (s.rows == 0 || s.channels == 0 || s.out_h <= 0 || s.out_w <= 0 || out[0] == 0) return false;
+  if (s.rows == 0 || s.channels == 0 || s.out_h <= 0 || s.out_w <= 0 || out[0] == 0) return std::nullopt;
   int64_t taps = s.channels * s.KH * s.KW;
   int64_t bytes = esize * (s.staged() + 2 * lanes);
   if (s.weight_grad) {
-    bytes += esize * (grad_tile_rows(target_.vector_registers) + 1) * round_up<int64_t>(s.wide(), lanes) +
-             esize * grad_tile_rows(target_.vector_registers) * taps * lanes;
+    bytes += esize * (grad_tile_rows(target.vector_registers) + 1) * round_up<int64_t>(s.wide(), lanes) +
+             esize * grad_tile_rows(target.vector_registers) * taps * lanes;
   } else {
     bytes += esize * s.rows * round_up<int64_t>(s.wide(), 2 * lanes);
   }
-  if (bytes > kMaxStackBytes) return false;
-  if (s.weight_grad) {
-    weight_grad(s, lanes, lo, hi);
+  if (bytes > kMaxStackBytes) return std::nullopt;
+  return s;
+}
+
+}  // namespace
+
+bool sliding_conv_fits(const ir::Region& r, const kernel::Kernel& k, const Target& target) {
+  return slide_of(r, k, target).has_value();
+}
+
+void KernelEmitter::sliding_conv(Value* lo, Value* hi) { SlidingConv(*this).emit(lo, hi); }
+
+void KernelEmitter::SlidingConv::emit(Value* lo, Value* hi) {
+  std::optional<Slide> s = slide_of(region_, kernel_, target_);
+  if (!s) detail::fail("cpu codegen", "internal error: sliding windows planned for a convolution they do not fit");
+  int lanes = static_cast<int>(kernel_.plan.vector_lanes);
+  if (s->weight_grad) {
+    weight_grad(*s, lanes, lo, hi);
   } else {
-    forward(s, lanes, lo, hi);
+    forward(*s, lanes, lo, hi);
   }
-  return true;
 }
 
 void KernelEmitter::SlidingConv::stage_image(ir::ValueId v, Value* image, Value* c0, int64_t count, Value* dst,

@@ -4,15 +4,16 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <cstdlib>
 #include <cstring>
 #include <future>
 #include <map>
 #include <mutex>
 #include <new>
+#include <optional>
 
 #include "backends/vulkan/barrier_audit.h"
 #include "backends/vulkan/pipelines.h"
+#include "backends/vulkan/plan.h"
 #include "backends/vulkan/recorder.h"
 #include "fluxion/error.h"
 #include "fluxion/profile.h"
@@ -26,6 +27,7 @@
 #include "runtime/vulkan/exported.h"
 #include "runtime/vulkan/program.h"
 #include "runtime/vulkan/validation.h"
+#include "support/settings.h"
 
 namespace fluxion::vulkan {
 namespace {
@@ -55,21 +57,16 @@ bool uses_f64(const ir::Region& r) {
   return false;
 }
 
-// FLUXION_DUMP_GLSL=1 prints every kernel's shader source to stderr (without the prelude).
-bool dump_glsl() {
-  static const bool on = [] {
-    const char* v = std::getenv("FLUXION_DUMP_GLSL");
-    return v && *v && std::string(v) != "0";
-  }();
-  return on;
-}
+// FLUXION_DUMP_GLSL prints every kernel's shader source to stderr (without the prelude).
+bool dump_glsl() { return support::enabled(support::Setting::dump_glsl); }
 
 // The largest number of dispatches one recording may hold (unrolled loops included).
 constexpr size_t kMaxDispatches = size_t{1} << 22;
 
 class VulkanExecutable final : public backends::Executable {
  public:
-  explicit VulkanExecutable(const ir::Program& p) : program_(p), ctx_(context()) {
+  explicit VulkanExecutable(const ir::Program& p)
+      : program_(p), ctx_(context()), tuning_(device_tuning(ctx_.info, ctx_.shaders)) {
     if (uses_f64(program_.body) && !ctx_.shaders.float64) {
       detail::fail("vulkan", "device " + ctx_.info.name +
                                  " has no 64-bit float support (shaderFloat64); f64 programs cannot run on it");
@@ -80,15 +77,15 @@ class VulkanExecutable final : public backends::Executable {
     options.straight_line_regions = false;
     options.split_reductions = false;
     options.double_buffered_scan_carries = false;
-    const char* loop_kernels = std::getenv("FLUXION_VULKAN_LOOP_KERNELS");
-    options_.loop_kernels = !(loop_kernels && std::string(loop_kernels) == "0");
+    options_.loop_kernels = support::enabled(support::Setting::vulkan_loop_kernels);
     options_.loop_iteration_limit = loop_iteration_limit(ctx_);
     // Under validation without buffer device addresses the audit stands in for synchronization
     // validation between dispatches (validation.cpp).
     options_.keep_accesses = barrier_audit_enabled() || (ctx_.descriptors && validation_requested());
-    if (const char* drop = std::getenv("FLUXION_VULKAN_DROP_BARRIER"); drop && *drop)
-      options_.drop_barrier = std::atoll(drop);
+    if (std::optional<int64_t> drop = support::whole_number(support::Setting::vulkan_drop_barrier))
+      options_.drop_barrier = *drop;
     schedule_ = kernel::schedule(program_.body, true, options);
+    plan_kernels(program_.body, schedule_, tuning_);
     VulkanLayout layout{program_.body.param_types(), program_.body.result_types(), schedule_.arena_bytes,
                         interp::program_label(program_)};
     calls_ = std::make_unique<VulkanProgram>(ctx_, std::move(layout), record_program(), [this](int loop) {
@@ -97,11 +94,12 @@ class VulkanExecutable final : public backends::Executable {
       cap *= 8;
       return record_program();
     });
-    // A kernel without a pipeline of its own runs inside a loop's single-workgroup shader.
-    kernel::for_each_kernel(program_.body, schedule_, [&](kernel::Kernel& k) {
-      auto it = kernels_.find(&k);
-      k.strategy = it != kernels_.end() ? it->second.shader.strategy : "in-loop";
-    });
+    // A kernel without a pipeline of its own ran inside a loop's single-workgroup shader, by the
+    // plan the loop shader gave it.
+    kernel::for_each_kernel(program_.body, schedule_,
+                            [&](const ir::Region& r, const kernel::RegionSchedule&, kernel::Kernel& k) {
+                              if (!kernels_.count(&k)) k.plan = in_loop_plan(r, k, tuning_);
+                            });
   }
 
   std::vector<Array> run(const std::vector<Array>& inputs) const override { return calls_->run(inputs); }
@@ -139,7 +137,7 @@ class VulkanExecutable final : public backends::Executable {
     std::string name =
         std::string("loop ") + std::to_string(loops_.size()) + ": " + ir::op_name(n.op) + " in one workgroup";
     CompiledLoop cl;
-    cl.shader = emit_loop(n, subs, ctx_.shaders, name);
+    cl.shader = emit_loop(n, subs, ctx_.shaders, tuning_, name);
     if (dump_glsl())
       std::fprintf(stderr, "// ---- %s\n%s\n", name.c_str(),
                    cl.shader.glsl.substr(shader_prelude(ctx_.shaders, true).size()).c_str());
@@ -170,6 +168,7 @@ class VulkanExecutable final : public backends::Executable {
 
   ir::Program program_;
   Context& ctx_;
+  DeviceTuning tuning_;
   kernel::RegionSchedule schedule_;
   mutable std::map<const kernel::Kernel*, CompiledKernel> kernels_;
   mutable std::map<const ir::Node*, CompiledLoop> loops_;

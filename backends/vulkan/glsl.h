@@ -23,13 +23,9 @@ struct KernelShader {
   std::vector<ir::ValueId> buffers;  // argument entries 1.. in order
   std::vector<bool> written;         // per buffer: the kernel stores into it
   std::array<uint32_t, 3> groups{1, 1, 1};
-  // How the kernel maps onto invocations (Kernel::strategy; docs/vulkan.md): "per-index",
-  // "direct" (a convolution, one output element per invocation), "tiles", "workgroup-rows" or
-  // "subgroup-rows" (reductions).
-  std::string strategy;
 };
 
-// The GLSL of kernel k of region r for a device that can do `target`.
+// The GLSL of kernel k of region r, rendering its plan, for a device that can do `target`.
 KernelShader emit_kernel(const ir::Region& r, const kernel::RegionSchedule& s, const kernel::Kernel& k,
                          const std::string& name, const ShaderTarget& target);
 
@@ -46,15 +42,18 @@ std::string shader_storage(const ShaderTarget& target);
 // others stored).
 std::string shader_prelude(const ShaderTarget& target, bool coherent = false);
 
-// Helper shaders of the program runner: copy `count` bytes (arguments: guard, src, dst, count);
-// combine guards for a cond (guard, pred, then-flag, else-flag); and a while loop's step
-// (guard = loop flag, cond result, loop flag, status word: a nonzero `code` is written when the
-// loop still runs at its last recorded iteration).
+// Helper shaders of the program runner, in workgroups of kWorkgroupSize: copy `count` bytes (arguments: guard, src,
+// dst, count); combine guards for a cond (guard, pred, then-flag, else-flag); and a while loop's step (guard = loop
+// flag, cond result, loop flag, status word: a nonzero `code` is written when the loop still runs at its last recorded
+// iteration).
 std::string copy_shader(const ShaderTarget& target, bool words);
 std::string cond_guard_shader(const ShaderTarget& target);
 std::string while_step_shader(const ShaderTarget& target);
 
-// The dispatch grid covering `invocations` workgroup-size invocations: x up to 65535, then y.
-std::array<uint32_t, 3> grid(int64_t invocations);
+// The dispatch grid covering `invocations` in workgroups of `workgroup`: x up to 65535, then y.
+std::array<uint32_t, 3> grid(int64_t invocations, int64_t workgroup);
+
+// The shader's workgroup size declaration, `layout(local_size_x = n) in;`.
+std::string workgroup_layout(int64_t invocations);
 
 }  // namespace fluxion::vulkan

@@ -4,8 +4,8 @@
 //                per output element);
 //   reducing     one row of invocations per kept index; the row's invocations stride over the
 //                reduced indices, then combine their partial results in workgroup memory;
-//   matmul       32 x 32 output tiles per workgroup, operands staged through workgroup memory
-//                16 deep, 4 x 4 results per invocation, then the epilogue per result.
+//   matmul       output tiles per workgroup, operands staged through workgroup memory, a block
+//                of results per invocation, then the epilogue per result (the plan's tile).
 #include "backends/vulkan/glsl_kernel.h"
 
 #include <algorithm>
@@ -13,7 +13,6 @@
 #include <cstdio>
 
 #include "fluxion/error.h"
-#include "jit/kernel/conv_product.h"
 #include "support/round_up.h"
 
 namespace fluxion::vulkan {
@@ -49,19 +48,8 @@ bool is_reduce(const ir::Node& n) { return ir::op_info(n.op).cls == ir::OpClass:
 }  // namespace
 
 GlslKernel::GlslKernel(const ir::Region& r, const kernel::RegionSchedule& s, const kernel::Kernel& k,
-                       const ShaderTarget& target)
-    : region_(r), schedule_(s), kernel_(k), target_(target) {
-  producer_ = kernel::producers(r);
-  computed_.assign(r.types.size(), false);
-  auto mark = [&](size_t n) {
-    const ir::Node& node = r.nodes[n];
-    bool gemm_root = (k.kind == kernel::KernelKind::MatMul || k.kind == kernel::KernelKind::Scatter) && n == k.root;
-    if (is_reduce(node) || gemm_root) return;
-    for (ir::ValueId v : node.results) computed_[static_cast<size_t>(v)] = true;
-  };
-  for (size_t n : k.nodes) mark(n);
-  for (size_t n : k.recomputed) mark(n);
-}
+                       const kernel::KernelPlan& plan, const ShaderTarget& target)
+    : region_(r), schedule_(s), kernel_(k), plan_(plan), target_(target), frame_(r, s, k, plan) {}
 
 std::string GlslKernel::fresh(const char* prefix) { return prefix + std::to_string(next_++); }
 
@@ -193,20 +181,13 @@ void GlslKernel::store_flat(ir::ValueId v, const std::string& f, const std::stri
 std::string GlslKernel::at(ir::ValueId v, const Index& idx) {
   auto key = std::make_pair(v, idx);
   if (auto it = memo_.find(key); it != memo_.end()) return it->second;
-  size_t vi = static_cast<size_t>(v);
-  int p = producer_[vi];
-  const ir::Node* node = p >= 0 ? &region_.nodes[static_cast<size_t>(p)] : nullptr;
-  kernel::Storage st = schedule_.storage[vi];
   DType t = region_.type(v).dtype;
   std::string x;
-  if (computed_[vi]) {
-    x = temp(t, compute(*node, idx));
-  } else if (node && node->op == Op::Constant && node->attrs.data.size() == 1) {
-    x = constant(t, node->attrs.data[0]);
-  } else if (node && ir::is_view(node->op) && st != kernel::Storage::Alias) {
-    x = view(*node, v, idx);
-  } else {
-    x = temp(t, load(v, idx));
+  switch (frame_.source(v)) {
+    case kernel::KernelFrame::Source::Computed: x = temp(t, compute(*frame_.producer(v), idx)); break;
+    case kernel::KernelFrame::Source::Splat: x = constant(t, frame_.producer(v)->attrs.data[0]); break;
+    case kernel::KernelFrame::Source::View: x = view(*frame_.producer(v), v, idx); break;
+    case kernel::KernelFrame::Source::Memory: x = temp(t, load(v, idx)); break;
   }
   memo_[key] = x;
   return x;
@@ -217,8 +198,7 @@ void GlslKernel::body_at(const Index& idx) {
     const ir::Node& node = region_.nodes[n];
     if (kernel_.kind == kernel::KernelKind::MatMul && n == kernel_.root) {
       ir::ValueId v = node.results[0];
-      kernel::Storage st = schedule_.storage[static_cast<size_t>(v)];
-      if (st == kernel::Storage::Slot || st == kernel::Storage::Output) store(v, idx, at(v, idx));
+      if (frame_.stored(v)) store(v, idx, at(v, idx));
       continue;
     }
     if (is_reduce(node)) {
@@ -227,18 +207,22 @@ void GlslKernel::body_at(const Index& idx) {
       continue;
     }
     for (ir::ValueId v : node.results) {
-      kernel::Storage st = schedule_.storage[static_cast<size_t>(v)];
-      if (st == kernel::Storage::Slot || st == kernel::Storage::Output) store(v, idx, at(v, idx));
+      if (frame_.stored(v)) store(v, idx, at(v, idx));
     }
   }
 }
 
 void GlslKernel::emit_elementwise() {
   int64_t n = numel(kernel_.space);
-  groups_ = grid(n);
-  line("int gid = int(gl_WorkGroupID.y * gl_NumWorkGroups.x + gl_WorkGroupID.x) * 64 + int(gl_LocalInvocationID.x);");
+  groups_ = grid(n, plan_.workgroup);
+  line("int gid = " + invocation_index() + ";");
   line("if (gid >= " + std::to_string(n) + ") return;");
   body_at(unravel("gid", kernel_.space));
+}
+
+std::string GlslKernel::invocation_index() const {
+  return "int(gl_WorkGroupID.y * gl_NumWorkGroups.x + gl_WorkGroupID.x) * " + std::to_string(plan_.workgroup) +
+         " + int(gl_LocalInvocationID.x)";
 }
 
 const std::vector<int64_t>* GlslKernel::reduced_axes(std::vector<size_t>* reductions) const {
@@ -273,10 +257,9 @@ void GlslKernel::emit_reducing() {
     (f ? folded : kept).push_back(kernel_.space[d]);
   }
   int64_t rows = numel(kept), cols = numel(folded);
-  int64_t lanes = 1;
-  while (lanes < cols && lanes < kWorkgroupSize) lanes *= 2;
-  int64_t rows_per_group = kWorkgroupSize / lanes;
-  groups_ = grid(ceil_div<int64_t>(rows, rows_per_group) * kWorkgroupSize);
+  int64_t workgroup = plan_.workgroup, lanes = plan_.row_lanes;
+  int64_t rows_per_group = workgroup / lanes;
+  groups_ = grid(ceil_div<int64_t>(rows, rows_per_group) * workgroup, workgroup);
   std::string L = std::to_string(lanes);
   line("int tid = int(gl_LocalInvocationID.x);");
   line("int lane = tid % " + L + ";");
@@ -302,21 +285,14 @@ void GlslKernel::emit_reducing() {
   line("}");
   // One row per workgroup: its subgroups reduce with subgroup operations, then their partial
   // results through workgroup memory (layout-independent: every subgroup lies in the row).
-  bool by_subgroups = target_.subgroup_arithmetic && lanes == kWorkgroupSize &&
-                      std::all_of(reductions.begin(), reductions.end(), [&](size_t n) {
-                        const ir::Node& node = region_.nodes[n];
-                        DType t = region_.type(node.results[0]).dtype;
-                        // Subgroup max/min leave NaN handling undefined: floats keep the tree.
-                        return node.op == Op::ReduceSum ? t != DType::boolean : t == DType::i32;
-                      });
-  strategy_ = by_subgroups ? "subgroup-rows" : "workgroup-rows";
+  bool by_subgroups = plan_.strategy == kernel::Strategy::SubgroupRows;
   if (by_subgroups) {
     for (size_t n : reductions) {
       const ir::Node& node = region_.nodes[n];
       DType t = region_.type(node.results[0]).dtype;
       std::string sh = "red" + std::to_string(n);
       const char* f = node.op == Op::ReduceSum ? "subgroupAdd" : node.op == Op::ReduceMax ? "subgroupMax" : "subgroupMin";
-      declare_shared(t, sh, {kWorkgroupSize});
+      declare_shared(t, sh, {workgroup});
       line(accumulators_[n] + " = " + f + "(" + accumulators_[n] + ");");
       line("if (subgroupElect()) " + sh + "[gl_SubgroupID] = " + accumulators_[n] + ";");
     }
@@ -339,7 +315,7 @@ void GlslKernel::emit_reducing() {
     const ir::Node& node = region_.nodes[n];
     DType t = region_.type(node.results[0]).dtype;
     std::string sh = "red" + std::to_string(n);
-    declare_shared(t, sh, {kWorkgroupSize});
+    declare_shared(t, sh, {workgroup});
     line(sh + "[tid] = " + accumulators_[n] + ";");
   }
   line("barrier();");
@@ -393,40 +369,66 @@ void GlslKernel::emit_matmul() {
   DType t = region_.type(c).dtype;
   std::string T = glsl_type(t);
   std::string M = std::to_string(g.M), N = std::to_string(g.N), K = std::to_string(g.K);
-  declare_shared(t, "As", {16, 33});
-  declare_shared(t, "Bs", {16, 33});
-  groups_ = {static_cast<uint32_t>((g.N + 31) / 32), static_cast<uint32_t>((g.M + 31) / 32), static_cast<uint32_t>(numel(g.batch))};
+  // The plan's tile: threads_n x threads_m invocations, each thread_m x thread_n results.
+  const kernel::Tile& tile = plan_.tile;
+  int64_t threads_n = tile.n / tile.thread_n, threads_m = tile.m / tile.thread_m;
+  auto str = [](int64_t v) { return std::to_string(v); };
+  std::string TM = str(tile.thread_m), TN = str(tile.thread_n), TK = str(tile.k);
+  declare_shared(t, "As", {tile.k, tile.m + 1});
+  declare_shared(t, "Bs", {tile.k, tile.n + 1});
+  groups_ = {static_cast<uint32_t>(ceil_div(g.N, tile.n)), static_cast<uint32_t>(ceil_div(g.M, tile.m)),
+             static_cast<uint32_t>(numel(g.batch))};
   line("int tid = int(gl_LocalInvocationID.x);");
-  line("int tx = tid % 8, ty = tid / 8;");
-  line("int m0 = int(gl_WorkGroupID.y) * 32, n0 = int(gl_WorkGroupID.x) * 32;");
+  line("int tx = tid % " + str(threads_n) + ", ty = tid / " + str(threads_n) + ";");
+  line("int m0 = int(gl_WorkGroupID.y) * " + str(tile.m) + ", n0 = int(gl_WorkGroupID.x) * " + str(tile.n) + ";");
   Index bidx = unravel("int(gl_WorkGroupID.z)", g.batch);
-  line(T + " acc[4][4];");
-  line("for (int r = 0; r < 4; ++r) for (int q = 0; q < 4; ++q) acc[r][q] = " + constant(t, 0) + ";");
-  line("for (int k0 = 0; k0 < " + K + "; k0 += 16) {");
+  line(T + " acc[" + TM + "][" + TN + "];");
+  line("for (int r = 0; r < " + TM + "; ++r) for (int q = 0; q < " + TN + "; ++q) acc[r][q] = " + constant(t, 0) + ";");
+  line("for (int k0 = 0; k0 < " + K + "; k0 += " + TK + ") {");
   indent_ += "  ";
-  line("for (int e = tid; e < 512; e += 64) {");
-  indent_ += "  ";
-  line("int ai = e / 16, ak = e % 16, bk = e / 32, bj = e % 32;");
-  line("if (m0 + ai < " + M + " && k0 + ak < " + K + ") {");
-  block([&] { g.a(bidx, "(m0 + ai)", "(k0 + ak)", "As[ak][ai]"); });
-  line("} else { As[ak][ai] = " + constant(t, 0) + "; }");
-  line("if (k0 + bk < " + K + " && n0 + bj < " + N + ") {");
-  block([&] { g.b(bidx, "(k0 + bk)", "(n0 + bj)", "Bs[bk][bj]"); });
-  line("} else { Bs[bk][bj] = " + constant(t, 0) + "; }");
-  indent_.resize(indent_.size() - 2);
+  // Both operands' tiles staged by the whole workgroup, element e of each per invocation.
+  auto stage_a = [&] {
+    line("int ai = e / " + TK + ", ak = e % " + TK + ";");
+    line("if (m0 + ai < " + M + " && k0 + ak < " + K + ") {");
+    block([&] { g.a(bidx, "(m0 + ai)", "(k0 + ak)", "As[ak][ai]"); });
+    line("} else { As[ak][ai] = " + constant(t, 0) + "; }");
+  };
+  auto stage_b = [&] {
+    line("int bk = e / " + str(tile.n) + ", bj = e % " + str(tile.n) + ";");
+    line("if (k0 + bk < " + K + " && n0 + bj < " + N + ") {");
+    block([&] { g.b(bidx, "(k0 + bk)", "(n0 + bj)", "Bs[bk][bj]"); });
+    line("} else { Bs[bk][bj] = " + constant(t, 0) + "; }");
+  };
+  auto stage = [&](int64_t elements, const std::function<void()>& body) {
+    line("for (int e = tid; e < " + str(elements) + "; e += " + str(plan_.workgroup) + ") {");
+    indent_ += "  ";
+    body();
+    indent_.resize(indent_.size() - 2);
+    line("}");
+  };
+  if (tile.m == tile.n) {
+    stage(tile.m * tile.k, [&] {
+      stage_a();
+      stage_b();
+    });
+  } else {
+    stage(tile.m * tile.k, stage_a);
+    stage(tile.k * tile.n, stage_b);
+  }
+  line("barrier();");
+  line("for (int kk = 0; kk < " + TK + "; ++kk) {");
+  line("  " + T + " av[" + TM + "], bv[" + TN + "];");
+  line("  for (int r = 0; r < " + TM + "; ++r) av[r] = As[kk][ty + " + str(threads_m) + " * r];");
+  line("  for (int q = 0; q < " + TN + "; ++q) bv[q] = Bs[kk][tx + " + str(threads_n) + " * q];");
+  line("  for (int r = 0; r < " + TM + "; ++r) for (int q = 0; q < " + TN +
+       "; ++q) acc[r][q] = fma(av[r], bv[q], acc[r][q]);");
   line("}");
   line("barrier();");
-  line("for (int kk = 0; kk < 16; ++kk) {");
-  line("  " + T + " av[4], bv[4];");
-  line("  for (int r = 0; r < 4; ++r) { av[r] = As[kk][ty + 8 * r]; bv[r] = Bs[kk][tx + 8 * r]; }");
-  line("  for (int r = 0; r < 4; ++r) for (int q = 0; q < 4; ++q) acc[r][q] = fma(av[r], bv[q], acc[r][q]);");
-  line("}");
-  line("barrier();");
   indent_.resize(indent_.size() - 2);
   line("}");
-  line("for (int r = 0; r < 4; ++r) for (int q = 0; q < 4; ++q) {");
+  line("for (int r = 0; r < " + TM + "; ++r) for (int q = 0; q < " + TN + "; ++q) {");
   indent_ += "  ";
-  line("int i = m0 + ty + 8 * r, j = n0 + tx + 8 * q;");
+  line("int i = m0 + ty + " + str(threads_m) + " * r, j = n0 + tx + " + str(threads_n) + " * q;");
   line("if (i < " + M + " && j < " + N + ") {");
   block([&] {
     Index idx = g.c_index(bidx, "i", "j");
@@ -450,33 +452,16 @@ void GlslKernel::declare_shared(DType t, const std::string& name, const std::vec
 }
 
 KernelShader GlslKernel::emit(const std::string& name) {
-  bool has_reduce =
-      std::any_of(kernel_.nodes.begin(), kernel_.nodes.end(), [&](size_t n) { return is_reduce(region_.nodes[n]); });
-  bool gemm = kernel_.kind == kernel::KernelKind::MatMul;
-  if (gemm && has_reduce) detail::fail("vulkan codegen", "internal error: a matmul kernel's epilogue reduces");
-  const ir::Node& root = region_.nodes[kernel_.root];
-  if (gemm && root.op != Op::MatMul) {
-    // A convolution as a tiled product pays when it fills tiles and workgroups: with few output
-    // channels (LeNet's 1-16) most of each 32-row tile would idle, and a weight gradient is a
-    // handful of tiles over a very long k. Those run one output element per invocation.
-    kernel::ConvProduct p = kernel::conv_product(region_, root);
-    int64_t tiles = std::max<int64_t>(p.batch, 1) * ((p.M + 31) / 32) * ((p.N + 31) / 32);
-    if (p.M < 16 || tiles < 16) {
-      gemm = false;
-      for (ir::ValueId v : root.results) computed_[static_cast<size_t>(v)] = true;
-    }
-  }
-  if (kernel_.kind == kernel::KernelKind::Scatter) {
-    strategy_ = "row-blocks";
-    emit_scatter(false);
-  } else if (gemm) {
-    strategy_ = "tiles";
-    emit_matmul();
-  } else if (has_reduce) {
-    emit_reducing();
-  } else {
-    strategy_ = kernel_.kind == kernel::KernelKind::MatMul ? "direct" : "per-index";
-    emit_elementwise();
+  switch (plan_.strategy) {
+    case kernel::Strategy::RowBlocks: emit_scatter(false); break;
+    case kernel::Strategy::Tiles: emit_matmul(); break;
+    case kernel::Strategy::WorkgroupRows:
+    case kernel::Strategy::SubgroupRows: emit_reducing(); break;
+    case kernel::Strategy::PerIndex:
+    case kernel::Strategy::Direct: emit_elementwise(); break;
+    default:
+      detail::fail("vulkan codegen", std::string("internal error: a kernel planned '") +
+                                         kernel::strategy_name(plan_.strategy) + "' is not a dispatched GPU strategy");
   }
   if (shared_bytes_ > target_.max_shared_bytes) {
     detail::fail("vulkan codegen", name + " needs " + std::to_string(shared_bytes_) +
@@ -485,7 +470,6 @@ KernelShader GlslKernel::emit(const std::string& name) {
   }
   KernelShader out;
   out.name = name;
-  out.strategy = strategy_;
   out.groups = groups_;
   out.buffers = buffers_;
   out.written = written_;
@@ -493,7 +477,8 @@ KernelShader GlslKernel::emit(const std::string& name) {
   for (size_t i = 0; i < buffers_.size(); ++i) {
     decls += "  FX_ADDR b" + std::to_string(i) + " = fx_addr(" + std::to_string(i + 1) + ");\n";
   }
-  out.glsl = shader_prelude(target_) + shared_ + "void main() {\n  if (!fx_guard()) return;\n" + decls + code_.str() + "}\n";
+  out.glsl = shader_prelude(target_) + workgroup_layout(plan_.workgroup) + shared_ +
+             "void main() {\n  if (!fx_guard()) return;\n" + decls + code_.str() + "}\n";
   return out;
 }
 
@@ -508,7 +493,8 @@ void GlslKernel::emit_cooperative_rows() {
     (f ? folded : kept).push_back(kernel_.space[d]);
   }
   // One invocation per kept index; it folds the reduced indices itself (loop bodies are small).
-  line("for (int row = lid; row < " + std::to_string(numel(kept)) + "; row += 64) {");
+  line("for (int row = lid; row < " + std::to_string(numel(kept)) + "; row += " + std::to_string(plan_.workgroup) +
+       ") {");
   indent_ += "  ";
   auto saved = memo_;
   Index kept_idx = unravel("row", kept);
@@ -536,7 +522,8 @@ void GlslKernel::emit_cooperative_matmul() {
   const Shape& cs = region_.type(c).shape;
   size_t rank = cs.size();
   DType t = region_.type(c).dtype;
-  line("for (int gid = lid; gid < " + std::to_string(numel(cs)) + "; gid += 64) {");
+  line("for (int gid = lid; gid < " + std::to_string(numel(cs)) + "; gid += " + std::to_string(plan_.workgroup) +
+       ") {");
   indent_ += "  ";
   auto saved = memo_;
   Index idx = unravel("gid", cs);
@@ -559,10 +546,6 @@ void GlslKernel::emit_cooperative_matmul() {
 
 std::string GlslKernel::emit_cooperative(const std::function<std::string(ir::ValueId)>& address) {
   indent_ = "    ";
-  if (kernel_.kind == kernel::KernelKind::MatMul && region_.nodes[kernel_.root].op != Op::MatMul) {
-    // A convolution inside a loop kernel: computed per output element, like a gathering op.
-    for (ir::ValueId v : region_.nodes[kernel_.root].results) computed_[static_cast<size_t>(v)] = true;
-  }
   if (kernel_.kind == kernel::KernelKind::Scatter) {
     emit_scatter(true);
   } else if (kernel_.kind == kernel::KernelKind::MatMul && region_.nodes[kernel_.root].op == Op::MatMul) {
@@ -579,7 +562,7 @@ std::string GlslKernel::emit_cooperative(const std::function<std::string(ir::Val
 
 KernelShader emit_kernel(const ir::Region& r, const kernel::RegionSchedule& s, const kernel::Kernel& k, const std::string& name,
                          const ShaderTarget& target) {
-  return GlslKernel(r, s, k, target).emit(name);
+  return GlslKernel(r, s, k, k.plan, target).emit(name);
 }
 
 }  // namespace fluxion::vulkan

@@ -1,7 +1,7 @@
 // The GLSL emitter of one kernel (glsl_kernel.cpp): values of a region computed at symbolic
 // indices, as GLSL statements, by the shared per-element lowering (glsl_lowering.cpp); indices
-// are GLSL int expressions. The kernel shapes (elementwise, reducing, matmul, cooperative) are
-// Vulkan's own schedules.
+// are GLSL int expressions. The kernel shapes (elementwise, reducing, matmul, cooperative)
+// render the kernel's plan (plan.h).
 #pragma once
 
 #include <functional>
@@ -12,6 +12,7 @@
 
 #include "backends/vulkan/glsl.h"
 #include "backends/vulkan/glsl_text.h"
+#include "jit/kernel/frame.h"
 
 namespace fluxion::vulkan {
 
@@ -19,7 +20,9 @@ using Index = std::vector<std::string>;
 
 class GlslKernel {
  public:
-  GlslKernel(const ir::Region& r, const kernel::RegionSchedule& s, const kernel::Kernel& k, const ShaderTarget& target);
+  // Kernel k rendered by `plan`: its own (emit), or a loop shader's (emit_cooperative).
+  GlslKernel(const ir::Region& r, const kernel::RegionSchedule& s, const kernel::Kernel& k,
+             const kernel::KernelPlan& plan, const ShaderTarget& target);
   KernelShader emit(const std::string& name);
   // The kernel as a block of code inside a single-workgroup shader (glsl_loop.cpp): the
   // workgroup's invocations (`lid`) stride over its work, and `address(v)` is the GLSL
@@ -57,6 +60,8 @@ class GlslKernel {
 
   // Kernel shapes.
   void body_at(const Index& idx);
+  // The invocation's index over the whole dispatch (grid's layout of workgroups).
+  std::string invocation_index() const;
   void emit_elementwise();
   void emit_reducing();
   // A (batched) matrix product C[b][i][j] = sum over k of A[b][i][k] B[b][k][j]: `a` and `b`
@@ -89,9 +94,9 @@ class GlslKernel {
   const ir::Region& region_;
   const kernel::RegionSchedule& schedule_;
   const kernel::Kernel& kernel_;
+  const kernel::KernelPlan& plan_;
   ShaderTarget target_;
-  std::vector<int32_t> producer_;
-  std::vector<bool> computed_;
+  kernel::KernelFrame frame_;
   std::vector<ir::ValueId> buffers_;
   std::vector<bool> written_;
   std::map<ir::ValueId, std::string> buffer_names_;
@@ -104,7 +109,6 @@ class GlslKernel {
   std::string indent_ = "  ";
   int next_ = 0;
   std::array<uint32_t, 3> groups_{1, 1, 1};
-  std::string strategy_;
 };
 
 std::string glsl_type(DType t);

@@ -11,6 +11,7 @@
 #include "backends/vulkan/glsl_kernel.h"
 #include "backends/vulkan/recorder.h"
 #include "fluxion/error.h"
+#include "support/round_up.h"
 
 namespace fluxion::vulkan {
 namespace {
@@ -50,7 +51,7 @@ int64_t op_iterations(const ir::Region& r, const ir::Node& n) {
   }
 }
 
-int64_t kernel_iterations(const ir::Region& r, const kernel::Kernel& k) {
+int64_t kernel_iterations(const ir::Region& r, const kernel::Kernel& k, int64_t workgroup) {
   int64_t inner = 1;
   for (size_t n : k.nodes) inner += op_iterations(r, r.nodes[n]);
   for (size_t n : k.recomputed) inner += op_iterations(r, r.nodes[n]);
@@ -60,15 +61,15 @@ int64_t kernel_iterations(const ir::Region& r, const kernel::Kernel& k) {
     // (block, column) pairs (GlslKernel::emit_scatter).
     const Shape& s = r.type(root.results[0]).shape;
     int64_t rows = s[static_cast<size_t>(root.attrs.axes[0])];
-    int64_t per = (numel(s) / std::max<int64_t>(1, rows) + 63) / 64 + 2;
+    int64_t per = ceil_div(numel(s) / std::max<int64_t>(1, rows), workgroup) + 2;
     return per * (rows + 2 * r.type(root.operands[1]).numel() + 2) + 2;
   }
   if (k.kind == kernel::KernelKind::MatMul && root.op == ir::Op::MatMul) {
-    int64_t per = (numel(k.space) + 63) / 64;
+    int64_t per = ceil_div(numel(k.space), workgroup);
     return per + 1 + per * (r.type(root.operands[0]).shape.back() + 1 + inner);
   }
   // Every element of the space is visited once by some invocation, rows and columns alike.
-  int64_t per = (numel(k.space) + 63) / 64 + 1;
+  int64_t per = ceil_div(numel(k.space), workgroup) + 1;
   return 2 * per * (inner + 1) + 2;
 }
 
@@ -76,8 +77,9 @@ const char* kSync = "  memoryBarrierBuffer();\n  barrier();\n";
 
 class LoopEmitter {
  public:
-  LoopEmitter(const ir::Node& n, const std::vector<RegionSchedule>& subs, const ShaderTarget& target)
-      : loop_(n), subs_(subs), target_(target) {}
+  LoopEmitter(const ir::Node& n, const std::vector<RegionSchedule>& subs, const ShaderTarget& target,
+              const DeviceTuning& tuning)
+      : loop_(n), subs_(subs), target_(target), tuning_(tuning) {}
 
   LoopShader run(const std::string& name) {
     LoopShader out;
@@ -105,7 +107,7 @@ class LoopEmitter {
     std::string range_word = std::to_string(2 * (args_.size() + 1));
     std::string head = "void main() {\n  if (!fx_guard()) return;\n  int lid = int(gl_LocalInvocationID.x);\n";
     if (scan) head += "  int step0 = int(fx_word(" + range_word + ")), step1 = int(fx_word(" + range_word + " + 1));\n";
-    out.glsl = shader_prelude(target_, true) + head + code_ + "}\n";
+    out.glsl = shader_prelude(target_, true) + workgroup_layout(tuning_.loop_workgroup) + head + code_ + "}\n";
     return out;
   }
 
@@ -135,13 +137,15 @@ class LoopEmitter {
 
   void copy(const std::string& src, const std::string& dst, int64_t n) {
     if (n <= 0) return;
-    per_step_ += (n + 255) / 256 + 1;
+    // Each invocation copies a word (or, for a length that is not whole words, a byte) a turn.
+    per_step_ += ceil_div(n % 4 == 0 ? n / 4 : n, tuning_.loop_workgroup) + 1;
+    std::string stride = std::to_string(tuning_.loop_workgroup);
     if (n % 4 == 0) {
-      code_ += "  for (int i = lid; i < " + std::to_string(n / 4) + "; i += 64) fx_st_u32(" + dst + ", i, fx_ld_u32(" +
-               src + ", i));\n";
+      code_ += "  for (int i = lid; i < " + std::to_string(n / 4) + "; i += " + stride + ") fx_st_u32(" + dst +
+               ", i, fx_ld_u32(" + src + ", i));\n";
     } else {
-      code_ += "  for (int i = lid; i < " + std::to_string(n) + "; i += 64) fx_st8(" + dst + ", i, fx_ld8(" + src +
-               ", i));\n";
+      code_ += "  for (int i = lid; i < " + std::to_string(n) + "; i += " + stride + ") fx_st8(" + dst +
+               ", i, fx_ld8(" + src + ", i));\n";
     }
   }
 
@@ -165,10 +169,12 @@ class LoopEmitter {
     const RegionSchedule& s = subs_[static_cast<size_t>(ri)];
     auto addr = [&](ir::ValueId v) { return address(ri, r, s, v, param_address); };
     for (const kernel::Step& st : s.steps) {
-      GlslKernel k(r, s, s.kernels[st.index], target_);
+      const kernel::Kernel& kernel = s.kernels[st.index];
+      kernel::KernelPlan plan = in_loop_plan(r, kernel, tuning_);
+      GlslKernel k(r, s, kernel, plan, target_);
       code_ += k.emit_cooperative(addr);
       code_ += kSync;
-      per_step_ += kernel_iterations(r, s.kernels[st.index]);
+      per_step_ += kernel_iterations(r, kernel, plan.workgroup);
     }
     std::vector<std::string> out;
     for (ir::ValueId v : r.results) out.push_back(addr(v));
@@ -184,7 +190,7 @@ class LoopEmitter {
       if (plan[j] != kernel::CarryUpdate::Staged) continue;
       int64_t n = bytes(body.type(body.results[j]));
       std::string tmp = plus(arg({LoopArg::Kind::Scratch, 0}), std::to_string(scratch_bytes_), scratch_bytes_);
-      scratch_bytes_ += (n + 7) / 8 * 8;
+      scratch_bytes_ += round_up<int64_t>(n, 8);
       copy(src[j], tmp, n);
       src[j] = tmp;
       staged = true;
@@ -245,6 +251,7 @@ class LoopEmitter {
   const ir::Node& loop_;
   const std::vector<RegionSchedule>& subs_;
   ShaderTarget target_;
+  const DeviceTuning& tuning_;
   size_t nc_ = 0;
   int64_t per_step_ = 0;
   std::vector<LoopArg> args_;
@@ -271,8 +278,9 @@ bool fits_one_workgroup(const ir::Node& n, const std::vector<RegionSchedule>& su
   return true;
 }
 
-LoopShader emit_loop(const ir::Node& n, const std::vector<RegionSchedule>& subs, const ShaderTarget& target, const std::string& name) {
-  return LoopEmitter(n, subs, target).run(name);
+LoopShader emit_loop(const ir::Node& n, const std::vector<RegionSchedule>& subs, const ShaderTarget& target,
+                     const DeviceTuning& tuning, const std::string& name) {
+  return LoopEmitter(n, subs, target, tuning).run(name);
 }
 
 }  // namespace fluxion::vulkan

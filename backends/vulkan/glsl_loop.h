@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "backends/vulkan/glsl.h"
+#include "backends/vulkan/plan.h"
 
 namespace fluxion::vulkan {
 
@@ -46,7 +47,8 @@ bool fits_one_workgroup(const ir::Node& n, const std::vector<kernel::RegionSched
 // so a long scan may be split over several dispatches; the carries are initialised when the
 // range starts at 0. A while loop runs whole. For a while loop with max_iters = m, status kWhileMaxIters + m is
 // written when iteration m + 1 would start (recorder.h).
+// Its kernels run by in_loop_plan in the tuning's loop workgroup.
 LoopShader emit_loop(const ir::Node& n, const std::vector<kernel::RegionSchedule>& subs, const ShaderTarget& target,
-                     const std::string& name);
+                     const DeviceTuning& tuning, const std::string& name);
 
 }  // namespace fluxion::vulkan

@@ -272,36 +272,29 @@ std::string shader_prelude(const ShaderTarget& target, bool coherent) {
   return s;
 }
 
-std::array<uint32_t, 3> grid(int64_t invocations) {
-  int64_t groups = ceil_div<int64_t>(invocations, kWorkgroupSize);
+std::array<uint32_t, 3> grid(int64_t invocations, int64_t workgroup) {
+  int64_t groups = ceil_div<int64_t>(invocations, workgroup);
   int64_t x = std::min<int64_t>(groups, 65535);
   int64_t y = x == 0 ? 0 : ceil_div(groups, x);
   return {static_cast<uint32_t>(x), static_cast<uint32_t>(y), 1};
 }
 
+std::string workgroup_layout(int64_t invocations) {
+  return "layout(local_size_x = " + std::to_string(invocations) + ") in;\n";
+}
+
 std::string copy_shader(const ShaderTarget& target, bool words) {
-  std::string s = shader_prelude(target);
-  s += words ? R"(
-void main() {
-  if (!fx_guard()) return;
-  int i = int(gl_WorkGroupID.y * gl_NumWorkGroups.x + gl_WorkGroupID.x) * 64 + int(gl_LocalInvocationID.x);
-  if (i >= int(fx_word(6) / 4)) return;
-  fx_st_u32(fx_addr(2), i, fx_ld_u32(fx_addr(1), i));
-}
-)"
-             : R"(
-void main() {
-  if (!fx_guard()) return;
-  int i = int(gl_WorkGroupID.y * gl_NumWorkGroups.x + gl_WorkGroupID.x) * 64 + int(gl_LocalInvocationID.x);
-  if (i >= int(fx_word(6))) return;
-  fx_st8(fx_addr(2), i, fx_ld8(fx_addr(1), i));
-}
-)";
-  return s;
+  std::string copy =
+      words ? "  if (i >= int(fx_word(6) / 4)) return;\n  fx_st_u32(fx_addr(2), i, fx_ld_u32(fx_addr(1), i));\n"
+            : "  if (i >= int(fx_word(6))) return;\n  fx_st8(fx_addr(2), i, fx_ld8(fx_addr(1), i));\n";
+  return shader_prelude(target) + workgroup_layout(kWorkgroupSize) +
+         "void main() {\n  if (!fx_guard()) return;\n  int i = int(gl_WorkGroupID.y * gl_NumWorkGroups.x + "
+         "gl_WorkGroupID.x) * " +
+         std::to_string(kWorkgroupSize) + " + int(gl_LocalInvocationID.x);\n" + copy + "}\n";
 }
 
 std::string cond_guard_shader(const ShaderTarget& target) {
-  return shader_prelude(target) + R"(
+  return shader_prelude(target) + workgroup_layout(kWorkgroupSize) + R"(
 void main() {
   if (gl_GlobalInvocationID.x != 0u) return;
   bool g = fx_guard();
@@ -313,7 +306,7 @@ void main() {
 }
 
 std::string while_step_shader(const ShaderTarget& target) {
-  return shader_prelude(target) + R"(
+  return shader_prelude(target) + workgroup_layout(kWorkgroupSize) + R"(
 void main() {
   if (gl_GlobalInvocationID.x != 0u || !fx_guard()) return;
   bool go = fx_ld8(fx_addr(1), 0) != 0u;

@@ -5,9 +5,8 @@
 // the result is the same bits in every run and on every device, without atomics.
 //
 // Each block scans all the indices, so cutting rows into more blocks buys parallelism with work:
-// the rows are cut only as far as it takes to reach about `target` invocations, and into at most
-// kScanFactor * (1 + rows / indices) blocks, which keeps the scans within kScanFactor times the
-// updates and rows there are (the work stays linear in the operands' and the result's size).
+// the plan cuts them (plan.cpp, scatter_block_rows) only as far as it takes to reach the
+// invocations it aims at, keeping the scans' work linear in the operands' and result's size.
 #include <algorithm>
 
 #include "backends/vulkan/glsl_renderer.h"
@@ -15,15 +14,6 @@
 #include "support/round_up.h"
 
 namespace fluxion::vulkan {
-namespace {
-
-// Invocations a dispatched Scatter kernel aims at (a kernel inside a loop shader has its
-// workgroup's 64).
-constexpr int64_t kScatterInvocations = int64_t{1} << 14;
-constexpr int64_t kScanFactor = 4;
-
-}  // namespace
-
 void GlslKernel::scatter_column(const std::string& column, const std::string& lo, const std::string& hi) {
   kernel::ScatterGeometry g = kernel::scatter_geometry(region_, region_.nodes[kernel_.root]);
   Renderer render(*this);
@@ -42,11 +32,8 @@ void GlslKernel::scatter_column(const std::string& column, const std::string& lo
 void GlslKernel::emit_scatter(bool cooperative) {
   kernel::ScatterGeometry g = kernel::scatter_geometry(region_, region_.nodes[kernel_.root]);
   int64_t columns = std::max<int64_t>(1, g.outer * g.inner);
-  int64_t target = cooperative ? kWorkgroupSize : kScatterInvocations;
-  int64_t blocks = std::min(ceil_div(target, columns), kScanFactor * (1 + g.rows / std::max<int64_t>(1, g.count)));
-  blocks = std::clamp<int64_t>(blocks, 1, std::max<int64_t>(1, g.rows));
-  int64_t per_block = std::max<int64_t>(1, ceil_div(g.rows, blocks));
-  blocks = std::max<int64_t>(1, ceil_div(g.rows, per_block));
+  int64_t per_block = plan_.tile.m;
+  int64_t blocks = std::max<int64_t>(1, ceil_div(g.rows, per_block));
   int64_t n = numel(kernel_.space) == 0 ? 0 : blocks * columns;
   std::string N = std::to_string(n), C = std::to_string(columns);
   // Consecutive invocations take consecutive columns: their loads and stores are adjacent.
@@ -57,13 +44,13 @@ void GlslKernel::emit_scatter(bool cooperative) {
     scatter_column("gid % " + C, lo, hi);
   };
   if (cooperative) {
-    line("for (int gid = lid; gid < " + N + "; gid += " + std::to_string(kWorkgroupSize) + ") {");
+    line("for (int gid = lid; gid < " + N + "; gid += " + std::to_string(plan_.workgroup) + ") {");
     block(invocation);
     line("}");
     return;
   }
-  groups_ = grid(n);
-  line("int gid = int(gl_WorkGroupID.y * gl_NumWorkGroups.x + gl_WorkGroupID.x) * 64 + int(gl_LocalInvocationID.x);");
+  groups_ = grid(n, plan_.workgroup);
+  line("int gid = " + invocation_index() + ";");
   line("if (gid >= " + N + ") return;");
   invocation();
 }

@@ -129,7 +129,6 @@ std::string shader_storage(const ShaderTarget& target) {
   if (target.addresses64()) s += kExtensionsInt64;
   if (addresses && !target.addresses64()) s += kExtensionsUvec2;
   if (target.int8_storage) s += kExtensions8;
-  s += "layout(local_size_x = 64) in;  // kWorkgroupSize\n";
   s += target.addresses64() ? "#define FX_ADDR uint64_t\n" : "#define FX_ADDR uvec2\n";
   for (const Element& e : {Element{"f32", "float", 4}, Element{"i32", "int", 4}, Element{"u32", "uint", 4}}) {
     s += accessors(target, e);

@@ -128,7 +128,7 @@ class Recorder {
   void copy(const Loc& src, const Loc& dst, int64_t n, const Loc& guard) {
     if (n <= 0) return;
     bool words = n % 4 == 0 && src.off % 4 == 0 && dst.off % 4 == 0;
-    dispatch(words ? copy_words_ : copy_bytes_, grid(words ? n / 4 : n), {guard, src, dst}, {n},
+    dispatch(words ? copy_words_ : copy_bytes_, grid(words ? n / 4 : n, kWorkgroupSize), {guard, src, dst}, {n},
              {range(guard, 1), range(src, n)}, {range(dst, n)}, name_of("copy"));
   }
 

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "jit/ir/ir.h"
+#include "jit/kernel/plan.h"
 
 namespace fluxion::kernel {
 
@@ -58,10 +59,10 @@ struct Kernel {
   // the thread count, so results are the same bits on any number of threads.
   int64_t split_chunks = 0;
   int64_t partials_offset = 0;
-  // How the backend that compiled the kernel runs it ("tiles", "sliding", "flat", ...; empty
-  // before a backend compiles it). Printed after the kind, "matmul[sliding]", so that a test
-  // can assert which code path it exercises.
-  std::string strategy;
+  // How the backend runs it: chosen for the backend's target before any code is emitted (its
+  // planner; plan.h). Printed after the kind, "matmul[tiles]", with its numbers at the end of
+  // the kernel's line after " | ", so that a test can assert which code path and shape it takes.
+  KernelPlan plan;
   // MatMul over a matmul node: the strided views it reads its two operands through, fixed when the
   // fuser ordered the kernel (matmul_operands). A view that a copy kernel stores only later (a
   // result returned both as a view and read by this product) is still read through its operands,
@@ -106,7 +107,7 @@ struct RegionSchedule {
 };
 
 // Whether collectives overlap the computation (FusionOptions::async_collectives): yes unless
-// FLUXION_ASYNC_COLLECTIVES is exactly 0 (to measure what the overlap saves). Read once.
+// FLUXION_ASYNC_COLLECTIVES turns it off (to measure what the overlap saves). Read once.
 bool async_collectives_by_default();
 
 // What a backend's kernels can do, which bounds what the fuser puts in one kernel.
@@ -211,9 +212,10 @@ std::string kernel_containing(const ir::Region& r, const RegionSchedule& s, cons
 // them: steps in order, a control step's regions in order. `lines`: kernel_line for each,
 // those of loop bodies prefixed with where they are ("scan@4.body: kernel 0 straight ...").
 std::vector<std::string> kernel_lines(const ir::Region& r, const RegionSchedule& s);
-// Calls `visit` on every kernel of the schedule and of its loop bodies, in kernel_lines' order
-// (so that a backend can record facts about them, such as Kernel::strategy).
-void for_each_kernel(const ir::Region& r, RegionSchedule& s, const std::function<void(Kernel&)>& visit);
+// Calls `visit` on every kernel of the schedule and of its loop bodies, with the region and
+// schedule it belongs to, in kernel_lines' order (so that a backend can plan them).
+void for_each_kernel(const ir::Region& r, RegionSchedule& s,
+                     const std::function<void(const ir::Region&, const RegionSchedule&, Kernel&)>& visit);
 
 // Follows transpose, broadcast, slice and compatible reshapes from `v` down to a value whose
 // storage is not View; false when the chain cannot be expressed by strides.

@@ -13,7 +13,7 @@ std::string kernel_line(const ir::Region& r, const Kernel& k, size_t index) {
                      : k.kind == KernelKind::Scatter      ? "scatter"
                                                           : "loop";
   out << "kernel " << index << " " << kind;
-  if (!k.strategy.empty()) out << "[" << k.strategy << "]";
+  if (k.plan.strategy != Strategy::Unplanned) out << "[" << strategy_name(k.plan.strategy) << "]";
   out << " " << shape_str(k.space) << (k.parallel ? " parallel" : "");
   if (k.split_chunks > 1) out << " split " << k.split_chunks;
   out << ":";
@@ -23,6 +23,7 @@ std::string kernel_line(const ir::Region& r, const Kernel& k, size_t index) {
     for (size_t n : k.recomputed) out << " " << ir::op_name(r.nodes[n].op);
     out << ")";
   }
+  if (std::string details = plan_details(k.plan); !details.empty()) out << " | " << details;
   return out.str();
 }
 
@@ -75,12 +76,12 @@ std::string print(const ir::Region& r, const RegionSchedule& s, int indent) {
 
 namespace {
 
-// Calls visit(where, region, kernel, index) for every kernel in running order.
+// Calls visit(where, region, schedule, kernel, index) for every kernel in running order.
 template <class Schedule, class Visit>
 void walk_kernels(const ir::Region& r, Schedule& s, const std::string& where, const Visit& visit) {
   for (const Step& st : s.steps) {
     if (st.kind == Step::Kind::Kernel) {
-      visit(where, r, s.kernels[st.index], st.index);
+      visit(where, r, s, s.kernels[st.index], st.index);
       continue;
     }
     const ir::Node& n = r.nodes[st.index];
@@ -98,14 +99,18 @@ void walk_kernels(const ir::Region& r, Schedule& s, const std::string& where, co
 
 std::vector<std::string> kernel_lines(const ir::Region& r, const RegionSchedule& s) {
   std::vector<std::string> out;
-  walk_kernels(r, s, "", [&](const std::string& where, const ir::Region& region, const Kernel& k, size_t index) {
-    out.push_back(where + kernel_line(region, k, index));
-  });
+  walk_kernels(r, s, "",
+               [&](const std::string& where, const ir::Region& region, const RegionSchedule&, const Kernel& k,
+                   size_t index) { out.push_back(where + kernel_line(region, k, index)); });
   return out;
 }
 
-void for_each_kernel(const ir::Region& r, RegionSchedule& s, const std::function<void(Kernel&)>& visit) {
-  walk_kernels(r, s, "", [&](const std::string&, const ir::Region&, Kernel& k, size_t) { visit(k); });
+void for_each_kernel(const ir::Region& r, RegionSchedule& s,
+                     const std::function<void(const ir::Region&, const RegionSchedule&, Kernel&)>& visit) {
+  walk_kernels(r, s, "",
+               [&](const std::string&, const ir::Region& region, const RegionSchedule& schedule, Kernel& k, size_t) {
+                 visit(region, schedule, k);
+               });
 }
 
 }  // namespace fluxion::kernel

@@ -19,14 +19,15 @@ using fx::Tensor;
 
 namespace {
 
-// The kernel lines of a listing without the backend's strategy ("matmul[tiles]" -> "matmul"):
-// what the fuser decided, the same whatever the machine's vector width.
+// The kernel lines of a listing without the backend's plan ("matmul[tiles] ... | tile ..." ->
+// "matmul ..."): what the fuser decided, the same whatever the machine's vector width.
 std::vector<std::string> lines(const std::string& s) {
   static const std::regex strategy(R"(^(kernel [0-9]+ [a-z]+)\[[a-z-]+\])");
+  static const std::regex details(R"( \| .*$)");
   std::vector<std::string> out;
   std::istringstream in(s);
   for (std::string l; std::getline(in, l);) {
-    if (!l.empty()) out.push_back(std::regex_replace(l, strategy, "$1"));
+    if (!l.empty()) out.push_back(std::regex_replace(std::regex_replace(l, strategy, "$1"), details, ""));
   }
   return out;
 }

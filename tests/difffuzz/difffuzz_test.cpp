@@ -88,7 +88,7 @@ TEST(DiffFuzzRegressions, Seed8TransposedOutputAlsoReducedInAFlatKernel) {
   // Seed 8 of the first generator (seeds now make other programs), shrunk: %2 = transpose %1;
   // the program returns sum(sin(%2)) and %2. The reduction kernel ran over one linear index
   // ("collapsed") but read %2 through the transpose's index math, which needs both indices: the
-  // CPU code generator crashed. Fixed in KernelEmitter::collapsible (a view read through its
+  // CPU code generator crashed. Fixed in KernelFrame::collapsible (a view read through its
   // index math is not a plain array).
   std::string ir = R"(func @main(%0: f64[2,1]) -> (f64[], f64[1,2]) {
   %1 = transpose %0 {perm=[1,0]} : f64[1,2]

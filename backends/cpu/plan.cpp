@@ -1,0 +1,188 @@
+// CPU kernel plans. The thresholds and tile shapes below were measured on AVX2 and AVX-512
+// hosts (docs/cpu.md); each names the register budget it is derived from.
+#include "backends/cpu/plan.h"
+
+#include <algorithm>
+
+#include "jit/kernel/conv_product.h"
+#include "jit/kernel/frame.h"
+#include "jit/kernel/plan_rules.h"
+#include "support/round_up.h"
+
+namespace fluxion::cpu {
+
+using kernel::KernelPlan;
+using kernel::Strategy;
+
+namespace {
+
+// MR, the rows of a register tile, from the target's vector registers (of any element type):
+// 6 x 2 vectors of accumulators fit 16 registers (AVX2) with the two B vectors and a
+// broadcast; 32 registers (AVX-512) fit 8 rows, which tile the multiples of 8 that layer widths
+// usually are (W3's 32 rows: four tiles, no single-row rest), or up to 12 as one tile. Rows
+// that fit one register tile are one tile: rows left over after full tiles run one at a time,
+// each a chain of dependent multiply-adds, where a product of 10 rows would spend most of its
+// time.
+constexpr int kRows = 6;
+constexpr int kRowsWide = 8;
+constexpr int kRowsMax = 12;  // 24 accumulators, two B vectors and a broadcast: 27 of 32 registers
+// k-block length of a matmul: a packed panel stays in L1.
+constexpr int64_t kBlockK = 256;
+// Transposed tiles: 24 accumulators, two A^T vectors and a broadcast; at most a vector's lanes,
+// since a tile's columns become the lanes of C's rows, and fewer where the registers are fewer.
+constexpr int kMaxTileColumns = 12;
+
+int64_t tile_rows(int64_t M, const Target& target) {
+  bool wide = target.vector_registers >= 32;
+  int max_rows = wide ? kRowsMax : kRows;
+  return M <= max_rows ? std::max<int64_t>(1, M) : wide && M % kRowsWide == 0 ? kRowsWide : kRows;
+}
+
+int64_t matmul_lanes(const ir::Region& r, const kernel::Kernel& k, const Target& target) {
+  int64_t esize = dtype_size(r.type(r.nodes[k.root].results[0]).dtype);
+  return std::max<int64_t>(1, target.matmul_vector_bytes / esize);
+}
+
+// The product of few rows by a transposed right operand (W3's dW1 = dh x^T: W < M <= 2W rows,
+// B's columns contiguous along k, one k-block) is computed as C^T tiles: with so few rows each
+// packed panel of B would serve only M / 8 register tiles (matmul_transposed.cpp). Threads
+// split C's columns, so not with a reduction in the epilogue (a bias gradient's row sums would
+// be shared between threads). Two accumulators a column, two A^T vectors and a broadcast in the
+// vector registers: with AVX2's 16, 8 columns spilled and W3's 10 x 32 x 128 dW2 took 2.2 us
+// against 1.0 for 8 rows.
+bool transposed_tiles(const ir::Region& r, const kernel::Kernel& k, const kernel::KernelFrame& frame,
+                      const Target& target, KernelPlan* plan) {
+  kernel::StridedView av, bv;
+  if (!kernel::matmul_operands(k, &av, &bv)) return false;
+  kernel::ProductDims d = kernel::product_dims(r, k);
+  size_t rank = av.strides.size();
+  bool a_rows = av.strides[rank - 1] == 1;
+  bool b_columns = bv.strides[rank - 2] == 1 && bv.strides[rank - 1] != 1;
+  int64_t W = matmul_lanes(r, k, target);
+  int64_t columns = std::min<int64_t>({kMaxTileColumns, W, (target.vector_registers - 3) / 2});
+  if (!d.batch.empty() || !a_rows || !b_columns || d.K > kBlockK || W < 8 || d.M <= W || d.M > 2 * W || d.N < columns ||
+      d.K % W != 0 || frame.reduces())
+    return false;
+  plan->strategy = Strategy::TransposedTiles;
+  plan->tile = {columns, 2 * W, d.K, 0, 0};
+  plan->vector_lanes = W;
+  return true;
+}
+
+// The register-blocked product (gemm.cpp): MR x NR tiles (NR = two vectors), k in blocks.
+// Threads split the rows, each packing every panel of B, or, for a matmul at least as wide (in
+// panels) as it is tall (in row tiles), the panels, each packing only its own. Not with a
+// reduction in the epilogue: a row's sum (a bias gradient) would then be shared.
+KernelPlan tiles(const ir::Region& r, const kernel::Kernel& k, const kernel::KernelFrame& frame, const Target& target,
+                 Strategy strategy) {
+  kernel::ProductDims d = kernel::product_dims(r, k);
+  const ir::Node& root = r.nodes[k.root];
+  KernelPlan plan;
+  plan.strategy = strategy;
+  plan.vector_lanes = matmul_lanes(r, k, target);
+  int64_t kc = root.op == ir::Op::MatMul ? std::min(kBlockK, std::max<int64_t>(1, d.K))
+                                         : kernel::conv_product(r, root).k_inner();
+  plan.tile = {tile_rows(d.M, target), 2 * plan.vector_lanes, kc, 0, 0};
+  plan.split_columns = root.op == ir::Op::MatMul && d.batch.empty() && d.N >= 2 * plan.tile.n && !frame.reduces() &&
+                       d.N / plan.tile.n >= ceil_div<int64_t>(d.M, plan.tile.m);
+  return plan;
+}
+
+// The max-pooling gradient whose windows tile its input exactly, computed over the kernel's
+// whole space: the kernel then runs window by window (pool_grad_windows.cpp).
+int64_t exact_pool_grad(const ir::Region& r, const kernel::Kernel& k) {
+  for (size_t i : k.nodes) {
+    const ir::Node& n = r.nodes[i];
+    if (n.op != ir::Op::MaxPool2dGrad || r.type(n.results[0]).shape != k.space) continue;
+    const ir::Attrs& a = n.attrs;
+    const Shape &xs = r.type(n.operands[0]).shape, &gs = r.type(n.operands[1]).shape;
+    bool exact = a.strides == a.window &&
+                 std::all_of(a.padding.begin(), a.padding.end(), [](int64_t p) { return p == 0; }) &&
+                 xs[2] == gs[2] * a.window[0] && xs[3] == gs[3] * a.window[1];
+    if (exact && is_float(r.type(n.results[0]).dtype)) return static_cast<int64_t>(i);
+  }
+  return -1;
+}
+
+// A concatenation along an axis other than 0 over the kernel's whole space: the kernel then runs
+// one loop nest per part (concat_pieces.cpp).
+int64_t inner_concat(const ir::Region& r, const kernel::Kernel& k) {
+  for (size_t i : k.nodes) {
+    const ir::Node& n = r.nodes[i];
+    if (n.op == ir::Op::Concat && n.attrs.axes[0] > 0 && r.type(n.results[0]).shape == k.space)
+      return static_cast<int64_t>(i);
+  }
+  return -1;
+}
+
+}  // namespace
+
+KernelPlan plan_kernel(const ir::Region& r, const kernel::RegionSchedule& s, const kernel::Kernel& k,
+                       const Target& target) {
+  kernel::KernelFrame frame(r, s, k, k.plan);
+  KernelPlan plan;
+  switch (k.kind) {
+    case kernel::KernelKind::StraightLine: plan.strategy = Strategy::Block; return plan;
+    case kernel::KernelKind::Scatter: plan.strategy = Strategy::Rows; return plan;
+    case kernel::KernelKind::MatMul:
+      if (r.nodes[k.root].op == ir::Op::MatMul) {
+        if (transposed_tiles(r, k, frame, target, &plan)) return plan;
+        return tiles(r, k, frame, target, Strategy::Tiles);
+      }
+      if (sliding_conv_fits(r, k, target)) {
+        plan.strategy = Strategy::Sliding;
+        plan.vector_lanes = matmul_lanes(r, k, target);
+        return plan;
+      }
+      return tiles(r, k, frame, target, Strategy::Im2col);
+    case kernel::KernelKind::Loop: break;
+  }
+  if (k.space.empty()) {
+    plan.strategy = Strategy::Scalar;
+  } else if (frame.collapsible()) {
+    plan.strategy = Strategy::Flat;
+  } else if ((plan.node = exact_pool_grad(r, k)) >= 0) {
+    plan.strategy = Strategy::PoolWindows;
+  } else if ((plan.node = inner_concat(r, k)) >= 0) {
+    plan.strategy = Strategy::Pieces;
+  } else {
+    plan.strategy = Strategy::Nest;
+  }
+  return plan;
+}
+
+namespace {
+
+// A plan that rules changed, against the planner's: a product's register tile may have other
+// rows (up to what the registers hold) and, for the plain tiles, another k-block; every other
+// number is fixed by the code (two vectors of columns, the im2col grid).
+std::string ruled_plan_fault(const ir::Region& r, const kernel::RegionSchedule& s, const kernel::Kernel& k,
+                             const Target& target) {
+  KernelPlan planned = plan_kernel(r, s, k, target);
+  KernelPlan allowed = planned;
+  int64_t max_rows = 0;
+  if (k.plan.strategy == Strategy::Tiles || k.plan.strategy == Strategy::Im2col) max_rows = kRowsMax;
+  if (k.plan.strategy == Strategy::TransposedTiles) max_rows = planned.tile.m;
+  if (max_rows > 0 && k.plan.tile.m >= 1 && k.plan.tile.m <= max_rows) allowed.tile.m = k.plan.tile.m;
+  if (k.plan.strategy == Strategy::Tiles && k.plan.tile.k >= 1) allowed.tile.k = k.plan.tile.k;
+  if (k.plan == allowed) return "";
+  std::string what = max_rows > 0 ? "only its tile's rows (1 to " + std::to_string(max_rows) + ")" +
+                                        (k.plan.strategy == Strategy::Tiles ? " and k-block" : "") + " may change"
+                                  : "its numbers are fixed by the code";
+  return what + "; the planner's plan is '" + kernel::plan_details(planned) + "'";
+}
+
+}  // namespace
+
+void plan_kernels(const ir::Region& r, kernel::RegionSchedule& s, const Target& target) {
+  kernel::plan_kernels(
+      r, s, "CPU",
+      [&](const ir::Region& region, const kernel::RegionSchedule& schedule, const kernel::Kernel& k) {
+        return plan_kernel(region, schedule, k, target);
+      },
+      [&](const ir::Region& region, const kernel::RegionSchedule& schedule, const kernel::Kernel& k) {
+        return ruled_plan_fault(region, schedule, k, target);
+      });
+}
+
+}  // namespace fluxion::cpu

@@ -1,0 +1,31 @@
+// The CPU backend's kernel plans (plan.cpp): every kernel's strategy and tile sizes, chosen
+// from the host's vector width and registers before any LLVM IR is emitted. The emitters
+// (kernel_emitter.cpp and the files of each strategy) render the plan they are given.
+#pragma once
+
+#include "jit/ir/ir.h"
+#include "jit/kernel/kernel_ir.h"
+
+namespace fluxion::cpu {
+
+// Host facts the generated code and its plans are specialised for.
+struct Target {
+  int vector_bytes = 32;         // vector width for loops LLVM vectorises (its own preference)
+  int matmul_vector_bytes = 32;  // vector width of the matmul kernel's register tiles
+  int vector_registers = 16;     // what register tiles may hold (32 with AVX-512)
+  bool profile = false;          // call fx_profile_mark before and after every kernel
+};
+
+// The plan of kernel k of region r (schedule s) for `target`.
+kernel::KernelPlan plan_kernel(const ir::Region& r, const kernel::RegionSchedule& s, const kernel::Kernel& k,
+                               const Target& target);
+// Plans every kernel of the schedule and of its loop bodies, then applies the plan rules of
+// FLUXION_KERNEL_PLANS (jit/kernel/plan_rules.h); raises Error for a ruled plan the CPU code
+// cannot run.
+void plan_kernels(const ir::Region& r, kernel::RegionSchedule& s, const Target& target);
+
+// Whether kernel k's stride-1 convolution runs as sliding windows: it has one group, vectors of
+// at least 4 lanes, and stack buffers within the limit (sliding_conv.cpp).
+bool sliding_conv_fits(const ir::Region& r, const kernel::Kernel& k, const Target& target);
+
+}  // namespace fluxion::cpu

@@ -1,0 +1,197 @@
+// The CPU backend's kernel plans: chosen from a target's vector width and registers before any
+// code is emitted, so they are asserted here for AVX2 and AVX-512 targets whatever the host, and
+// Compiled::kernels() prints the host's.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include <fluxion/fluxion.h>
+
+#include "backends/cpu/plan.h"
+#include "common/scoped_env.h"
+#include "common/test_util.h"
+#include "cpu/strategies.h"
+#include "jit/ir/ir.h"
+#include "jit/kernel/kernel_ir.h"
+
+namespace fx = fluxion;
+using fx::kernel::KernelPlan;
+using fx::kernel::Strategy;
+using fx::kernel::Tile;
+
+namespace {
+
+fx::cpu::Target avx2() { return {32, 32, 16, false}; }
+fx::cpu::Target avx512() { return {64, 64, 32, false}; }
+
+// The plans of the top-level kernels of program `text`, scheduled as the CPU backend schedules
+// it, for `target`.
+std::vector<KernelPlan> plans(const std::string& text, const fx::cpu::Target& target) {
+  fx::ir::Program p = fx::ir::parse(text);
+  fx::kernel::RegionSchedule s = fx::kernel::schedule(p.body, true);
+  fx::cpu::plan_kernels(p.body, s, target);
+  std::vector<KernelPlan> out;
+  for (const fx::kernel::Kernel& k : s.kernels) out.push_back(k.plan);
+  return out;
+}
+
+std::string product(int64_t m, int64_t k, int64_t n) {
+  std::string a = std::to_string(m) + "," + std::to_string(k), b = std::to_string(k) + "," + std::to_string(n),
+              c = std::to_string(m) + "," + std::to_string(n);
+  return "func @main(%0: f32[" + a + "], %1: f32[" + b + "]) -> (f32[" + c + "]) {\n  %2 = matmul %0, %1 : f32[" + c +
+         "]\n  return %2\n}";
+}
+
+TEST(CpuPlans, ProductTilesFollowTheTargetsRegisters) {
+  // W3's first layer, 32 x 784 @ 784 x 128: AVX2 tiles 6 rows by two 8-lane vectors, AVX-512 8
+  // rows (32 is a multiple of 8) by two 16-lane vectors; k in blocks of 256.
+  std::vector<KernelPlan> p = plans(product(32, 784, 128), avx2());
+  ASSERT_EQ(p.size(), 1u);
+  EXPECT_EQ(p[0].strategy, Strategy::Tiles);
+  EXPECT_EQ(p[0].tile, (Tile{6, 16, 256, 0, 0}));
+  EXPECT_EQ(p[0].vector_lanes, 8);
+  p = plans(product(32, 784, 128), avx512());
+  EXPECT_EQ(p[0].tile, (Tile{8, 32, 256, 0, 0}));
+  EXPECT_EQ(p[0].vector_lanes, 16);
+  // Rows that fit one register tile are one tile; a short k is one block.
+  p = plans(product(10, 100, 64), avx512());
+  EXPECT_EQ(p[0].tile, (Tile{10, 32, 100, 0, 0}));
+  p = plans(product(10, 100, 64), avx2());
+  EXPECT_EQ(p[0].tile.m, 6);
+}
+
+TEST(CpuPlans, AWideProductSplitsItsColumnsAcrossThreads) {
+  // 8 rows are one tile; 512 columns are 16 panels of 32: wider than tall, so threads split the
+  // panels. A tall product splits its rows.
+  EXPECT_TRUE(plans(product(8, 64, 512), avx512())[0].split_columns);
+  EXPECT_FALSE(plans(product(512, 64, 8), avx512())[0].split_columns);
+}
+
+TEST(CpuPlans, FewRowsTimesATransposeRunAsTransposedTiles) {
+  // dW = dh x^T as W3's weight gradient: 20 rows (W < 20 <= 2W for 16 lanes), B's columns
+  // contiguous along k (a transpose), one k-block of a multiple of 16.
+  std::string text = R"(func @main(%0: f32[20,128], %1: f32[64,128]) -> (f32[20,64]) {
+  %2 = transpose %1 {perm=[1,0]} : f32[128,64]
+  %3 = matmul %0, %2 : f32[20,64]
+  return %3
+})";
+  std::vector<KernelPlan> p = plans(text, avx512());
+  ASSERT_EQ(p.size(), 1u);
+  EXPECT_EQ(p[0].strategy, Strategy::TransposedTiles);
+  // 12 columns of C by two vectors of rows: 24 accumulators of AVX-512's 32 registers.
+  EXPECT_EQ(p[0].tile, (Tile{12, 32, 128, 0, 0}));
+  // With AVX2's 8 lanes, 20 rows are more than 2W: the ordinary tiles.
+  EXPECT_EQ(plans(text, avx2())[0].strategy, Strategy::Tiles);
+}
+
+TEST(CpuPlans, ConvolutionsSlideWhereTheirWindowsFitTheStack) {
+  std::string conv = R"(func @main(%0: f32[4,6,14,14], %1: f32[16,6,5,5]) -> (f32[4,16,10,10]) {
+  %2 = conv2d %0, %1 {strides=[1,1], padding=[0,0,0,0], dilation=[1,1], groups=1} : f32[4,16,10,10]
+  return %2
+})";
+  std::vector<KernelPlan> p = plans(conv, avx512());
+  ASSERT_EQ(p.size(), 1u);
+  EXPECT_EQ(p[0].strategy, Strategy::Sliding);
+  EXPECT_EQ(p[0].vector_lanes, 16);
+  // A stride of 2 cannot slide: im2col, one k-block per input channel (its 5 x 5 taps).
+  std::string strided = R"(func @main(%0: f32[4,6,14,14], %1: f32[16,6,5,5]) -> (f32[4,16,5,5]) {
+  %2 = conv2d %0, %1 {strides=[2,2], padding=[0,0,0,0], dilation=[1,1], groups=1} : f32[4,16,5,5]
+  return %2
+})";
+  p = plans(strided, avx512());
+  EXPECT_EQ(p[0].strategy, Strategy::Im2col);
+  EXPECT_EQ(p[0].tile.k, 25);
+}
+
+TEST(CpuPlans, LoopKernelsArePlannedByWhatTheyRead) {
+  std::string flat = R"(func @main(%0: f32[64,32]) -> (f32[64,32]) {
+  %1 = sin %0 : f32[64,32]
+  return %1
+})";
+  EXPECT_EQ(plans(flat, avx2())[0].strategy, Strategy::Flat);
+  std::string transposed = R"(func @main(%0: f32[32,64]) -> (f32[64,32]) {
+  %1 = transpose %0 {perm=[1,0]} : f32[64,32]
+  %2 = sin %1 : f32[64,32]
+  return %2
+})";
+  EXPECT_EQ(plans(transposed, avx2())[0].strategy, Strategy::Nest);
+  std::string concat = R"(func @main(%0: f32[8,3], %1: f32[8,5]) -> (f32[8,8]) {
+  %2 = concat %0, %1 {axes=[1]} : f32[8,8]
+  return %2
+})";
+  std::vector<KernelPlan> p = plans(concat, avx2());
+  EXPECT_EQ(p[0].strategy, Strategy::Pieces);
+  EXPECT_EQ(p[0].node, 0);
+}
+
+TEST(CpuPlans, KernelListingPrintsTheHostsPlan) {
+  auto f = [](fx::Tensor a, fx::Tensor b) { return fx::matmul(a, b); };
+  fx::Array a(std::vector<float>(32 * 784, 0.5f), {32, 784}), b(std::vector<float>(784 * 128, 0.25f), {784, 128});
+  std::string listing = fx::jit(f, fx::Backend::Cpu).lower(a, b).kernels();
+  int lanes = fx::testing::matmul_lanes(fx::DType::f32);
+  int rows = fx::testing::vector_registers() >= 32 ? 8 : 6;
+  // 32 rows are 4 or 6 tiles, 128 columns 4 or 8 panels: threads split the rows or the panels.
+  std::string details = "| tile " + std::to_string(rows) + "x" + std::to_string(2 * lanes) + "x256 lanes " +
+                        std::to_string(lanes) + (128 / (2 * lanes) >= (32 + rows - 1) / rows ? " split columns" : "");
+  EXPECT_NE(listing.find("matmul[tiles]"), std::string::npos) << listing;
+  EXPECT_NE(listing.find(details), std::string::npos) << listing;
+}
+
+// A file of plan rules in the test's temporary folder, named by FLUXION_KERNEL_PLANS while it lives.
+class PlanRulesFile {
+ public:
+  explicit PlanRulesFile(const std::string& rules)
+      : path_(::testing::TempDir() + "fluxion_cpu_plan_rules.txt"), env_("FLUXION_KERNEL_PLANS", path_.c_str()) {
+    std::ofstream(path_) << rules;
+  }
+  ~PlanRulesFile() { std::filesystem::remove(path_); }
+
+ private:
+  std::string path_;
+  fx::testing::ScopedEnv env_;
+};
+
+TEST(CpuPlans, RulesChangeATilesRowsAndKBlockAndTheCodeFollows) {
+  auto f = [](fx::Tensor a, fx::Tensor b) { return fx::tanh(fx::matmul(a, b)); };
+  std::vector<double> av = fx::testing::random_doubles(37 * 300, -1, 1, 1),
+                      bv = fx::testing::random_doubles(300 * 70, -1, 1, 2);
+  fx::Array a(std::vector<float>(av.begin(), av.end()), {37, 300}),
+      b(std::vector<float>(bv.begin(), bv.end()), {300, 70});
+  std::vector<double> want = fx::jit(f, fx::Backend::Interp)(a, b).to_doubles();
+  std::string tile = "3x" + std::to_string(2 * fx::testing::matmul_lanes(fx::DType::f32)) + "x64";
+  PlanRulesFile rules("# three rows a tile, k in blocks of 64\ntiles match=[37,70] tile=" + tile + "\n");
+  auto compiled = fx::jit(f, fx::Backend::Cpu);
+  std::string listing = compiled.lower(a, b).kernels();
+  EXPECT_NE(listing.find("| tile " + tile + " "), std::string::npos) << listing;
+  std::vector<double> got = compiled(a, b).to_doubles();
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i) EXPECT_NEAR(got[i], want[i], 1e-4) << i;
+}
+
+TEST(CpuPlans, RulesTheCodeCannotRunAreErrors) {
+  auto f = [](fx::Tensor a, fx::Tensor b) { return fx::matmul(a, b); };
+  fx::Array a(std::vector<float>(8 * 16, 1.0f), {8, 16}), b(std::vector<float>(16 * 8, 1.0f), {16, 8});
+  {
+    PlanRulesFile rules("tiles tile=40x16x16\n");  // more rows than the registers hold
+    EXPECT_THROW(fx::jit(f, fx::Backend::Cpu)(a, b), fx::Error);
+  }
+  {
+    PlanRulesFile rules("tiles tile=4x4\n");
+    EXPECT_THROW(fx::jit(f, fx::Backend::Cpu)(a, b), fx::Error);
+  }
+  {
+    PlanRulesFile rules("spiral tile=4x4x4\n");
+    EXPECT_THROW(fx::jit(f, fx::Backend::Cpu)(a, b), fx::Error);
+  }
+}
+
+TEST(CpuPlans, StrategyNamesRoundTrip) {
+  EXPECT_EQ(fx::kernel::strategy_named("transposed-tiles"), Strategy::TransposedTiles);
+  EXPECT_STREQ(fx::kernel::strategy_name(Strategy::SubgroupRows), "subgroup-rows");
+  EXPECT_THROW(fx::kernel::strategy_named("spiral"), fx::Error);
+}
+
+}  // namespace
