@@ -6,7 +6,7 @@
 
 #include "runtime/counters.h"
 
-namespace fluxion::compiler {
+namespace fluxion::driver {
 
 ExecutablePtr cached_compile(const std::string& key, const std::function<ExecutablePtr()>& build) {
   static std::mutex mu;
@@ -24,7 +24,7 @@ ExecutablePtr cached_compile(const std::string& key, const std::function<Executa
   }
   if (existing.valid()) {
     ExecutablePtr e = existing.get();  // waits while another thread compiles it
-    backends::counters().cache_hits++;
+    runtime::counters().cache_hits++;
     return e;
   }
   try {
@@ -39,4 +39,4 @@ ExecutablePtr cached_compile(const std::string& key, const std::function<Executa
   }
 }
 
-}  // namespace fluxion::compiler
+}  // namespace fluxion::driver

@@ -10,7 +10,7 @@
 
 #include "backends/backend.h"
 
-namespace fluxion::compiler {
+namespace fluxion::driver {
 
 using ExecutablePtr = std::shared_ptr<const backends::Executable>;
 
@@ -18,4 +18,4 @@ using ExecutablePtr = std::shared_ptr<const backends::Executable>;
 // `build` raises; a failed build is not cached.
 ExecutablePtr cached_compile(const std::string& key, const std::function<ExecutablePtr()>& build);
 
-}  // namespace fluxion::compiler
+}  // namespace fluxion::driver

@@ -8,7 +8,7 @@
 #include "jit/passes/passes.h"
 #include "support/settings.h"
 
-namespace fluxion::compiler {
+namespace fluxion::driver {
 namespace {
 
 // Verifies (in builds with FLUXION_VERIFY_IR) and optionally dumps the program after a step.
@@ -40,4 +40,4 @@ CompiledProgram compile(ir::Program traced, Backend backend) {
   return out;
 }
 
-}  // namespace fluxion::compiler
+}  // namespace fluxion::driver

@@ -7,7 +7,7 @@
 #include "backends/backend.h"
 #include "jit/ir/ir.h"
 
-namespace fluxion::compiler {
+namespace fluxion::driver {
 
 struct CompiledProgram {
   ir::Program traced;                                      // as recorded from the user's function
@@ -19,4 +19,4 @@ struct CompiledProgram {
 // compile-cache lookup -> backend compile (fusion, memory plan, code generation).
 CompiledProgram compile(ir::Program traced, Backend backend);
 
-}  // namespace fluxion::compiler
+}  // namespace fluxion::driver

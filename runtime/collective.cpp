@@ -7,7 +7,7 @@
 #include "support/communication_thread.h"
 #include "support/communicator.h"
 
-namespace fluxion::interp {
+namespace fluxion::runtime {
 namespace {
 
 ReduceOp reduction_of(ir::Op op) {
@@ -84,4 +84,4 @@ void run_collective_in_order(const CollectiveCall& call, const void* in, void* o
   support::run_in_order([&] { run_collective(call, in, out); });
 }
 
-}  // namespace fluxion::interp
+}  // namespace fluxion::runtime

@@ -8,7 +8,7 @@
 
 #include "jit/ir/ir.h"
 
-namespace fluxion::interp {
+namespace fluxion::runtime {
 
 // One collective node's run-time description: its op, operand dtype and element count, and the
 // attributes it was traced with.
@@ -40,4 +40,4 @@ std::future<void> start_collective(const CollectiveCall& call, const void* in, v
 // running: no hand-off) or the communication thread.
 void run_collective_in_order(const CollectiveCall& call, const void* in, void* out);
 
-}  // namespace fluxion::interp
+}  // namespace fluxion::runtime

@@ -4,13 +4,13 @@
 
 namespace fluxion {
 
-backends::AtomicCounters& backends::counters() {
+runtime::AtomicCounters& runtime::counters() {
   static AtomicCounters c;
   return c;
 }
 
 RuntimeCounters counters() {
-  auto& c = backends::counters();
+  auto& c = runtime::counters();
   RuntimeCounters r;
   r.program_calls = c.program_calls.load();
   r.native_calls = c.native_calls.load();
@@ -28,7 +28,7 @@ RuntimeCounters counters() {
 }
 
 void reset_counters() {
-  auto& c = backends::counters();
+  auto& c = runtime::counters();
   c.program_calls = 0;
   c.native_calls = 0;
   c.kernel_launches = 0;

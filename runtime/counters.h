@@ -5,7 +5,7 @@
 #include <chrono>
 #include <cstdint>
 
-namespace fluxion::backends {
+namespace fluxion::runtime {
 
 struct AtomicCounters {
   std::atomic<uint64_t> program_calls{0}, native_calls{0}, kernel_launches{0}, compiles{0}, cache_hits{0},
@@ -29,4 +29,4 @@ class WaitTimer {
   std::chrono::steady_clock::time_point start_;
 };
 
-}  // namespace fluxion::backends
+}  // namespace fluxion::runtime

@@ -199,8 +199,8 @@ thread_local std::exception_ptr collective_failure;
 // The calling thread's program call's asynchronous collectives, by slot (program.cpp).
 thread_local std::vector<std::future<void>> in_flight;
 
-interp::CollectiveCall call_of(int32_t op, int32_t dtype, int64_t count, int64_t ranks, int64_t root, int64_t position,
-                               int64_t collectives) {
+runtime::CollectiveCall call_of(int32_t op, int32_t dtype, int64_t count, int64_t ranks, int64_t root, int64_t position,
+                                int64_t collectives) {
   return {static_cast<ir::Op>(op), static_cast<DType>(dtype), count, ranks, root, position, collectives};
 }
 
@@ -223,7 +223,7 @@ extern "C" void fx_collective_start(int32_t op, int32_t dtype, int64_t count, in
   try {
     if (in_flight.size() <= static_cast<size_t>(slot)) in_flight.resize(static_cast<size_t>(slot) + 1);
     in_flight[static_cast<size_t>(slot)] =
-        interp::start_collective(call_of(op, dtype, count, ranks, root, position, collectives), in, out);
+        runtime::start_collective(call_of(op, dtype, count, ranks, root, position, collectives), in, out);
   } catch (...) {
     collective_failure = std::current_exception();
   }
@@ -233,7 +233,7 @@ extern "C" int32_t fx_collective_wait(int64_t slot) {
   if (static_cast<size_t>(slot) >= in_flight.size() || !in_flight[static_cast<size_t>(slot)].valid()) {
     return kCollectiveFailed;  // its start failed, and left what it raised
   }
-  backends::WaitTimer timer;
+  runtime::WaitTimer timer;
   return reported([slot] { in_flight[static_cast<size_t>(slot)].get(); });
 }
 
@@ -241,17 +241,19 @@ extern "C" int32_t fx_collective_wait(int64_t slot) {
 // program's order.
 extern "C" int32_t fx_collective(int32_t op, int32_t dtype, int64_t count, int64_t ranks, int64_t root,
                                  int64_t position, int64_t collectives, const void* in, void* out) {
-  backends::WaitTimer timer;
-  return reported(
-      [&] { interp::run_collective_in_order(call_of(op, dtype, count, ranks, root, position, collectives), in, out); });
+  runtime::WaitTimer timer;
+  return reported([&] {
+    runtime::run_collective_in_order(call_of(op, dtype, count, ranks, root, position, collectives), in, out);
+  });
 }
 
 // rng_uniform (kind 0: f32, 1: f64) and rng_normal (kind 2) element `index` for `key`: the
 // recipes of docs/ir.md, as the interpreter computes them.
 extern "C" double fx_rng(int32_t k0, int32_t k1, int64_t index, int32_t kind) {
-  philox::Key key{static_cast<uint32_t>(k0), static_cast<uint32_t>(k1)};
+  runtime::philox::Key key{static_cast<uint32_t>(k0), static_cast<uint32_t>(k1)};
   uint64_t i = static_cast<uint64_t>(index);
-  philox::Counter w = philox::philox4x32_10({static_cast<uint32_t>(i), static_cast<uint32_t>(i >> 32), 0, 0}, key);
+  runtime::philox::Counter w =
+      runtime::philox::philox4x32_10({static_cast<uint32_t>(i), static_cast<uint32_t>(i >> 32), 0, 0}, key);
   if (kind == 2) {
     double u1 = (static_cast<double>(w[0]) + 1.0) * 0x1p-32;
     double u2 = static_cast<double>(w[1]) * 0x1p-32;
@@ -262,8 +264,8 @@ extern "C" double fx_rng(int32_t k0, int32_t k1, int64_t index, int32_t kind) {
 }
 
 extern "C" int32_t fx_rng_fold(int32_t k0, int32_t k1, int32_t data, int64_t which) {
-  philox::Key key{static_cast<uint32_t>(k0), static_cast<uint32_t>(k1)};
-  philox::Counter w = philox::philox4x32_10({static_cast<uint32_t>(data), 0, 1, 0}, key);
+  runtime::philox::Key key{static_cast<uint32_t>(k0), static_cast<uint32_t>(k1)};
+  runtime::philox::Counter w = runtime::philox::philox4x32_10({static_cast<uint32_t>(data), 0, 1, 0}, key);
   return static_cast<int32_t>(w[static_cast<size_t>(which)]);
 }
 

@@ -50,8 +50,8 @@ CpuProgram::CpuProgram(CpuLayout layout) : layout_(std::move(layout)) {
 CpuProgram::~CpuProgram() = default;
 
 std::vector<Array> CpuProgram::run(const std::vector<Array>& inputs, EntryFn entry) const {
-  interp::check_host_memory(layout_.label, interp::host_bytes(layout_.outputs), layout_.arena_bytes);
-  std::vector<Array> out = interp::allocate_results(layout_.label, layout_.outputs);
+  runtime::check_host_memory(layout_.label, runtime::host_bytes(layout_.outputs), layout_.arena_bytes);
+  std::vector<Array> out = runtime::allocate_results(layout_.label, layout_.outputs);
   run_into(inputs, out, entry);
   return out;
 }
@@ -79,7 +79,7 @@ void CpuProgram::run_into(const std::vector<Array>& inputs, std::vector<Array>& 
     io = heap_io.data();
   }
   for (size_t i = 0; i < ni; ++i) io[i] = const_cast<void*>(inputs[i].data());
-  interp::check_host_memory(layout_.label, 0, layout_.arena_bytes);
+  runtime::check_host_memory(layout_.label, 0, layout_.arena_bytes);
   Arena arena = take_arena();
   // An output buffer that overlaps an input or another output is written through its arena
   // slot and copied out after the call, so no input is read after being overwritten.
@@ -89,7 +89,7 @@ void CpuProgram::run_into(const std::vector<Array>& inputs, std::vector<Array>& 
   int64_t launches = 0;
   int32_t rc = entry(io, arena.get(), &launches);
   finish_collectives();
-  auto& c = backends::counters();
+  auto& c = runtime::counters();
   c.program_calls++;
   c.native_calls++;
   c.kernel_launches += static_cast<uint64_t>(launches);
@@ -141,7 +141,7 @@ CpuProgram::Arena CpuProgram::take_arena() const {
     if (alignment == kHugePage) madvise(a.get(), bytes, MADV_HUGEPAGE);  // advice: failure only costs speed
     return a;
   } catch (const std::bad_alloc&) {
-    interp::fail_allocation(layout_.label, "the working memory (arena)", layout_.arena_bytes);
+    runtime::fail_allocation(layout_.label, "the working memory (arena)", layout_.arena_bytes);
   }
 }
 

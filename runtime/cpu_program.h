@@ -25,7 +25,7 @@ struct CpuLayout {
   // entry point copies it out at its end: a passed-through input, a loop's carry).
   std::vector<int64_t> output_slots;
   int64_t arena_bytes = 64;  // at least one cache line
-  std::string label;         // how errors name the program (interp::program_label)
+  std::string label;         // how errors name the program (runtime::program_label)
 };
 
 class CpuProgram {

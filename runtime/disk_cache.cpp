@@ -10,7 +10,7 @@
 
 #include "support/settings.h"
 
-namespace fluxion::backends {
+namespace fluxion::runtime {
 namespace {
 
 uint64_t fnv1a(const std::string& s, uint64_t h) {
@@ -78,4 +78,4 @@ void disk_cache_store(const std::string& key, const std::string& object) {
   if (ec) std::filesystem::remove(tmp, ec);
 }
 
-}  // namespace fluxion::backends
+}  // namespace fluxion::runtime

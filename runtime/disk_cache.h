@@ -6,7 +6,7 @@
 
 #include <string>
 
-namespace fluxion::backends {
+namespace fluxion::runtime {
 
 // The object stored under `key` (the whole key text is checked, not only its hash), or ""
 // with *found = false.
@@ -17,4 +17,4 @@ void disk_cache_store(const std::string& key, const std::string& object);
 // The directory in use, or "" when the cache is off.
 std::string disk_cache_dir();
 
-}  // namespace fluxion::backends
+}  // namespace fluxion::runtime

@@ -5,7 +5,7 @@
 #include "fluxion/error.h"
 #include "support/settings.h"
 
-namespace fluxion::interp {
+namespace fluxion::runtime {
 
 int64_t host_memory_limit() { return support::whole_number(support::Setting::memory_limit).value_or(-1); }
 
@@ -71,4 +71,4 @@ std::vector<Array> allocate_results(const std::string& label, const std::vector<
   return out;
 }
 
-}  // namespace fluxion::interp
+}  // namespace fluxion::runtime

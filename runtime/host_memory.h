@@ -11,7 +11,7 @@
 #include "fluxion/array.h"
 #include "jit/ir/ir.h"
 
-namespace fluxion::interp {
+namespace fluxion::runtime {
 
 // FLUXION_MEMORY_LIMIT: the bytes one program run may allocate for its working memory plus its
 // results; -1 when unset or empty. Read at every call. Raises Error when it is not a number.
@@ -43,4 +43,4 @@ void check_host_memory(const std::string& label, int64_t results, int64_t workin
 std::vector<Array> allocate_results(const ir::Program& p, const std::vector<TensorType>& types);
 std::vector<Array> allocate_results(const std::string& label, const std::vector<TensorType>& types);
 
-}  // namespace fluxion::interp
+}  // namespace fluxion::runtime

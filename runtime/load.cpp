@@ -112,7 +112,7 @@ std::string incompatibility(const Artifact& a) {
 }
 
 Compiled loaded_program(Artifact a, const std::string& path) {
-  backends::counters().loads++;
+  runtime::counters().loads++;
   auto impl = std::make_shared<LoadedImpl>();
   impl->exec = a.backend == Backend::Vulkan ? vulkan::load_vulkan(a.vulkan, std::move(a.kernels))
                                             : std::make_unique<LoadedCpuExecutable>(a.cpu, std::move(a.kernels), path);

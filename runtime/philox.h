@@ -6,7 +6,7 @@
 #include <array>
 #include <cstdint>
 
-namespace fluxion::philox {
+namespace fluxion::runtime::philox {
 
 using Counter = std::array<uint32_t, 4>;
 using Key = std::array<uint32_t, 2>;
@@ -24,4 +24,4 @@ inline Counter philox4x32_10(Counter c, Key k) {
   return c;
 }
 
-}  // namespace fluxion::philox
+}  // namespace fluxion::runtime::philox

@@ -124,7 +124,7 @@ void write_chrome_trace(const std::string& path) {
   support::write_file_atomically(path, json.str(), "write_chrome_trace");
 }
 
-namespace backends {
+namespace runtime {
 
 void report_profile(const std::vector<TimedDispatch>& dispatches) {
   std::lock_guard<std::mutex> lock(store().mu);
@@ -144,5 +144,5 @@ void report_untimed(const std::string& why) {
   store().untimed.insert(why);
 }
 
-}  // namespace backends
+}  // namespace runtime
 }  // namespace fluxion

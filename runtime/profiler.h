@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-namespace fluxion::backends {
+namespace fluxion::runtime {
 
 struct TimedDispatch {
   const std::string* name;  // owned by the reporting program, alive during report()
@@ -19,4 +19,4 @@ void report_profile(const std::vector<TimedDispatch>& dispatches);
 // A profiled call whose kernels could not be timed, and why; kernel_time_table() says so.
 void report_untimed(const std::string& why);
 
-}  // namespace fluxion::backends
+}  // namespace fluxion::runtime

@@ -79,7 +79,7 @@ class CpuExecutable final : public backends::Executable {
       l.output_slots.push_back(in_place ? schedule_.offset[vi] : -1);
     }
     l.arena_bytes = schedule_.arena_bytes;
-    l.label = interp::program_label(program_);
+    l.label = runtime::program_label(program_);
     return l;
   }
 
@@ -103,7 +103,7 @@ class CpuExecutable final : public backends::Executable {
                       // The plans (plan rules may change them): the code renders them.
                       kernel::print(program_.body, schedule_);
     auto code = build_native(key, [&](llvm::Module& m) { emit_program(program_, schedule_, target, m); });
-    (code->from_disk_cache ? backends::counters().disk_cache_hits : backends::counters().compiles)++;
+    (code->from_disk_cache ? runtime::counters().disk_cache_hits : runtime::counters().compiles)++;
     return code;
   }
 
@@ -119,7 +119,7 @@ class CpuExecutable final : public backends::Executable {
   void report_marks() const {
     const std::vector<ProfileMark>& marks = profile_marks();
     if (marks.empty()) return;
-    thread_local std::vector<backends::TimedDispatch> dispatches;
+    thread_local std::vector<runtime::TimedDispatch> dispatches;
     dispatches.clear();
     int64_t t0 = marks[0].ns;
     for (size_t i = 0; i + 1 < marks.size(); i += 2) {
@@ -127,7 +127,7 @@ class CpuExecutable final : public backends::Executable {
       dispatches.push_back({name, static_cast<double>(marks[i].ns - t0) / 1e3,
                             static_cast<double>(marks[i + 1].ns - marks[i].ns) / 1e3});
     }
-    backends::report_profile(dispatches);
+    runtime::report_profile(dispatches);
   }
 
   ir::Program program_;

@@ -258,7 +258,7 @@ std::unique_ptr<NativeCode> build_native(const std::string& key, const std::func
   init_llvm();
   std::string full_key = key + "\nllvm " LLVM_VERSION_STRING "\ncpu " + host().cpu + "\n" + host().features;
   bool cached = false;
-  std::string object = backends::disk_cache_load(full_key, &cached);
+  std::string object = runtime::disk_cache_load(full_key, &cached);
   if (!cached) {
     auto tm = target_machine();
     llvm::LLVMContext ctx;
@@ -275,7 +275,7 @@ std::unique_ptr<NativeCode> build_native(const std::string& key, const std::func
       llvm::errs() << "; ---- optimized LLVM IR\n" << m << "\n";
     }
     object = object_code(m, *tm);
-    backends::disk_cache_store(full_key, object);
+    runtime::disk_cache_store(full_key, object);
   }
   auto jit = llvm::orc::LLJITBuilder().create();
   if (!jit) fail_llvm("cannot create the JIT", jit.takeError());

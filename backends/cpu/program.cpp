@@ -241,7 +241,7 @@ class ProgramEmitter {
   // entry point returning its error code when it fails.
   void collective(const ir::Region& r, const ir::Node& n, const std::vector<Value*>& ptr, int64_t slot) {
     TensorType operand = n.operands.empty() ? r.type(n.results[0]) : r.type(n.operands[0]);
-    interp::CollectiveCall call = interp::collective_call(n, operand, &program_);
+    runtime::CollectiveCall call = runtime::collective_call(n, operand, &program_);
     Value* in = n.operands.empty() ? llvm::ConstantPointerNull::get(builder_.getPtrTy())
                                    : ptr[static_cast<size_t>(n.operands[0])];
     Value* out = ptr[static_cast<size_t>(n.results[0])];

@@ -10,8 +10,8 @@ class InterpExecutable final : public backends::Executable {
  public:
   explicit InterpExecutable(const ir::Program& p) : program_(p) {}
   std::vector<Array> run(const std::vector<Array>& inputs) const override {
-    backends::counters().program_calls++;
-    return interp::run(program_, inputs);
+    runtime::counters().program_calls++;
+    return eval::run(program_, inputs);
   }
 
  private:

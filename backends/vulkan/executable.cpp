@@ -87,7 +87,7 @@ class VulkanExecutable final : public backends::Executable {
     schedule_ = kernel::schedule(program_.body, true, options);
     plan_kernels(program_.body, schedule_, tuning_);
     VulkanLayout layout{program_.body.param_types(), program_.body.result_types(), schedule_.arena_bytes,
-                        interp::program_label(program_)};
+                        runtime::program_label(program_)};
     calls_ = std::make_unique<VulkanProgram>(ctx_, std::move(layout), record_program(), [this](int loop) {
       int64_t& cap = options_.capacity[loop];
       if (cap == 0) cap = options_.default_capacity;

@@ -227,7 +227,7 @@ class Recorder {
     }
     HostCollective h;
     TensorType operand = n.operands.empty() ? r.type(n.results[0]) : r.type(n.operands[0]);
-    h.call = interp::collective_call(n, operand, &program_);
+    h.call = runtime::collective_call(n, operand, &program_);
     if (!n.operands.empty()) {
       if (!has[static_cast<size_t>(n.operands[0])])
         detail::fail("vulkan", "internal error: a collective's operand has no storage");

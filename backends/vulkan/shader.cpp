@@ -136,17 +136,17 @@ std::vector<uint32_t> compile_glsl_cached(const std::string& glsl, const std::st
   std::string key = "fluxion-spirv-2\nglslang " + std::to_string(GLSLANG_VERSION_MAJOR) + "." +
                     std::to_string(GLSLANG_VERSION_MINOR) + "\n" + glsl;
   bool found = false;
-  std::string bytes = backends::disk_cache_load(key, &found);
+  std::string bytes = runtime::disk_cache_load(key, &found);
   if (found && bytes.size() % 4 == 0 && !bytes.empty()) {
     std::vector<uint32_t> words(bytes.size() / 4);
     std::memcpy(words.data(), bytes.data(), bytes.size());
     if (validate_spirv(words).empty()) {
-      backends::counters().disk_cache_hits++;
+      runtime::counters().disk_cache_hits++;
       return words;
     }
   }
   std::vector<uint32_t> spirv = compile_glsl(glsl, name);
-  backends::disk_cache_store(key, std::string(reinterpret_cast<const char*>(spirv.data()), spirv.size() * 4));
+  runtime::disk_cache_store(key, std::string(reinterpret_cast<const char*>(spirv.data()), spirv.size() * 4));
   return spirv;
 }
 

@@ -7,7 +7,7 @@
 #include "dsl/src/trace.h"
 #include "fluxion/error.h"
 #include "jit/autodiff/autodiff.h"
-#include "jit/autodiff/builder.h"
+#include "jit/ir/builder.h"
 
 namespace fluxion::detail {
 
@@ -63,7 +63,7 @@ std::vector<Tensor> jvp_flat(const std::function<std::vector<Tensor>(const std::
   try {
     std::vector<ir::ValueId> outs;
     std::vector<ir::ValueId> touts = autodiff::emit_jvp(r, region, params, tangent_ids, &outs);
-    autodiff::Builder b(r);
+    ir::Builder b(r);
     r.results = {outs[0], touts[0] >= 0 ? touts[0] : b.splat_like(0, outs[0])};
   } catch (const Error& e) {
     rethrow_at(e, "differentiating", loc);
@@ -136,7 +136,7 @@ std::vector<Tensor> Pullback::operator()(const Tensor& g, std::source_location l
   ir::ValueId gid = r.add_param(out);
   try {
     std::vector<ir::ValueId> grads = autodiff::emit_vjp(r, s.region, params, {gid}, s.wrt, nullptr);
-    autodiff::Builder b(r);
+    ir::Builder b(r);
     for (size_t i = 0; i < params.size(); ++i) {
       if (s.wrt[i]) r.results.push_back(grads[i] >= 0 ? grads[i] : b.splat_like(0, params[i]));
     }

@@ -53,7 +53,7 @@ bool check_numerics() { return enabled().load(); }
 
 namespace detail {
 
-void check_call_numerics(const compiler::CompiledProgram& program, const std::vector<Array>& inputs,
+void check_call_numerics(const driver::CompiledProgram& program, const std::vector<Array>& inputs,
                          const std::vector<Array>& outputs) {
   if (!check_numerics()) return;
   double value = 0;
@@ -81,10 +81,10 @@ void check_call_numerics(const compiler::CompiledProgram& program, const std::ve
                                "The program exchanges values with the other ranks of its job, so the op that produced "
                                "it is not searched for; check each rank's inputs.");
   }
-  std::optional<interp::NonFinite> origin = interp::first_non_finite(program.optimized, inputs);
+  std::optional<eval::NonFinite> origin = eval::first_non_finite(program.optimized, inputs);
   if (!origin) {
     double ref_value = 0;
-    bool reference_too = first_bad(interp::run(program.optimized, inputs)[bad_output], &ref_value) >= 0;
+    bool reference_too = first_bad(eval::run(program.optimized, inputs)[bad_output], &ref_value) >= 0;
     fail("check_numerics", what + (reference_too ? "It comes from an infinite constant of the program (no op produces it)."
                                                  : "The reference interpreter computes a finite value here from the same "
                                                    "inputs: the backend differs from it."));

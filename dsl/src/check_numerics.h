@@ -9,7 +9,7 @@
 namespace fluxion::detail {
 
 // Raises Error when a float output holds a NaN or an infinity, naming where it came from.
-void check_call_numerics(const compiler::CompiledProgram& program, const std::vector<Array>& inputs,
+void check_call_numerics(const driver::CompiledProgram& program, const std::vector<Array>& inputs,
                          const std::vector<Array>& outputs);
 
 }  // namespace fluxion::detail

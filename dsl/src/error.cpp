@@ -10,4 +10,10 @@ void fail(std::string_view op, const std::string& what, const std::source_locati
   throw Error(msg);
 }
 
+std::string without_prefix(const Error& e) {
+  std::string_view m = e.what();
+  if (m.starts_with("fluxion: ")) m.remove_prefix(9);
+  return std::string(m);
+}
+
 }  // namespace fluxion::detail

@@ -27,7 +27,7 @@ struct JitImpl final : detail::CompiledImpl {
     detail::check_call_numerics(program, inputs, outputs);
   }
 
-  compiler::CompiledProgram program;
+  driver::CompiledProgram program;
 };
 
 }  // namespace
@@ -46,7 +46,7 @@ Compiled compile_traced(ir::Program traced, Backend backend, std::vector<std::st
   impl->output_names.resize(impl->outputs.size());
   impl->backend = backend;
   impl->hash = ir::structural_hash(traced);
-  impl->program = compiler::compile(std::move(traced), backend);
+  impl->program = driver::compile(std::move(traced), backend);
   return Compiled(std::move(impl));
 }
 
@@ -54,7 +54,7 @@ Compiled compile_traced(ir::Program traced, Backend backend, std::vector<std::st
 
 Compiled compile_flat(const std::function<std::vector<Tensor>(const std::vector<Tensor>&)>& fn,
                       const std::vector<TensorType>& inputs, Backend backend, std::source_location loc) {
-  backends::counters().traces++;
+  runtime::counters().traces++;
   ir::Program traced;
   {
     detail::FrameScope scope(true);

@@ -9,8 +9,8 @@
 #include "dsl/src/trace.h"
 #include "fluxion/error.h"
 #include "fluxion/ops.h"
-#include "jit/autodiff/builder.h"
 #include "jit/batching/vmap.h"
+#include "jit/ir/builder.h"
 
 namespace fluxion {
 
@@ -113,7 +113,7 @@ std::vector<Tensor> vmap_flat(const FlatFn& fn, const std::vector<Tensor>& args,
   } catch (const Error& e) {
     rethrow_at(e, "vmapping", loc);
   }
-  autodiff::Builder b(r);
+  ir::Builder b(r);
   for (size_t j = 0; j < results.size(); ++j) {
     std::optional<int> axis = out_axes.leaf(j, results.size(), "out_axes", loc);
     if (!axis) {

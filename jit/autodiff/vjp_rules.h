@@ -3,9 +3,11 @@
 
 #include <vector>
 
-#include "jit/autodiff/builder.h"
+#include "jit/ir/builder.h"
 
 namespace fluxion::autodiff {
+
+using ir::Builder;
 
 // For node n (a copy of node `index` of the region b writes to) whose results have adjoints
 // `adjoints` (one per result, -1 for none), returns one adjoint contribution per operand: a

@@ -6,12 +6,12 @@
 #include <cstdint>
 #include <vector>
 
-#include "jit/autodiff/builder.h"
 #include "jit/batching/vmap.h"
+#include "jit/ir/builder.h"
 
 namespace fluxion::batching {
 
-using autodiff::Builder;
+using ir::Builder;
 
 TensorType with_batch(const TensorType& t, int64_t size);
 // x with the batch axis: x itself when batched, else x broadcast to [size, ...].

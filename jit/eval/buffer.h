@@ -9,7 +9,7 @@
 #include "fluxion/dtype.h"
 #include "jit/ir/ir.h"
 
-namespace fluxion::interp {
+namespace fluxion::eval {
 
 // A value: its type and its elements as doubles, row-major. Every element already holds a
 // value representable in the dtype (see round_to).
@@ -49,4 +49,4 @@ std::vector<Value> eval_control(const ir::Node& n, const std::vector<Value>& in)
 // Runs a region on argument values (one per parameter) and returns its results.
 std::vector<Value> eval_region(const ir::Region& r, const std::vector<Value>& args);
 
-}  // namespace fluxion::interp
+}  // namespace fluxion::eval

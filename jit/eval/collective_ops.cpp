@@ -3,7 +3,11 @@
 #include "jit/eval/buffer.h"
 #include "runtime/collective.h"
 
-namespace fluxion::interp {
+namespace fluxion::eval {
+
+using runtime::CollectiveCall;
+using runtime::collective_call;
+using runtime::run_collective_in_order;
 
 Buffer eval_collective(const ir::Node& n, const std::vector<Value>& in, const TensorType& out) {
   TensorType operand = in.empty() ? out : in[0]->type;
@@ -14,4 +18,4 @@ Buffer eval_collective(const ir::Node& n, const std::vector<Value>& in, const Te
   return Buffer{out, y.to_doubles()};
 }
 
-}  // namespace fluxion::interp
+}  // namespace fluxion::eval

@@ -5,7 +5,7 @@
 #include "fluxion/error.h"
 #include "jit/eval/buffer.h"
 
-namespace fluxion::interp {
+namespace fluxion::eval {
 namespace {
 
 Value make_value(Buffer b) { return std::make_shared<const Buffer>(std::move(b)); }
@@ -83,4 +83,4 @@ std::vector<Value> eval_control(const ir::Node& n, const std::vector<Value>& in)
   detail::fail(ir::op_name(n.op), "not a control-flow op");
 }
 
-}  // namespace fluxion::interp
+}  // namespace fluxion::eval

@@ -11,7 +11,7 @@
 #include "jit/eval/buffer.h"
 #include "jit/kernel/elementwise_lowering.h"
 
-namespace fluxion::interp {
+namespace fluxion::eval {
 namespace {
 
 using kernel::Compare;
@@ -85,4 +85,4 @@ Buffer eval_elementwise(const ir::Node& n, const std::vector<Value>& in, const T
   return r;
 }
 
-}  // namespace fluxion::interp
+}  // namespace fluxion::eval

@@ -12,7 +12,13 @@
 #include "jit/eval/buffer.h"
 #include "runtime/host_memory.h"
 
-namespace fluxion::interp {
+namespace fluxion::eval {
+
+using runtime::check_host_memory;
+using runtime::fail_allocation;
+using runtime::host_bytes;
+using runtime::host_memory_limit;
+using runtime::program_label;
 
 double round_to(DType t, double x) {
   switch (t) {
@@ -307,4 +313,4 @@ std::vector<Array> evaluate(const ir::Node& n, const std::vector<Array>& operand
   return out;
 }
 
-}  // namespace fluxion::interp
+}  // namespace fluxion::eval

@@ -9,7 +9,7 @@
 #include "fluxion/array.h"
 #include "jit/ir/ir.h"
 
-namespace fluxion::interp {
+namespace fluxion::eval {
 
 // Runs `p` on `inputs`. Raises Error when the inputs do not match the program's parameters
 // (count, dtype, shape) or a run-time check fails (a while loop past its max_iters).
@@ -34,4 +34,4 @@ std::optional<NonFinite> first_non_finite(const ir::Program& p, const std::vecto
 std::vector<Array> evaluate(const ir::Node& n, const std::vector<Array>& operands,
                             const std::vector<TensorType>& result_types);
 
-}  // namespace fluxion::interp
+}  // namespace fluxion::eval

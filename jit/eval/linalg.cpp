@@ -5,7 +5,7 @@
 
 #include "jit/eval/buffer.h"
 
-namespace fluxion::interp {
+namespace fluxion::eval {
 
 // Floats accumulate in double and round once. i32 accumulates exactly modulo 2^64 (products of
 // i32 values need up to 62 bits, more than a double holds), then wraps to 32 bits: the result of
@@ -167,4 +167,4 @@ Buffer eval_pool(const ir::Node& n, const std::vector<Value>& in, const TensorTy
   return rounded(std::move(r));
 }
 
-}  // namespace fluxion::interp
+}  // namespace fluxion::eval

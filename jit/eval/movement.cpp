@@ -6,7 +6,7 @@
 #include "fluxion/error.h"
 #include "jit/eval/buffer.h"
 
-namespace fluxion::interp {
+namespace fluxion::eval {
 namespace {
 
 using ir::OpClass;
@@ -129,4 +129,4 @@ Buffer eval_movement(const ir::Node& n, const std::vector<Value>& in, const Tens
   return r;
 }
 
-}  // namespace fluxion::interp
+}  // namespace fluxion::eval

@@ -6,28 +6,28 @@
 #include "jit/eval/buffer.h"
 #include "runtime/philox.h"
 
-namespace fluxion::interp {
+namespace fluxion::eval {
 namespace {
 
-philox::Key key_of(const Buffer& key) {
+runtime::philox::Key key_of(const Buffer& key) {
   return {static_cast<uint32_t>(static_cast<int32_t>(key.v[0])), static_cast<uint32_t>(static_cast<int32_t>(key.v[1]))};
 }
 
 }  // namespace
 
 Buffer eval_random(const ir::Node& n, const std::vector<Value>& in, const TensorType& out) {
-  philox::Key key = key_of(*in[0]);
+  runtime::philox::Key key = key_of(*in[0]);
   Buffer r = zeros(out);
   if (n.op == ir::Op::RngFold) {
     uint32_t data = static_cast<uint32_t>(static_cast<int32_t>(in[1]->v[0]));
-    philox::Counter w = philox::philox4x32_10({data, 0, 1, 0}, key);
+    runtime::philox::Counter w = runtime::philox::philox4x32_10({data, 0, 1, 0}, key);
     r.v = {static_cast<double>(static_cast<int32_t>(w[0])), static_cast<double>(static_cast<int32_t>(w[1]))};
     return r;
   }
   for (size_t i = 0; i < r.v.size(); ++i) {
     uint64_t idx = i;
-    philox::Counter w =
-        philox::philox4x32_10({static_cast<uint32_t>(idx), static_cast<uint32_t>(idx >> 32), 0, 0}, key);
+    runtime::philox::Counter w =
+        runtime::philox::philox4x32_10({static_cast<uint32_t>(idx), static_cast<uint32_t>(idx >> 32), 0, 0}, key);
     double x;
     if (n.op == ir::Op::RngNormal) {
       double u1 = (static_cast<double>(w[0]) + 1.0) * 0x1p-32;  // (0, 1]: log is finite
@@ -43,4 +43,4 @@ Buffer eval_random(const ir::Node& n, const std::vector<Value>& in, const Tensor
   return r;
 }
 
-}  // namespace fluxion::interp
+}  // namespace fluxion::eval

@@ -6,7 +6,7 @@
 
 #include "jit/eval/buffer.h"
 
-namespace fluxion::interp {
+namespace fluxion::eval {
 namespace {
 
 using ir::Op;
@@ -92,4 +92,4 @@ Buffer eval_reduce(const ir::Node& n, const Buffer& x, const TensorType& out) {
   return r;
 }
 
-}  // namespace fluxion::interp
+}  // namespace fluxion::eval

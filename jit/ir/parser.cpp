@@ -15,13 +15,6 @@
 namespace fluxion::ir {
 namespace {
 
-// A shape rule's message, without the "fluxion: " that the message wrapping it starts with.
-std::string without_prefix(const Error& e) {
-  std::string_view m = e.what();
-  if (m.starts_with("fluxion: ")) m.remove_prefix(9);
-  return std::string(m);
-}
-
 // Bounds that keep a hostile text from exhausting the stack or overflowing a size computation.
 // They are far beyond anything a traced program reaches; the shape rules apply the same 2^40
 // element bound to every type they compute.
@@ -318,7 +311,7 @@ class Parser {
       ids = &r.add(op, std::move(operands), std::move(a), types, std::move(regions));
     } catch (const Error& e) {
       pos_ = op_at;
-      error(without_prefix(e));
+      error(detail::without_prefix(e));
     }
     for (size_t i = 0; i < ids->size(); ++i) {
       if (i >= types.size() || r.type((*ids)[i]) != types[i]) {

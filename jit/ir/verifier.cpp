@@ -9,13 +9,6 @@
 namespace fluxion::ir {
 namespace {
 
-// A shape rule's message, without the "fluxion: " that the message wrapping it starts with.
-std::string without_prefix(const Error& e) {
-  std::string_view m = e.what();
-  if (m.starts_with("fluxion: ")) m.remove_prefix(9);
-  return std::string(m);
-}
-
 void verify_region(const Region& r, const std::string& where) {
   auto bad = [&](const std::string& what) { detail::fail("verify", where + ": " + what); };
   std::vector<bool> defined(r.types.size(), false);
@@ -50,7 +43,7 @@ void verify_region(const Region& r, const std::string& where) {
     try {
       want = infer_types(n.op, in, n.attrs, declared, n.regions);
     } catch (const Error& e) {
-      bad(what + ": " + without_prefix(e));
+      bad(what + ": " + detail::without_prefix(e));
     }
     if (want != declared) {
       std::string got;

@@ -44,7 +44,7 @@ bool fold_constants(ir::Region& r) {
       // Only small constants are materialised: a large splat stays a splat, and folding never
       // allocates more than kMaxFoldedElements per value.
       if (r.type(n.results[0]).numel() <= kMaxFoldedElements) {
-        values[n.results[0]] = interp::evaluate(n, {}, {r.type(n.results[0])})[0];
+        values[n.results[0]] = eval::evaluate(n, {}, {r.type(n.results[0])})[0];
       }
       continue;
     }
@@ -56,7 +56,7 @@ bool fold_constants(ir::Region& r) {
       operands.push_back(it->second);
     }
     if (operands.size() != n.operands.size()) continue;
-    Array value = interp::evaluate(n, operands, {r.type(n.results[0])})[0];
+    Array value = eval::evaluate(n, operands, {r.type(n.results[0])})[0];
     // The node becomes the constant in place, so its result id and source location stay.
     n.op = ir::Op::Constant;
     n.operands.clear();

@@ -163,7 +163,7 @@ void store_pipeline_cache() {
   std::string data(n, '\0');
   if (vkGetPipelineCacheData(opened->device, opened->pipeline_cache, &n, data.data()) != VK_SUCCESS) return;
   data.resize(n);
-  backends::disk_cache_store(pipeline_cache_key(opened->properties), data);
+  runtime::disk_cache_store(pipeline_cache_key(opened->properties), data);
 }
 
 void close_at_exit() {
@@ -320,7 +320,7 @@ Context* open_context() {
   // The driver's compiled pipelines from earlier runs (the driver checks the data's UUID and
   // ignores data of another device or driver version).
   bool cached = false;
-  std::string initial = backends::disk_cache_load(pipeline_cache_key(ctx->properties), &cached);
+  std::string initial = runtime::disk_cache_load(pipeline_cache_key(ctx->properties), &cached);
   auto pci = vk_struct<VkPipelineCacheCreateInfo>(VK_STRUCTURE_TYPE_PIPELINE_CACHE_CREATE_INFO);
   pci.initialDataSize = cached ? initial.size() : 0;
   pci.pInitialData = cached ? initial.data() : nullptr;

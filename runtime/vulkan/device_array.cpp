@@ -51,8 +51,8 @@ void one_shot(Context& ctx, const VkBufferCopy& region, VkBuffer src, VkBuffer d
   VkResult r = vkWaitForFences(ctx.device, 1, &ctx.transfer_fence, VK_TRUE, UINT64_MAX);
   vkResetFences(ctx.device, 1, &ctx.transfer_fence);
   check(r, "vkWaitForFences");
-  backends::counters().submissions++;
-  backends::counters().fence_waits++;
+  runtime::counters().submissions++;
+  runtime::counters().fence_waits++;
 }
 
 }  // namespace

@@ -161,7 +161,7 @@ Allocation MemoryPool::allocate(VkDeviceSize bytes) {
   }
   if (!a) a = carve(new_block(bytes), bytes);
   in_use_ += bytes;
-  backends::counters().device_allocations++;
+  runtime::counters().device_allocations++;
   return a;
 }
 

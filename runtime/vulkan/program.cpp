@@ -101,7 +101,7 @@ class VulkanProgram::State {
     check_open(layout_.label.c_str());
     // The results are read back to host memory on first access: FLUXION_MEMORY_LIMIT counts them
     // (the device memory they take first is FLUXION_VULKAN_MEMORY_LIMIT's).
-    interp::check_host_memory(layout_.label, interp::host_bytes(layout_.outputs), 0);
+    runtime::check_host_memory(layout_.label, runtime::host_bytes(layout_.outputs), 0);
     std::vector<std::shared_ptr<VulkanBuffer>> results;
     for (const TensorType& t : layout_.outputs) results.push_back(std::make_shared<VulkanBuffer>(ctx_, bytes(t)));
     // Inputs already in this device's memory, held for the call; null for host inputs.
@@ -114,7 +114,7 @@ class VulkanProgram::State {
     for (const auto& r : results) io.push_back(r->allocation().address);
     io.push_back(arena_->address);
     std::lock_guard<std::mutex> lock(mu_);
-    auto& c = backends::counters();
+    auto& c = runtime::counters();
     c.program_calls++;
     if (profiling() != profile_ || !ready_) {
       profile_ = profiling();
@@ -150,8 +150,8 @@ class VulkanProgram::State {
       // (A run stopped early left later segments' timestamps unwritten.)
       if (queries_ && segment + 1 >= cmds_.size()) report_times();
       if (profile_ && ctx_.timestamp_bits == 0) {
-        backends::report_untimed("Vulkan device " + ctx_.info.name +
-                                 " has no timestamps on its compute queue (timestampValidBits = 0, or disabled)");
+        runtime::report_untimed("Vulkan device " + ctx_.info.name +
+                                " has no timestamps on its compute queue (timestampValidBits = 0, or disabled)");
       }
       if (status == kStatusOk) break;
       if (status > 0) {
@@ -218,16 +218,16 @@ class VulkanProgram::State {
         in.resize(static_cast<size_t>(std::max<int64_t>(h.in_bytes, 1)));
         out.resize(static_cast<size_t>(std::max<int64_t>(h.out_bytes, 1)));
       } catch (const std::bad_alloc&) {
-        interp::fail_allocation(layout_.label, "a collective's operand and result on the host",
-                                std::max<int64_t>(h.in_bytes, 1) + std::max<int64_t>(h.out_bytes, 1));
+        runtime::fail_allocation(layout_.label, "a collective's operand and result on the host",
+                                 std::max<int64_t>(h.in_bytes, 1) + std::max<int64_t>(h.out_bytes, 1));
       }
       if (h.in_bytes > 0)
         download(ctx_, located(h.in, h.in_bytes, resident, results), in.data(), static_cast<size_t>(h.in_bytes));
-      x.running[step.collective] = interp::start_collective(h.call, in.data(), out.data());
+      x.running[step.collective] = runtime::start_collective(h.call, in.data(), out.data());
       return;
     }
     {
-      backends::WaitTimer timer;
+      runtime::WaitTimer timer;
       x.running[step.collective].get();
     }
     if (h.out_bytes > 0)
@@ -248,7 +248,7 @@ class VulkanProgram::State {
           "vkGetQueryPoolResults");
     uint64_t mask = ctx_.timestamp_bits >= 64 ? ~uint64_t{0} : (uint64_t{1} << ctx_.timestamp_bits) - 1;
     double us = ctx_.timestamp_period_ns * 1e-3;
-    std::vector<backends::TimedDispatch> out;
+    std::vector<runtime::TimedDispatch> out;
     uint64_t t0 = ts.empty() ? 0 : ts[0] & mask;
     for (uint32_t i = 0; i < profiled_; ++i) {
       const Dispatch& d = recording_.dispatches[i];
@@ -256,7 +256,7 @@ class VulkanProgram::State {
       out.push_back({&recording_.names[static_cast<size_t>(d.name)], static_cast<double>(a - t0) * us,
                      static_cast<double>(b >= a ? b - a : 0) * us});
     }
-    backends::report_profile(out);
+    runtime::report_profile(out);
   }
 
   void submit_and_wait(VkCommandBuffer cb) const {
@@ -270,7 +270,7 @@ class VulkanProgram::State {
     VkResult r = vkWaitForFences(ctx_.device, 1, &fence_, VK_TRUE, UINT64_MAX);
     vkResetFences(ctx_.device, 1, &fence_);
     check(r, "vkWaitForFences");
-    auto& c = backends::counters();
+    auto& c = runtime::counters();
     c.submissions++;
     c.fence_waits++;
   }

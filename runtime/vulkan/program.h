@@ -18,7 +18,7 @@ namespace fluxion::vulkan {
 struct VulkanLayout {
   std::vector<TensorType> inputs, outputs;
   int64_t arena_bytes = 16;
-  std::string label;  // how errors name the program (interp::program_label)
+  std::string label;  // how errors name the program (runtime::program_label)
 };
 
 // The recording of the program with more iterations recorded for unbounded while loop `loop`

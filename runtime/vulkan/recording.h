@@ -45,7 +45,7 @@ struct Access {
 
 // A collective the host runs for the program: it reads `in` and writes `out`.
 struct HostCollective {
-  interp::CollectiveCall call;
+  runtime::CollectiveCall call;
   Loc in, out;
   int64_t in_bytes = 0, out_bytes = 0;
 };

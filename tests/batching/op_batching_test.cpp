@@ -93,13 +93,13 @@ TEST(OpBatchingRules, EachExampleGetsWhatItGetsAlone) {
       try {
         ir::Program batched = batched_program(p, pattern);
         ir::verify(batched);
-        std::vector<Array> got = fx::interp::run(batched, batched_inputs(examples, pattern));
+        std::vector<Array> got = fx::eval::run(batched, batched_inputs(examples, pattern));
         for (int64_t e = 0; e < kExamples; ++e) {
           std::vector<Array> alone = examples[0];
           for (size_t i = 0; i < pattern.size(); ++i) {
             if (pattern[i]) alone[i] = examples[static_cast<size_t>(e)][i];
           }
-          std::vector<Array> want = fx::interp::run(p, alone);
+          std::vector<Array> want = fx::eval::run(p, alone);
           for (size_t r = 0; r < want.size(); ++r) {
             Array example = make(got[r].dtype(), example_values(got[r], e), want[r].shape());
             EXPECT_ARRAY(example, want[r].dtype(), want[r].shape(), want[r].to_doubles(), s.tol)
@@ -131,8 +131,8 @@ TEST_P(OpBatching, BackendsMatchTheEvaluatorOnBatchedSamples) {
       for (Array& a : batched_inputs(examples, pattern)) inputs.push_back(std::move(a));
     }
     try {
-      std::vector<Array> want = fx::interp::run(all, inputs);
-      std::vector<Array> got = fx::compiler::compile(all, backend()).executable->run(inputs);
+      std::vector<Array> want = fx::eval::run(all, inputs);
+      std::vector<Array> got = fx::driver::compile(all, backend()).executable->run(inputs);
       ASSERT_EQ(got.size(), want.size());
       for (size_t r = 0; r < want.size(); ++r) {
         EXPECT_ARRAY(got[r], want[r].dtype(), want[r].shape(), want[r].to_doubles(), s.tol) << "result " << r;

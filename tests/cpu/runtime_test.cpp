@@ -197,7 +197,7 @@ TEST(CpuRuntime, SecondCompileOfAProgramLoadsItsObjectFromDisk) {
   auto third = fluxion::cpu::compile(p);
   EXPECT_EQ(fx::counters().disk_cache_hits, 0u);
   ::setenv("FLUXION_DISK_CACHE", "0", 1);
-  EXPECT_EQ(fluxion::backends::disk_cache_dir(), "");
+  EXPECT_EQ(fluxion::runtime::disk_cache_dir(), "");
   ::unsetenv("FLUXION_DISK_CACHE");
   ::unsetenv("FLUXION_CACHE_DIR");
   std::filesystem::remove_all(dir);

@@ -258,7 +258,7 @@ std::string check(const Spec& spec, const std::vector<Backend>& backends) {
     // Every backend runs the simplified program: the traced one, unsimplified, on the
     // interpreter checks the simplifier too.
     ir::Program traced = ir::parse(reference.lower(inputs).traced_ir());
-    std::vector<Array> unsimplified = interp::run(traced, inputs);
+    std::vector<Array> unsimplified = eval::run(traced, inputs);
     if (std::string e = compare_all("result", " after simplification", unsimplified, want, 1e-12, 1e-14); !e.empty()) {
       return e;
     }
@@ -369,10 +369,10 @@ std::string report(const Spec& spec, const std::string& failure) {
 std::string replay(const std::string& ir_text, uint64_t input_seed, const std::vector<Backend>& backends) {
   ir::Program p = ir::parse(ir_text);
   std::vector<Array> inputs = make_inputs(p.body.param_types(), input_seed);
-  std::vector<Array> want = compiler::compile(p, Backend::Interp).executable->run(inputs);
+  std::vector<Array> want = driver::compile(p, Backend::Interp).executable->run(inputs);
   for (Backend b : backends) {
     std::string e = compare_all("result", std::string(" on ") + backend_name(b),
-                                compiler::compile(p, b).executable->run(inputs), want, 1e-9, 1e-12);
+                                driver::compile(p, b).executable->run(inputs), want, 1e-9, 1e-12);
     if (!e.empty()) return e;
   }
   return "";

@@ -302,7 +302,7 @@ TEST_P(ProgramCollectives, ExchangesStartAsSoonAsTheirOperandIsReady) {
 TEST_P(ProgramCollectives, AProgramTracedForAnotherJobSizeIsAnError) {
   // A job of 3 ranks is never started by the suite.
   auto text = "func @main(%0: f32[4]) -> (f32[4]) {\n  %1 = all_reduce_sum %0 {ranks=3} : f32[4]\n  return %1\n}\n";
-  auto compiled = fx::compiler::compile(fx::ir::parse(text), GetParam());
+  auto compiled = fx::driver::compile(fx::ir::parse(text), GetParam());
   try {
     compiled.executable->run({values({4}, 0)});
     FAIL() << "expected an Error";

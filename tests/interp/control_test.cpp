@@ -188,7 +188,7 @@ TEST(InterpControl, EvaluateRunsARegionNode) {
   const ir::Node& scan = r.nodes.back();
   std::vector<TensorType> types;
   for (ValueId v : scan.results) types.push_back(r.type(v));
-  auto out = fluxion::interp::evaluate(scan, {Array::scalar(0.0), f64({1, 2, 3, 4}), Array::scalar(10.0)}, types);
+  auto out = fluxion::eval::evaluate(scan, {Array::scalar(0.0), f64({1, 2, 3, 4}), Array::scalar(10.0)}, types);
   ASSERT_EQ(out.size(), 3u);
   EXPECT_EQ(out[0].item(), 106);
   expect_same(out[1].to_doubles(), {10, 31, 63, 106}, "ys");
@@ -202,14 +202,14 @@ TEST(InterpRun, InputMismatchesNameTheArgumentAndTypes) {
   p.body.results = {a, b};
   auto message = [&](const std::vector<Array>& in) -> std::string {
     try {
-      fluxion::interp::run(p, in);
+      fluxion::eval::run(p, in);
     } catch (const fluxion::Error& e) {
       return e.what();
     }
     return "(no error)";
   };
   Array good_a = f32({1, 2, 3}), good_b = i32({1, 2, 3, 4}, {2, 2});
-  auto out = fluxion::interp::run(p, {good_a, good_b});
+  auto out = fluxion::eval::run(p, {good_a, good_b});
   EXPECT_EQ(out[1].to_vector<int32_t>(), (std::vector<int32_t>{1, 2, 3, 4}));
   std::string count = message({good_a});
   EXPECT_NE(count.find("2 input"), std::string::npos) << count;
@@ -236,7 +236,7 @@ TEST(InterpRun, OutOfMemoryIsAnError) {
     EXPECT_NE(std::string(e.what()).find("out of memory"), std::string::npos) << e.what();
   }
   try {
-    fluxion::interp::evaluate(r.nodes[0], {}, {huge});
+    fluxion::eval::evaluate(r.nodes[0], {}, {huge});
     ADD_FAILURE() << "expected an Error";
   } catch (const fluxion::Error& e) {
     EXPECT_NE(std::string(e.what()).find("out of memory"), std::string::npos) << e.what();

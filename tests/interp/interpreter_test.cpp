@@ -16,7 +16,7 @@ namespace ir = fluxion::ir;
 namespace {
 
 std::vector<fx::Array> run(const std::string& text, const std::vector<fx::Array>& in) {
-  return fx::interp::run(ir::parse(text), in);
+  return fx::eval::run(ir::parse(text), in);
 }
 
 const std::string kI32Ops =
@@ -74,7 +74,7 @@ TEST(Interp, EvaluateAppliesOneNode) {
   ir::Program p = ir::parse(
       "func @main(%0: f32[2,3]) -> (f32[3]) {\n  %1 = reduce_max %0 {axes=[0]} : f32[3]\n  return %1\n}\n");
   fx::Array x(std::vector<float>{1, 5, -2, 4, 0, -1}, {2, 3});
-  auto out = fx::interp::evaluate(p.body.nodes[0], {x}, {fx::TensorType{fx::DType::f32, {3}}});
+  auto out = fx::eval::evaluate(p.body.nodes[0], {x}, {fx::TensorType{fx::DType::f32, {3}}});
   EXPECT_EQ(out[0].to_vector<float>(), (std::vector<float>{4, 5, -1}));
 }
 

@@ -56,7 +56,7 @@ inline std::vector<Array> run(ir::Region body, std::vector<ValueId> results, con
   ir::Program p;
   p.body = std::move(body);
   ir::verify(p);
-  return fx::interp::run(p, in);
+  return fx::eval::run(p, in);
 }
 
 // One unary or binary op on the given inputs, run as a whole program.

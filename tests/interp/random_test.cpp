@@ -8,7 +8,7 @@
 #include "runtime/philox.h"
 
 using namespace interp_test;
-namespace philox = fluxion::philox;
+namespace philox = fluxion::runtime::philox;
 
 namespace {
 

@@ -44,7 +44,7 @@ bool contains_op(const ir::Region& r, ir::Op op) {
 }
 
 std::vector<Array> run_on(const ir::Program& p, Backend b, const std::vector<Array>& inputs) {
-  return fx::compiler::compile(p, b).executable->run(inputs);
+  return fx::driver::compile(p, b).executable->run(inputs);
 }
 
 ir::Program as_program(ir::Region r) {
@@ -107,7 +107,7 @@ ir::Region loss_region(const ir::Program& p, const std::vector<std::vector<doubl
 using Jacobian = std::vector<std::vector<std::vector<std::vector<double>>>>;
 Jacobian finite_differences(const ir::Program& p, const std::vector<Array>& inputs) {
   return central_differences(inputs, [&](const std::vector<Array>& moved) {
-    std::vector<Array> out = fx::interp::run(p, moved);
+    std::vector<Array> out = fx::eval::run(p, moved);
     std::vector<std::vector<double>> values(out.size());
     for (size_t r = 0; r < out.size(); ++r) {
       if (fx::is_float(out[r].dtype())) values[r] = out[r].to_doubles();
@@ -177,7 +177,7 @@ TEST_P(OpTable, SamplesMatchTheEvaluatorAndFiniteDifferences) {
     try {
       ir::Program p = ir::parse(s.text);
       std::vector<Array> inputs = make_inputs(p, s);
-      std::vector<Array> want = fx::interp::run(p, inputs);
+      std::vector<Array> want = fx::eval::run(p, inputs);
       std::vector<TensorType> params = p.body.param_types(), results = p.body.result_types();
       bool derivatives = checks_derivatives(p, op);
 

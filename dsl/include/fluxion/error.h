@@ -23,5 +23,8 @@ namespace detail {
 [[noreturn]] void fail(std::string_view op, const std::string& what,
                        const std::source_location* loc = nullptr);
 
+// e's message without the "fluxion: " it starts with, for a message that wraps it.
+std::string without_prefix(const Error& e);
+
 }  // namespace detail
 }  // namespace fluxion

@@ -1,8 +1,8 @@
-#include "jit/autodiff/builder.h"
+#include "jit/ir/builder.h"
 
 #include <algorithm>
 
-namespace fluxion::autodiff {
+namespace fluxion::ir {
 
 ir::ValueId Builder::splat(double value, const TensorType& t) {
   ir::Attrs a;
@@ -67,4 +67,4 @@ ir::ValueId Builder::sum_all(const std::vector<ir::ValueId>& vs) {
   return acc;
 }
 
-}  // namespace fluxion::autodiff
+}  // namespace fluxion::ir

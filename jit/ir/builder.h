@@ -1,5 +1,5 @@
-// A small emitter of graph-IR ops on a Region, for transforms that write IR (the adjoint
-// rules). Operands must already have the types the op's shape rule wants: there is no
+// A small emitter of graph-IR ops on a Region, for the transforms that write IR (autodiff's
+// rules, batching, the DSL's vmap). Operands must already have the types the op's shape rule wants: there is no
 // broadcasting here, unlike in the DSL.
 #pragma once
 
@@ -7,7 +7,7 @@
 
 #include "jit/ir/ir.h"
 
-namespace fluxion::autodiff {
+namespace fluxion::ir {
 
 class Builder {
  public:
@@ -59,4 +59,4 @@ class Builder {
   ir::Region& region_;
 };
 
-}  // namespace fluxion::autodiff
+}  // namespace fluxion::ir
