@@ -172,6 +172,7 @@ class Linker {
 
   void resolve_symbols() {
     addresses_.assign(symbols_.size(), 0);
+    in_section_.assign(symbols_.size(), false);
     for (size_t i = 1; i < symbols_.size(); ++i) {
       const Elf64_Sym& s = symbols_[i];
       if (s.st_shndx == SHN_UNDEF) {
@@ -185,6 +186,7 @@ class Linker {
         const Section& sec = sections_[s.st_shndx];
         if (s.st_value > sec.header.sh_size) bad("symbol '" + names_[i] + "' lies outside its section");
         addresses_[i] = reinterpret_cast<uint64_t>(base_ + sec.offset + s.st_value);
+        in_section_[i] = true;
       } else if (s.st_shndx >= SHN_LORESERVE) {
         bad("symbol '" + names_[i] + "' is in special section " + std::to_string(s.st_shndx));
       }
@@ -287,12 +289,11 @@ class Linker {
   std::map<std::string, void*> globals() const {
     std::map<std::string, void*> out;
     for (size_t i = 1; i < symbols_.size(); ++i) {
-      const Elf64_Sym& s = symbols_[i];
       // Entry points and data the caller looks up live in sections (absolute symbols are not
-      // addresses of the object).
-      bool in_section = s.st_shndx < sections_.size() && sections_[s.st_shndx].mapped;
-      if (in_section && ELF64_ST_BIND(s.st_info) == STB_GLOBAL && !names_[i].empty()) {
-        out[names_[i]] = base_ + sections_[s.st_shndx].offset + s.st_value;
+      // addresses of the object), where resolve_symbols placed them: a section index that is
+      // also a reserved one (SHN_ABS in a file of that many sections) is absolute there too.
+      if (in_section_[i] && ELF64_ST_BIND(symbols_[i].st_info) == STB_GLOBAL && !names_[i].empty()) {
+        out[names_[i]] = reinterpret_cast<void*>(addresses_[i]);
       }
     }
     return out;
@@ -307,6 +308,7 @@ class Linker {
   std::vector<Elf64_Sym> symbols_;
   std::vector<std::string> names_;
   std::vector<uint64_t> addresses_;
+  std::vector<bool> in_section_;  // per symbol: addresses_ is in a mapped section
   uint64_t part_begin_[kParts] = {};
   uint64_t stubs_ = 0, got_ = 0, bytes_ = 0;
   char* base_ = nullptr;
