@@ -3,15 +3,13 @@
 // Compiled::kernels() prints the host's.
 #include <gtest/gtest.h>
 
-#include <filesystem>
-#include <fstream>
 #include <string>
 #include <vector>
 
 #include <fluxion/fluxion.h>
 
 #include "backends/cpu/plan.h"
-#include "common/scoped_env.h"
+#include "common/plan_rules_file.h"
 #include "common/test_util.h"
 #include "cpu/strategies.h"
 #include "jit/ir/ir.h"
@@ -19,6 +17,7 @@
 
 namespace fx = fluxion;
 using fx::kernel::KernelPlan;
+using fx::testing::PlanRulesFile;
 using fx::kernel::Strategy;
 using fx::kernel::Tile;
 
@@ -139,20 +138,6 @@ TEST(CpuPlans, KernelListingPrintsTheHostsPlan) {
   EXPECT_NE(listing.find("matmul[tiles]"), std::string::npos) << listing;
   EXPECT_NE(listing.find(details), std::string::npos) << listing;
 }
-
-// A file of plan rules in the test's temporary folder, named by FLUXION_KERNEL_PLANS while it lives.
-class PlanRulesFile {
- public:
-  explicit PlanRulesFile(const std::string& rules)
-      : path_(::testing::TempDir() + "fluxion_cpu_plan_rules.txt"), env_("FLUXION_KERNEL_PLANS", path_.c_str()) {
-    std::ofstream(path_) << rules;
-  }
-  ~PlanRulesFile() { std::filesystem::remove(path_); }
-
- private:
-  std::string path_;
-  fx::testing::ScopedEnv env_;
-};
 
 TEST(CpuPlans, RulesChangeATilesRowsAndKBlockAndTheCodeFollows) {
   auto f = [](fx::Tensor a, fx::Tensor b) { return fx::tanh(fx::matmul(a, b)); };

@@ -3,8 +3,6 @@
 // The planner and the shaders' text need no device; the listing test runs on the machine's.
 #include <gtest/gtest.h>
 
-#include <filesystem>
-#include <fstream>
 #include <string>
 #include <vector>
 
@@ -14,7 +12,7 @@
 #include "backends/vulkan/plan.h"
 #include "backends/vulkan/shader.h"
 #include "common/kernel_listing.h"
-#include "common/scoped_env.h"
+#include "common/plan_rules_file.h"
 #include "common/test_util.h"
 #include "jit/ir/ir.h"
 #include "jit/kernel/kernel_ir.h"
@@ -22,6 +20,7 @@
 
 namespace fx = fluxion;
 using fx::kernel::KernelPlan;
+using fx::testing::PlanRulesFile;
 using fx::kernel::Strategy;
 using fx::kernel::Tile;
 
@@ -137,20 +136,6 @@ TEST(VulkanPlans, KernelListingPrintsEveryPlan) {
   EXPECT_TRUE(kinds[1] == "loop[workgroup-rows]" || kinds[1] == "loop[subgroup-rows]") << listing;
   EXPECT_NE(listing.find("| row 64 workgroup 64"), std::string::npos) << listing;
 }
-
-// A file of plan rules in the test's temporary folder, named by FLUXION_KERNEL_PLANS while it lives.
-class PlanRulesFile {
- public:
-  explicit PlanRulesFile(const std::string& rules)
-      : path_(::testing::TempDir() + "fluxion_vulkan_plan_rules.txt"), env_("FLUXION_KERNEL_PLANS", path_.c_str()) {
-    std::ofstream(path_) << rules;
-  }
-  ~PlanRulesFile() { std::filesystem::remove(path_); }
-
- private:
-  std::string path_;
-  fx::testing::ScopedEnv env_;
-};
 
 fx::Array uniform(fx::Shape s, uint32_t seed) {
   std::vector<double> v = fx::testing::random_doubles(fx::testing::count(s), -1, 1, seed);
