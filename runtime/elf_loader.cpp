@@ -172,7 +172,7 @@ class Linker {
 
   void resolve_symbols() {
     addresses_.assign(symbols_.size(), 0);
-    in_section_.assign(symbols_.size(), false);
+    placed_.assign(symbols_.size(), nullptr);
     for (size_t i = 1; i < symbols_.size(); ++i) {
       const Elf64_Sym& s = symbols_[i];
       if (s.st_shndx == SHN_UNDEF) {
@@ -185,8 +185,8 @@ class Linker {
       } else if (s.st_shndx < sections_.size() && sections_[s.st_shndx].mapped) {
         const Section& sec = sections_[s.st_shndx];
         if (s.st_value > sec.header.sh_size) bad("symbol '" + names_[i] + "' lies outside its section");
-        addresses_[i] = reinterpret_cast<uint64_t>(base_ + sec.offset + s.st_value);
-        in_section_[i] = true;
+        placed_[i] = base_ + sec.offset + s.st_value;
+        addresses_[i] = reinterpret_cast<uint64_t>(placed_[i]);
       } else if (s.st_shndx >= SHN_LORESERVE) {
         bad("symbol '" + names_[i] + "' is in special section " + std::to_string(s.st_shndx));
       }
@@ -292,8 +292,8 @@ class Linker {
       // Entry points and data the caller looks up live in sections (absolute symbols are not
       // addresses of the object), where resolve_symbols placed them: a section index that is
       // also a reserved one (SHN_ABS in a file of that many sections) is absolute there too.
-      if (in_section_[i] && ELF64_ST_BIND(symbols_[i].st_info) == STB_GLOBAL && !names_[i].empty()) {
-        out[names_[i]] = reinterpret_cast<void*>(addresses_[i]);
+      if (placed_[i] && ELF64_ST_BIND(symbols_[i].st_info) == STB_GLOBAL && !names_[i].empty()) {
+        out[names_[i]] = placed_[i];
       }
     }
     return out;
@@ -308,7 +308,7 @@ class Linker {
   std::vector<Elf64_Sym> symbols_;
   std::vector<std::string> names_;
   std::vector<uint64_t> addresses_;
-  std::vector<bool> in_section_;  // per symbol: addresses_ is in a mapped section
+  std::vector<char*> placed_;  // per symbol: where it lies in a mapped section, or nullptr
   uint64_t part_begin_[kParts] = {};
   uint64_t stubs_ = 0, got_ = 0, bytes_ = 0;
   char* base_ = nullptr;

@@ -139,15 +139,19 @@ KernelPlan plan_kernel(const ir::Region& r, const kernel::RegionSchedule& s, con
   }
   if (k.space.empty()) {
     plan.strategy = Strategy::Scalar;
-  } else if (frame.collapsible()) {
-    plan.strategy = Strategy::Flat;
-  } else if ((plan.node = exact_pool_grad(r, k)) >= 0) {
-    plan.strategy = Strategy::PoolWindows;
-  } else if ((plan.node = inner_concat(r, k)) >= 0) {
-    plan.strategy = Strategy::Pieces;
-  } else {
-    plan.strategy = Strategy::Nest;
+    return plan;
   }
+  if (frame.collapsible()) {
+    plan.strategy = Strategy::Flat;
+    return plan;
+  }
+  plan.node = exact_pool_grad(r, k);
+  if (plan.node >= 0) {
+    plan.strategy = Strategy::PoolWindows;
+    return plan;
+  }
+  plan.node = inner_concat(r, k);
+  plan.strategy = plan.node >= 0 ? Strategy::Pieces : Strategy::Nest;
   return plan;
 }
 
