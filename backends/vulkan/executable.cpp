@@ -72,11 +72,7 @@ class VulkanExecutable final : public backends::Executable {
                                  " has no 64-bit float support (shaderFloat64); f64 programs cannot run on it");
     }
     check_sizes(program_.body);
-    kernel::FusionOptions options;
-    options.mixed_reductions = false;
-    options.straight_line_regions = false;
-    options.split_reductions = false;
-    options.double_buffered_scan_carries = false;
+    kernel::FusionOptions options = fusion_options();
     options_.loop_kernels = support::enabled(support::Setting::vulkan_loop_kernels);
     options_.loop_iteration_limit = loop_iteration_limit(ctx_);
     // Under validation without buffer device addresses the audit stands in for synchronization

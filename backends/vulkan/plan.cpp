@@ -13,6 +13,15 @@ namespace fluxion::vulkan {
 using kernel::KernelPlan;
 using kernel::Strategy;
 
+kernel::FusionOptions fusion_options() {
+  kernel::FusionOptions options;
+  options.mixed_reductions = false;
+  options.straight_line_regions = false;
+  options.split_reductions = false;
+  options.double_buffered_scan_carries = false;
+  return options;
+}
+
 DeviceTuning device_tuning(const VulkanDeviceInfo& info, const ShaderTarget& target) {
   DeviceTuning t;
   t.subgroup_arithmetic = target.subgroup_arithmetic;

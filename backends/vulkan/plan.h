@@ -37,6 +37,10 @@ struct DeviceTuning {
   int64_t max_workgroup = kWorkgroupSize;  // the device's invocations per workgroup
 };
 
+// What the fuser may put in one GPU kernel: reductions of one set of axes, elementwise product
+// epilogues, no straight-line regions, split reductions or double-buffered scan carries.
+kernel::FusionOptions fusion_options();
+
 // The tuning of a device with capabilities `target`, described by `info`.
 DeviceTuning device_tuning(const VulkanDeviceInfo& info, const ShaderTarget& target);
 

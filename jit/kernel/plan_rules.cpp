@@ -35,12 +35,9 @@ std::vector<int64_t> numbers(const std::string& value, size_t count, size_t line
   return out;
 }
 
-bool applies(const PlanRule& rule, const ir::Region& r, const Kernel& k, size_t index) {
-  if (rule.strategy != k.plan.strategy) return false;
-  if (rule.match.empty()) return true;
-  Kernel unplanned = k;
-  unplanned.plan = {};
-  return kernel_line(r, unplanned, index).find(rule.match) != std::string::npos;
+// `line`: the kernel's line with the planner's plan, as Compiled::kernels() prints it.
+bool applies(const PlanRule& rule, const Kernel& k, const std::string& line) {
+  return rule.strategy == k.plan.strategy && line.find(rule.match) != std::string::npos;
 }
 
 }  // namespace
@@ -86,10 +83,10 @@ std::vector<PlanRule> parse_plan_rules(const std::string& text) {
 int apply_plan_rules(const std::vector<PlanRule>& rules, const ir::Region& r, RegionSchedule& s) {
   int changed = 0;
   for_each_kernel(r, s, [&](const ir::Region& region, const RegionSchedule& schedule, Kernel& k) {
-    size_t index = static_cast<size_t>(&k - schedule.kernels.data());
     KernelPlan before = k.plan;
+    std::string line = kernel_line(region, k, static_cast<size_t>(&k - schedule.kernels.data()));
     for (const PlanRule& rule : rules) {
-      if (!applies(rule, region, k, index)) continue;
+      if (!applies(rule, k, line)) continue;
       if (rule.tile) {
         k.plan.tile.m = rule.tile->m, k.plan.tile.n = rule.tile->n, k.plan.tile.k = rule.tile->k;
       }

@@ -23,7 +23,7 @@ namespace fluxion::kernel {
 
 struct PlanRule {
   Strategy strategy = Strategy::Unplanned;
-  std::string match;  // a text the kernel's line (kernel_line, without its plan) must contain
+  std::string match;  // a text the kernel's line (kernel_line, with the planner's plan) must contain
   std::optional<Tile> tile;
   std::optional<int64_t> thread_m, thread_n, workgroup, row_lanes, block_rows;
 };

@@ -33,12 +33,7 @@ struct Planned {
 };
 Planned planned(const std::string& text, const fx::vulkan::DeviceTuning& tuning) {
   Planned p{fx::ir::parse(text), {}};
-  fx::kernel::FusionOptions options;
-  options.mixed_reductions = false;
-  options.straight_line_regions = false;
-  options.split_reductions = false;
-  options.double_buffered_scan_carries = false;
-  p.schedule = fx::kernel::schedule(p.program.body, true, options);
+  p.schedule = fx::kernel::schedule(p.program.body, true, fx::vulkan::fusion_options());
   fx::vulkan::plan_kernels(p.program.body, p.schedule, tuning);
   return p;
 }
