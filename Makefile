@@ -138,12 +138,12 @@ bench-distributed:
 	for n in 1 2 4; do $(MPIRUN) -np $$n build/bench/bench/fluxion_distributed_bench $(BENCH_ARGS) || exit 1; done
 	$(MPIRUN) -np 2 -x FLUXION_ASYNC_COLLECTIVES=0 build/bench/bench/fluxion_distributed_bench $(BENCH_ARGS)
 
-# The API reference of dsl/include/fluxion/ (Doxyfile); any Doxygen warning fails it. The
+# The API reference of include/fluxion/ (Doxyfile); any Doxygen warning fails it. The
 # Doxyfile reads the version from the environment; version.h is its one source.
 docs: deps
 	mkdir -p build/docs
 	FLUXION_VERSION=$$(sed -n 's/^#define FLUXION_VERSION_\(MAJOR\|MINOR\|PATCH\) \([0-9]*\)$$/\2/p' \
-	  dsl/include/fluxion/version.h | paste -sd.) doxygen Doxyfile
+	  include/fluxion/version.h | paste -sd.) doxygen Doxyfile
 
 # LINT_BASE: the commit to compare with (scripts/lint.sh: default FLUXION_LINT_BASE, else HEAD~20).
 LINT_BASE ?=

@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "fluxion/backend.h"
-#include "jit/ir/ir.h"
+#include "ir/ir.h"
 #include "runtime/executable.h"
 
 namespace fluxion::backends {

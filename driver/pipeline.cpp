@@ -4,8 +4,8 @@
 #include <string>
 
 #include "driver/compile_cache.h"
-#include "jit/kernel/plan_rules.h"
-#include "jit/passes/passes.h"
+#include "kernel/plan_rules.h"
+#include "transforms/passes/passes.h"
 #include "support/settings.h"
 
 namespace fluxion::driver {

@@ -5,7 +5,7 @@
 #include <memory>
 
 #include "backends/backend.h"
-#include "jit/ir/ir.h"
+#include "ir/ir.h"
 
 namespace fluxion::driver {
 

@@ -6,7 +6,7 @@
 #include <map>
 
 #include "fluxion/error.h"
-#include "jit/ir/ir.h"
+#include "ir/ir.h"
 
 namespace fluxion::runtime {
 namespace {

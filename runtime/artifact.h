@@ -12,7 +12,7 @@
 
 #include "fluxion/backend.h"
 #include "fluxion/dtype.h"
-#include "runtime/cpu_program.h"
+#include "runtime/cpu/program.h"
 #include "runtime/vulkan/program.h"
 #include "runtime/vulkan/shader_target.h"
 

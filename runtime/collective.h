@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <future>
 
-#include "jit/ir/ir.h"
+#include "ir/ir.h"
 
 namespace fluxion::runtime {
 

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "fluxion/array.h"
-#include "jit/ir/ir.h"
+#include "ir/ir.h"
 
 namespace fluxion::runtime {
 

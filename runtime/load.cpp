@@ -10,10 +10,10 @@
 #include "fluxion/error.h"
 #include "runtime/compiled_impl.h"
 #include "runtime/counters.h"
-#include "runtime/cpu_features.h"
-#include "runtime/cpu_helpers.h"
-#include "runtime/cpu_program.h"
-#include "runtime/elf_loader.h"
+#include "runtime/cpu/features.h"
+#include "runtime/cpu/helpers.h"
+#include "runtime/cpu/program.h"
+#include "runtime/cpu/elf_loader.h"
 #include "runtime/vulkan/exported.h"
 
 namespace fluxion::runtime {
@@ -51,7 +51,7 @@ class LoadedCpuExecutable final : public Executable {
  public:
   LoadedCpuExecutable(const CpuCode& code, std::string kernels, const std::string& path)
       : code_(code), kernels_(std::move(kernels)), calls_(code.layout) {
-    object_ = link_object(code_.object, resolve, path);
+    object_ = cpu::link_object(code_.object, resolve, path);
     entry_ = reinterpret_cast<cpu::EntryFn>(object_->symbol("fx_entry"));
     if (!entry_) detail::fail("load", path + ": its object code has no entry point fx_entry");
   }
@@ -69,7 +69,7 @@ class LoadedCpuExecutable final : public Executable {
   CpuCode code_;
   std::string kernels_;
   cpu::CpuProgram calls_;
-  std::unique_ptr<LinkedObject> object_;
+  std::unique_ptr<cpu::LinkedObject> object_;
   cpu::EntryFn entry_ = nullptr;
 };
 
@@ -104,7 +104,7 @@ std::string incompatibility(const Artifact& a) {
     return "its code calls version " + std::to_string(a.cpu.helpers_abi) +
            " of the runtime's helpers, this library has version " + std::to_string(cpu::kHelpersAbi);
   }
-  std::vector<std::string> missing = missing_cpu_features(a.cpu.required);
+  std::vector<std::string> missing = cpu::missing_cpu_features(a.cpu.required);
   if (!missing.empty()) {
     return "its code (generated for " + a.cpu.cpu + ") uses instructions this CPU lacks: " + list(missing);
   }

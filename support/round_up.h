@@ -2,7 +2,7 @@
 // integer (how many blocks cover a size).
 #pragma once
 
-namespace fluxion {
+namespace fluxion::support {
 
 // The least integer q with q * divisor >= n, for n >= 0 and divisor > 0.
 template <class T>
@@ -16,4 +16,4 @@ constexpr T round_up(T n, T multiple) {
   return ceil_div(n, multiple) * multiple;
 }
 
-}  // namespace fluxion
+}  // namespace fluxion::support

@@ -15,10 +15,10 @@
 #include <llvm/IR/Module.h>
 
 #include "backends/cpu/plan.h"
-#include "jit/ir/ir.h"
-#include "jit/kernel/frame.h"
-#include "jit/kernel/kernel_ir.h"
-#include "runtime/cpu_helpers.h"
+#include "ir/ir.h"
+#include "kernel/frame.h"
+#include "kernel/kernel_ir.h"
+#include "runtime/cpu/helpers.h"
 
 namespace fluxion::cpu {
 

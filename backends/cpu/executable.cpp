@@ -13,9 +13,9 @@
 #include "fluxion/profile.h"
 #include "runtime/artifact.h"
 #include "runtime/counters.h"
-#include "runtime/cpu_features.h"
-#include "runtime/cpu_helpers.h"
-#include "runtime/cpu_program.h"
+#include "runtime/cpu/features.h"
+#include "runtime/cpu/helpers.h"
+#include "runtime/cpu/program.h"
 #include "runtime/host_memory.h"
 #include "runtime/profiler.h"
 #include "support/settings.h"
@@ -61,7 +61,7 @@ class CpuExecutable final : public backends::Executable {
     a.cpu.object = code_->object;
     a.cpu.cpu = host().cpu;
     a.cpu.llvm_features = host().features;
-    a.cpu.required = runtime::required_cpu_features(host().features);
+    a.cpu.required = cpu::required_cpu_features(host().features);
     a.cpu.helpers_abi = kHelpersAbi;
     a.cpu.layout = calls_->layout();
     return true;

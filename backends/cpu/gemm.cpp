@@ -55,7 +55,7 @@ class KernelEmitter::GemmEmitter {
     if (emitter_.kernel_.plan.split_columns) {
       // The kernel's range of rows [lo, hi) stands for the same share of the panels (as in
       // matmul_transposed.cpp): consecutive row ranges give consecutive panel ranges.
-      int64_t panels = ceil_div<int64_t>(product_.N, panel_columns_);
+      int64_t panels = support::ceil_div<int64_t>(product_.N, panel_columns_);
       p0_ = builder_.CreateSDiv(builder_.CreateMul(lo, i64(panels)), i64(product_.M));
       p1_ = builder_.CreateSDiv(builder_.CreateMul(hi, i64(panels)), i64(product_.M));
       product(i64(0), i64(product_.M));

@@ -1,10 +1,10 @@
-// What a node computes per element, from the shared lowering (jit/kernel/lowering.h) rendered
+// What a node computes per element, from the shared lowering (kernel/lowering.h) rendered
 // as LLVM values (renderer.h), and the math calls it renders to: LLVM intrinsics for exact
 // operations, and scalar_math's functions (libmvec, or libm where it has none) for the rest. The semantics follow the
 // reference evaluator's exactly; only the rounding of transcendental functions differs.
 #include "backends/cpu/native.h"
 #include "backends/cpu/renderer.h"
-#include "jit/kernel/node_lowering.h"
+#include "kernel/node_lowering.h"
 
 namespace fluxion::cpu {
 

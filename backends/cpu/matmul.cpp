@@ -3,7 +3,7 @@
 #include "backends/cpu/codegen.h"
 #include "backends/cpu/renderer.h"
 #include "fluxion/error.h"
-#include "jit/kernel/conv_product.h"
+#include "kernel/conv_product.h"
 #include "support/round_up.h"
 
 namespace fluxion::cpu {
@@ -52,7 +52,7 @@ KernelEmitter::Gemm KernelEmitter::matmul_gemm() {
   g.N = cs[rank - 1];
   g.K = region_.type(n.operands[0]).shape.back();
   g.kc = kernel_.plan.tile.k;
-  g.blocks = std::max<int64_t>(1, ceil_div(g.K, g.kc));
+  g.blocks = std::max<int64_t>(1, support::ceil_div(g.K, g.kc));
   g.b_rows_contiguous = bv.strides[rank - 1] == 1;
   DType t = region_.type(n.results[0]).dtype;
   auto strided = [this, rank, t](const kernel::StridedView& v, const Index& b, Value* i, Value* j) {

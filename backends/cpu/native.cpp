@@ -24,7 +24,7 @@
 
 #include "fluxion/error.h"
 #include "fluxion/runtime.h"
-#include "runtime/cpu_helpers.h"
+#include "runtime/cpu/helpers.h"
 #include "runtime/disk_cache.h"
 #include "support/settings.h"
 

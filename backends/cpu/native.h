@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "fluxion/dtype.h"
-#include "runtime/cpu_program.h"
+#include "runtime/cpu/program.h"
 
 namespace llvm {
 class Function;

@@ -4,9 +4,9 @@
 
 #include <algorithm>
 
-#include "jit/kernel/conv_product.h"
-#include "jit/kernel/frame.h"
-#include "jit/kernel/plan_rules.h"
+#include "kernel/conv_product.h"
+#include "kernel/frame.h"
+#include "kernel/plan_rules.h"
 #include "support/round_up.h"
 
 namespace fluxion::cpu {
@@ -84,7 +84,7 @@ KernelPlan tiles(const ir::Region& r, const kernel::Kernel& k, const kernel::Ker
                                          : kernel::conv_product(r, root).k_inner();
   plan.tile = {tile_rows(d.M, target), 2 * plan.vector_lanes, kc, 0, 0};
   plan.split_columns = root.op == ir::Op::MatMul && d.batch.empty() && d.N >= 2 * plan.tile.n && !frame.reduces() &&
-                       d.N / plan.tile.n >= ceil_div<int64_t>(d.M, plan.tile.m);
+                       d.N / plan.tile.n >= support::ceil_div<int64_t>(d.M, plan.tile.m);
   return plan;
 }
 

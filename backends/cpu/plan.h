@@ -3,8 +3,8 @@
 // (kernel_emitter.cpp and the files of each strategy) render the plan they are given.
 #pragma once
 
-#include "jit/ir/ir.h"
-#include "jit/kernel/kernel_ir.h"
+#include "ir/ir.h"
+#include "kernel/kernel_ir.h"
 
 namespace fluxion::cpu {
 
@@ -20,7 +20,7 @@ struct Target {
 kernel::KernelPlan plan_kernel(const ir::Region& r, const kernel::RegionSchedule& s, const kernel::Kernel& k,
                                const Target& target);
 // Plans every kernel of the schedule and of its loop bodies, then applies the plan rules of
-// FLUXION_KERNEL_PLANS (jit/kernel/plan_rules.h); raises Error for a ruled plan the CPU code
+// FLUXION_KERNEL_PLANS (kernel/plan_rules.h); raises Error for a ruled plan the CPU code
 // cannot run.
 void plan_kernels(const ir::Region& r, kernel::RegionSchedule& s, const Target& target);
 

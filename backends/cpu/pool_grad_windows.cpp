@@ -1,5 +1,5 @@
 // A max-pooling gradient whose windows tile its input exactly, run window by window: a
-// CPU-only schedule of the gather-form gradient in jit/kernel/gather_lowering.h. Windows do not
+// CPU-only schedule of the gather-form gradient in kernel/gather_lowering.h. Windows do not
 // overlap and never span two images, which is how threads split the work.
 #include <algorithm>
 

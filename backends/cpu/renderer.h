@@ -1,4 +1,4 @@
-// The primitives of the shared per-element lowering (jit/kernel/lowering.h) as LLVM values:
+// The primitives of the shared per-element lowering (kernel/lowering.h) as LLVM values:
 // scalars, or vectors of lanes_ while KernelEmitter::vector_node emits elementwise code.
 // Indices are i64.
 #pragma once
@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "backends/cpu/codegen.h"
-#include "jit/kernel/lowering.h"
+#include "kernel/lowering.h"
 
 namespace fluxion::cpu {
 

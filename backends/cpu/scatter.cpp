@@ -1,4 +1,4 @@
-// A Scatter kernel on the CPU (the sums of jit/kernel/scatter_lowering.h). Threads split the
+// A Scatter kernel on the CPU (the sums of kernel/scatter_lowering.h). Threads split the
 // kernel's dimension 0 as for any kernel: with the axis first, that is the result's rows, so each
 // call zeroes its block of rows and scans every index, adding the update rows that land in its
 // block; with the axis later, it is the outer indices, each call owning all rows of its own.
@@ -7,7 +7,7 @@
 // result and in the updates: one vectorised loop adds a whole update row.
 #include "backends/cpu/codegen.h"
 #include "backends/cpu/renderer.h"
-#include "jit/kernel/scatter_lowering.h"
+#include "kernel/scatter_lowering.h"
 
 namespace fluxion::cpu {
 

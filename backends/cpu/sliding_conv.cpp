@@ -135,10 +135,10 @@ std::optional<Slide> slide_of(const ir::Region& r, const kernel::Kernel& k, cons
   int64_t taps = s.channels * s.KH * s.KW;
   int64_t bytes = esize * (s.staged() + 2 * lanes);
   if (s.weight_grad) {
-    bytes += esize * (grad_tile_rows(target.vector_registers) + 1) * round_up<int64_t>(s.wide(), lanes) +
+    bytes += esize * (grad_tile_rows(target.vector_registers) + 1) * support::round_up<int64_t>(s.wide(), lanes) +
              esize * grad_tile_rows(target.vector_registers) * taps * lanes;
   } else {
-    bytes += esize * s.rows * round_up<int64_t>(s.wide(), 2 * lanes);
+    bytes += esize * s.rows * support::round_up<int64_t>(s.wide(), 2 * lanes);
   }
   if (bytes > kMaxStackBytes) return std::nullopt;
   return s;
@@ -192,7 +192,7 @@ void KernelEmitter::SlidingConv::forward(const Slide& s, int lanes, Value* lo, V
   DType t = region_.type(res).dtype;
   auto [et, vt, ealign, valign] = vector_types(context_, t, lanes);
   int NR = 2 * lanes;
-  int64_t blocks = round_up<int64_t>(s.wide(), NR) / NR, row_len = blocks * NR;
+  int64_t blocks = support::round_up<int64_t>(s.wide(), NR) / NR, row_len = blocks * NR;
   Value* staged = stack_buffer(et, s.staged() + NR);
   Value* wide = stack_buffer(et, s.rows * row_len);
   builder_.CreateMemSet(staged, builder_.getInt8(0), i64((s.staged() + NR) * dtype_size(t)), llvm::Align(64));
@@ -279,7 +279,7 @@ void KernelEmitter::SlidingConv::weight_grad(const Slide& s, int lanes, Value* l
   const int mo = grad_tile_rows(target_.vector_registers), tb = grad_tile_taps(target_.vector_registers);
   int64_t images = region_.type(g).shape[0];
   int64_t taps = s.channels * s.KH * s.KW, kk = s.KH * s.KW;
-  int64_t row_len = round_up<int64_t>(s.wide(), lanes), steps = row_len / lanes;
+  int64_t row_len = support::round_up<int64_t>(s.wide(), lanes), steps = row_len / lanes;
   Value* staged = stack_buffer(et, s.staged() + lanes);
   Value* grads = stack_buffer(et, mo * row_len);
   Value* sums = stack_buffer(et, mo * taps * lanes);

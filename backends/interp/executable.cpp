@@ -1,6 +1,6 @@
 #include "backends/interp/executable.h"
 
-#include "jit/eval/interpreter.h"
+#include "eval/interpreter.h"
 #include "runtime/counters.h"
 
 namespace fluxion::interp {

@@ -1,4 +1,4 @@
-// The interpreter backend: runs graph IR with the reference evaluator (jit/eval/), as the
+// The interpreter backend: runs graph IR with the reference evaluator (eval/), as the
 // oracle the other backends are tested against.
 #pragma once
 

@@ -11,8 +11,8 @@
 #include <string>
 #include <vector>
 
-#include "jit/ir/ir.h"
-#include "jit/kernel/kernel_ir.h"
+#include "ir/ir.h"
+#include "kernel/kernel_ir.h"
 #include "runtime/vulkan/shader_target.h"
 
 namespace fluxion::vulkan {

@@ -259,7 +259,7 @@ void GlslKernel::emit_reducing() {
   int64_t rows = numel(kept), cols = numel(folded);
   int64_t workgroup = plan_.workgroup, lanes = plan_.row_lanes;
   int64_t rows_per_group = workgroup / lanes;
-  groups_ = grid(ceil_div<int64_t>(rows, rows_per_group) * workgroup, workgroup);
+  groups_ = grid(support::ceil_div<int64_t>(rows, rows_per_group) * workgroup, workgroup);
   std::string L = std::to_string(lanes);
   line("int tid = int(gl_LocalInvocationID.x);");
   line("int lane = tid % " + L + ";");
@@ -376,7 +376,7 @@ void GlslKernel::emit_matmul() {
   std::string TM = str(tile.thread_m), TN = str(tile.thread_n), TK = str(tile.k);
   declare_shared(t, "As", {tile.k, tile.m + 1});
   declare_shared(t, "Bs", {tile.k, tile.n + 1});
-  groups_ = {static_cast<uint32_t>(ceil_div(g.N, tile.n)), static_cast<uint32_t>(ceil_div(g.M, tile.m)),
+  groups_ = {static_cast<uint32_t>(support::ceil_div(g.N, tile.n)), static_cast<uint32_t>(support::ceil_div(g.M, tile.m)),
              static_cast<uint32_t>(numel(g.batch))};
   line("int tid = int(gl_LocalInvocationID.x);");
   line("int tx = tid % " + str(threads_n) + ", ty = tid / " + str(threads_n) + ";");

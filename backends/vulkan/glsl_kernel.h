@@ -12,7 +12,7 @@
 
 #include "backends/vulkan/glsl.h"
 #include "backends/vulkan/glsl_text.h"
-#include "jit/kernel/frame.h"
+#include "kernel/frame.h"
 
 namespace fluxion::vulkan {
 

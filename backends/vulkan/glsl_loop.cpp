@@ -61,15 +61,15 @@ int64_t kernel_iterations(const ir::Region& r, const kernel::Kernel& k, int64_t 
     // (block, column) pairs (GlslKernel::emit_scatter).
     const Shape& s = r.type(root.results[0]).shape;
     int64_t rows = s[static_cast<size_t>(root.attrs.axes[0])];
-    int64_t per = ceil_div(numel(s) / std::max<int64_t>(1, rows), workgroup) + 2;
+    int64_t per = support::ceil_div(numel(s) / std::max<int64_t>(1, rows), workgroup) + 2;
     return per * (rows + 2 * r.type(root.operands[1]).numel() + 2) + 2;
   }
   if (k.kind == kernel::KernelKind::MatMul && root.op == ir::Op::MatMul) {
-    int64_t per = ceil_div(numel(k.space), workgroup);
+    int64_t per = support::ceil_div(numel(k.space), workgroup);
     return per + 1 + per * (r.type(root.operands[0]).shape.back() + 1 + inner);
   }
   // Every element of the space is visited once by some invocation, rows and columns alike.
-  int64_t per = ceil_div(numel(k.space), workgroup) + 1;
+  int64_t per = support::ceil_div(numel(k.space), workgroup) + 1;
   return 2 * per * (inner + 1) + 2;
 }
 
@@ -138,7 +138,7 @@ class LoopEmitter {
   void copy(const std::string& src, const std::string& dst, int64_t n) {
     if (n <= 0) return;
     // Each invocation copies a word (or, for a length that is not whole words, a byte) a turn.
-    per_step_ += ceil_div(n % 4 == 0 ? n / 4 : n, tuning_.loop_workgroup) + 1;
+    per_step_ += support::ceil_div(n % 4 == 0 ? n / 4 : n, tuning_.loop_workgroup) + 1;
     std::string stride = std::to_string(tuning_.loop_workgroup);
     if (n % 4 == 0) {
       code_ += "  for (int i = lid; i < " + std::to_string(n / 4) + "; i += " + stride + ") fx_st_u32(" + dst +
@@ -190,7 +190,7 @@ class LoopEmitter {
       if (plan[j] != kernel::CarryUpdate::Staged) continue;
       int64_t n = bytes(body.type(body.results[j]));
       std::string tmp = plus(arg({LoopArg::Kind::Scratch, 0}), std::to_string(scratch_bytes_), scratch_bytes_);
-      scratch_bytes_ += round_up<int64_t>(n, 8);
+      scratch_bytes_ += support::round_up<int64_t>(n, 8);
       copy(src[j], tmp, n);
       src[j] = tmp;
       staged = true;

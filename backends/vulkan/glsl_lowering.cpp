@@ -1,8 +1,8 @@
 // What a node computes per element, and the operands of a convolution's matrix product, from
-// the shared lowering (jit/kernel/lowering.h) rendered as GLSL (glsl_renderer.h).
+// the shared lowering (kernel/lowering.h) rendered as GLSL (glsl_renderer.h).
 #include "backends/vulkan/glsl_renderer.h"
-#include "jit/kernel/conv_product.h"
-#include "jit/kernel/node_lowering.h"
+#include "kernel/conv_product.h"
+#include "kernel/node_lowering.h"
 
 namespace fluxion::vulkan {
 

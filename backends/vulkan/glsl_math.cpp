@@ -273,9 +273,9 @@ std::string shader_prelude(const ShaderTarget& target, bool coherent) {
 }
 
 std::array<uint32_t, 3> grid(int64_t invocations, int64_t workgroup) {
-  int64_t groups = ceil_div<int64_t>(invocations, workgroup);
+  int64_t groups = support::ceil_div<int64_t>(invocations, workgroup);
   int64_t x = std::min<int64_t>(groups, 65535);
-  int64_t y = x == 0 ? 0 : ceil_div(groups, x);
+  int64_t y = x == 0 ? 0 : support::ceil_div(groups, x);
   return {static_cast<uint32_t>(x), static_cast<uint32_t>(y), 1};
 }
 

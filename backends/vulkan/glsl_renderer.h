@@ -1,4 +1,4 @@
-// The primitives of the shared per-element lowering (jit/kernel/lowering.h) as GLSL: values are
+// The primitives of the shared per-element lowering (kernel/lowering.h) as GLSL: values are
 // expressions, indices are int expressions, and loops and bound indices are statements the
 // kernel writes as it goes.
 #pragma once
@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "backends/vulkan/glsl_kernel.h"
-#include "jit/kernel/lowering.h"
+#include "kernel/lowering.h"
 
 namespace fluxion::vulkan {
 

@@ -1,4 +1,4 @@
-// A Scatter kernel on a GPU (the sums of jit/kernel/scatter_lowering.h). One invocation per
+// A Scatter kernel on a GPU (the sums of kernel/scatter_lowering.h). One invocation per
 // column of the result (an outer index and a position after the axis) and block of its rows: it
 // zeroes its rows of that column, then scans every index in order and adds the updates of those
 // that land in its block. No two invocations write one element and each adds in index order, so
@@ -10,7 +10,7 @@
 #include <algorithm>
 
 #include "backends/vulkan/glsl_renderer.h"
-#include "jit/kernel/scatter_lowering.h"
+#include "kernel/scatter_lowering.h"
 #include "support/round_up.h"
 
 namespace fluxion::vulkan {
@@ -33,7 +33,7 @@ void GlslKernel::emit_scatter(bool cooperative) {
   kernel::ScatterGeometry g = kernel::scatter_geometry(region_, region_.nodes[kernel_.root]);
   int64_t columns = std::max<int64_t>(1, g.outer * g.inner);
   int64_t per_block = plan_.tile.m;
-  int64_t blocks = std::max<int64_t>(1, ceil_div(g.rows, per_block));
+  int64_t blocks = std::max<int64_t>(1, support::ceil_div(g.rows, per_block));
   int64_t n = numel(kernel_.space) == 0 ? 0 : blocks * columns;
   std::string N = std::to_string(n), C = std::to_string(columns);
   // Consecutive invocations take consecutive columns: their loads and stores are adjacent.

@@ -3,9 +3,9 @@
 #include <algorithm>
 
 #include "fluxion/error.h"
-#include "jit/kernel/conv_product.h"
-#include "jit/kernel/plan_rules.h"
-#include "jit/kernel/scatter_lowering.h"
+#include "kernel/conv_product.h"
+#include "kernel/plan_rules.h"
+#include "kernel/scatter_lowering.h"
 #include "support/round_up.h"
 
 namespace fluxion::vulkan {
@@ -67,7 +67,7 @@ KernelPlan reducing(const ir::Region& r, const kernel::Kernel& k, const DeviceTu
 bool conv_as_tiles(const ir::Region& r, const kernel::Kernel& k, const DeviceTuning& tuning) {
   kernel::ConvProduct p = kernel::conv_product(r, r.nodes[k.root]);
   const kernel::Tile& t = tuning.product;
-  int64_t tiles = std::max<int64_t>(p.batch, 1) * ceil_div(p.M, t.m) * ceil_div(p.N, t.n);
+  int64_t tiles = std::max<int64_t>(p.batch, 1) * support::ceil_div(p.M, t.m) * support::ceil_div(p.N, t.n);
   return p.M >= tuning.min_conv_product_rows && tiles >= tuning.min_conv_product_tiles;
 }
 
@@ -78,9 +78,9 @@ int64_t scatter_block_rows(const ir::Region& r, const kernel::Kernel& k, int64_t
   kernel::ScatterGeometry g = kernel::scatter_geometry(r, r.nodes[k.root]);
   int64_t columns = std::max<int64_t>(1, g.outer * g.inner);
   int64_t blocks =
-      std::min(ceil_div(invocations, columns), tuning.scan_factor * (1 + g.rows / std::max<int64_t>(1, g.count)));
+      std::min(support::ceil_div(invocations, columns), tuning.scan_factor * (1 + g.rows / std::max<int64_t>(1, g.count)));
   blocks = std::clamp<int64_t>(blocks, 1, std::max<int64_t>(1, g.rows));
-  return std::max<int64_t>(1, ceil_div(g.rows, blocks));
+  return std::max<int64_t>(1, support::ceil_div(g.rows, blocks));
 }
 
 KernelPlan plan_kernel(const ir::Region& r, const kernel::RegionSchedule&, const kernel::Kernel& k,

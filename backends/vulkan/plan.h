@@ -7,8 +7,8 @@
 #include <cstdint>
 
 #include "fluxion/vulkan.h"
-#include "jit/ir/ir.h"
-#include "jit/kernel/kernel_ir.h"
+#include "ir/ir.h"
+#include "kernel/kernel_ir.h"
 #include "runtime/vulkan/shader_target.h"
 
 namespace fluxion::vulkan {
@@ -50,7 +50,7 @@ kernel::KernelPlan plan_kernel(const ir::Region& r, const kernel::RegionSchedule
 // The plan of a kernel that runs as a block of a loop's single-workgroup shader.
 kernel::KernelPlan in_loop_plan(const ir::Region& r, const kernel::Kernel& k, const DeviceTuning& tuning);
 // Plans every kernel of the schedule and of its loop bodies as a dispatched kernel, then applies
-// the plan rules of FLUXION_KERNEL_PLANS (jit/kernel/plan_rules.h); raises Error for a ruled
+// the plan rules of FLUXION_KERNEL_PLANS (kernel/plan_rules.h); raises Error for a ruled
 // plan the shaders cannot render or the device cannot run.
 void plan_kernels(const ir::Region& r, kernel::RegionSchedule& s, const DeviceTuning& tuning);
 

@@ -67,7 +67,7 @@ class Recorder {
 
  private:
   Loc alloc(int64_t n, int64_t align = 8) {
-    size_t off = round_up(out_.consts.size(), static_cast<size_t>(align));
+    size_t off = support::round_up(out_.consts.size(), static_cast<size_t>(align));
     out_.consts.resize(off + static_cast<size_t>(std::max<int64_t>(n, 1)));
     return {consts_entry(program_), static_cast<int64_t>(off)};
   }

@@ -13,8 +13,8 @@
 
 #include "backends/vulkan/glsl.h"
 #include "backends/vulkan/glsl_loop.h"
-#include "jit/ir/ir.h"
-#include "jit/kernel/kernel_ir.h"
+#include "ir/ir.h"
+#include "kernel/kernel_ir.h"
 #include "runtime/vulkan/recording.h"
 
 namespace fluxion::vulkan {

@@ -130,7 +130,7 @@ int MemoryPool::new_block(VkDeviceSize bytes) {
 }
 
 Allocation MemoryPool::allocate(VkDeviceSize bytes) {
-  bytes = round_up(std::max<VkDeviceSize>(bytes, 1), kAlignment);
+  bytes = support::round_up(std::max<VkDeviceSize>(bytes, 1), kAlignment);
   std::lock_guard<std::mutex> lock(mu_);
   if (closed_)
     detail::fail("vulkan", std::string("the ") + name_ + " pool's device was closed when the process exited");

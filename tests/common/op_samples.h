@@ -1,4 +1,4 @@
-// The op table's sample programs: for every op of jit/ir/ops.def, a "one-op program" in IR text
+// The op table's sample programs: for every op of ir/ops.def, a "one-op program" in IR text
 // (docs/ir.md) applying it to parameters, the parameters' input domains, and the tolerance a
 // backend's result needs. The op-table coverage test runs each through every backend and both
 // differentiation modes; the batching test runs each under vmap. Floats are f64 (gradients are
@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "common/test_names.h"
-#include "jit/ir/ir.h"
+#include "ir/ir.h"
 
 namespace fluxion::testing {
 

@@ -1,4 +1,4 @@
-// A file of kernel plan rules (jit/kernel/plan_rules.h) in the test's temporary folder, named by
+// A file of kernel plan rules (kernel/plan_rules.h) in the test's temporary folder, named by
 // FLUXION_KERNEL_PLANS while it lives. Named for the running test, since ctest runs tests of
 // several executables at once in one temporary folder.
 #pragma once

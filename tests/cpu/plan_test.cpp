@@ -12,8 +12,8 @@
 #include "common/plan_rules_file.h"
 #include "common/test_util.h"
 #include "cpu/strategies.h"
-#include "jit/ir/ir.h"
-#include "jit/kernel/kernel_ir.h"
+#include "ir/ir.h"
+#include "kernel/kernel_ir.h"
 
 namespace fx = fluxion;
 using fx::kernel::KernelPlan;

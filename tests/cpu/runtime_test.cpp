@@ -15,7 +15,7 @@
 #include "backends/cpu/executable.h"
 #include "common/test_util.h"
 #include "cpu/lstm_cell.h"
-#include "jit/ir/ir.h"
+#include "ir/ir.h"
 #include "runtime/disk_cache.h"
 
 namespace fx = fluxion;

@@ -11,8 +11,8 @@
 
 #include "common/finite_differences.h"
 #include "driver/pipeline.h"
-#include "jit/eval/interpreter.h"
-#include "jit/ir/ir.h"
+#include "eval/interpreter.h"
+#include "ir/ir.h"
 
 namespace fluxion::difffuzz {
 

@@ -18,7 +18,7 @@
 
 #include "common/test_util.h"
 #include "driver/pipeline.h"
-#include "jit/ir/ir.h"
+#include "ir/ir.h"
 
 namespace fx = fluxion;
 namespace dist = fluxion::distributed;

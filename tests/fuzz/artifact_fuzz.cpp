@@ -11,7 +11,7 @@
 
 #include "fluxion/error.h"
 #include "runtime/artifact.h"
-#include "runtime/elf_loader.h"
+#include "runtime/cpu/elf_loader.h"
 
 namespace {
 
@@ -45,7 +45,7 @@ void decode_and_link(std::string_view bytes) {
   if (encode_artifact(decode_artifact(encoded, "re-encoded fuzz input")) != encoded) std::abort();
   if (!a.compiled || a.backend != fluxion::Backend::Cpu) return;
   try {
-    link_object(
+    fluxion::cpu::link_object(
         a.cpu.object, [](const std::string&) { return reinterpret_cast<void*>(&dummy); }, "fuzz input");
   } catch (const fluxion::Error&) {
     return;  // refused: an answer too

@@ -4,7 +4,7 @@
 #include <cstdlib>
 #include <string>
 
-#include "dsl/src/data/idx_file.h"
+#include "data/idx_file.h"
 #include "fluxion/error.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

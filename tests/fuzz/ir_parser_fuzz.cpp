@@ -5,7 +5,7 @@
 #include <string_view>
 
 #include "fluxion/error.h"
-#include "jit/ir/ir.h"
+#include "ir/ir.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string_view text(reinterpret_cast<const char*>(data), size);

@@ -6,7 +6,7 @@
 #include <map>
 #include <string>
 
-#include "dsl/src/data/safetensors_bytes.h"
+#include "data/safetensors_bytes.h"
 #include "fluxion/error.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

@@ -7,8 +7,8 @@
 #include <string>
 
 #include "fluxion/error.h"
-#include "jit/eval/interpreter.h"
-#include "jit/ir/ir.h"
+#include "eval/interpreter.h"
+#include "ir/ir.h"
 
 namespace fx = fluxion;
 namespace ir = fluxion::ir;

@@ -11,8 +11,8 @@
 
 #include "fluxion/array.h"
 #include "fluxion/error.h"
-#include "jit/eval/interpreter.h"
-#include "jit/ir/ir.h"
+#include "eval/interpreter.h"
+#include "ir/ir.h"
 
 namespace interp_test {
 

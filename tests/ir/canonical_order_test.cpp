@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "jit/ir/ir.h"
+#include "ir/ir.h"
 #include "programs.h"
 
 using namespace ir_test;

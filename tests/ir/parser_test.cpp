@@ -10,7 +10,7 @@
 
 #include <fluxion/fluxion.h>
 
-#include "jit/ir/ir.h"
+#include "ir/ir.h"
 #include "programs.h"
 
 using namespace ir_test;

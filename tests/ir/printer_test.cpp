@@ -8,7 +8,7 @@
 
 #include <fluxion/fluxion.h>
 
-#include "jit/ir/ir.h"
+#include "ir/ir.h"
 #include "programs.h"
 
 using namespace ir_test;

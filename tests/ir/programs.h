@@ -6,7 +6,7 @@
 #include <fluxion/error.h>
 #include <gtest/gtest.h>
 
-#include "jit/ir/ir.h"
+#include "ir/ir.h"
 
 namespace ir_test {
 

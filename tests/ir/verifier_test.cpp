@@ -4,7 +4,7 @@
 
 #include <string>
 
-#include "jit/ir/ir.h"
+#include "ir/ir.h"
 #include "programs.h"
 
 using namespace ir_test;

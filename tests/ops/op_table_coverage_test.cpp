@@ -1,4 +1,4 @@
-// Op-table coverage: every op of jit/ir/ops.def has a sample program (common/op_samples.h), and
+// Op-table coverage: every op of ir/ops.def has a sample program (common/op_samples.h), and
 // each sample is run on every backend against the reference evaluator and, for ops marked Grad,
 // through reverse and forward mode against central finite differences. A new op without a
 // sample fails OpTable.EveryOpHasASample, naming the op; so it cannot be added without these
@@ -15,9 +15,9 @@
 #include "common/op_samples.h"
 #include "common/test_names.h"
 #include "driver/pipeline.h"
-#include "jit/autodiff/autodiff.h"
-#include "jit/eval/interpreter.h"
-#include "jit/ir/ir.h"
+#include "transforms/autodiff/autodiff.h"
+#include "eval/interpreter.h"
+#include "ir/ir.h"
 
 namespace ir = fluxion::ir;
 using fx::TensorType;
@@ -134,7 +134,7 @@ TEST(OpTableCoverage, EveryOpHasASample) {
   std::set<std::string> seen;
   for (const Sample& s : table) {
     ir::Op op;
-    EXPECT_TRUE(ir::op_from_name(s.op, &op)) << "sample for '" << s.op << "', which is not an op of jit/ir/ops.def";
+    EXPECT_TRUE(ir::op_from_name(s.op, &op)) << "sample for '" << s.op << "', which is not an op of ir/ops.def";
     EXPECT_TRUE(seen.insert(s.op).second) << "two samples for op '" << s.op << "'";
   }
 }

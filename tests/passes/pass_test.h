@@ -5,8 +5,8 @@
 
 #include <string>
 
-#include "jit/ir/ir.h"
-#include "jit/passes/passes.h"
+#include "ir/ir.h"
+#include "transforms/passes/passes.h"
 
 namespace pass_test {
 

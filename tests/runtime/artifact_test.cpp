@@ -12,7 +12,7 @@
 #include "common/artifact_programs.h"
 #include "fluxion/error.h"
 #include "runtime/artifact.h"
-#include "runtime/cpu_helpers.h"
+#include "runtime/cpu/helpers.h"
 #include "support/files.h"
 
 namespace fx = fluxion;
@@ -233,7 +233,7 @@ TEST(CpuHelpers, TheInterfaceOfExportedCodeIsPinned) {
   std::string names;
   for (const fx::cpu::RuntimeSymbol& s : fx::cpu::runtime_symbols()) names += std::string(s.name) + " ";
   EXPECT_EQ(fx::cpu::kHelpersAbi, 1u);
-  EXPECT_EQ(names, kPinnedHelpers) << "update kHelpersAbi (runtime/cpu_helpers.h) and this list together";
+  EXPECT_EQ(names, kPinnedHelpers) << "update kHelpersAbi (runtime/cpu/helpers.h) and this list together";
 }
 
 }  // namespace

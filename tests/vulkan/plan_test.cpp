@@ -14,8 +14,8 @@
 #include "common/kernel_listing.h"
 #include "common/plan_rules_file.h"
 #include "common/test_util.h"
-#include "jit/ir/ir.h"
-#include "jit/kernel/kernel_ir.h"
+#include "ir/ir.h"
+#include "kernel/kernel_ir.h"
 #include "vulkan/require_vulkan.h"
 
 namespace fx = fluxion;

@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "checks.h"
-#include "dsl/src/data/json.h"
+#include "data/json.h"
 #include "expectations.h"
 
 namespace fx = fluxion;
@@ -29,7 +29,7 @@ struct Outcome {
   double seconds = 0;
 };
 
-std::string json_string(const std::string& s) { return fx::json::quote(s); }
+std::string json_string(const std::string& s) { return fx::data::json::quote(s); }
 
 std::string join(const std::vector<std::string>& v) {
   std::string out;
