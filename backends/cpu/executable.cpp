@@ -90,6 +90,7 @@ class CpuExecutable final : public backends::Executable {
     target.vector_bytes = host().vector_bytes;
     target.matmul_vector_bytes = host().matmul_vector_bytes;
     target.vector_registers = host().vector_registers;
+    if (host().l1d_bytes > 0) target.l1d_bytes = host().l1d_bytes;
     target.profile = profile;
     return target;
   }

@@ -23,8 +23,8 @@ using fx::kernel::Tile;
 
 namespace {
 
-fx::cpu::Target avx2() { return {32, 32, 16, false}; }
-fx::cpu::Target avx512() { return {64, 64, 32, false}; }
+fx::cpu::Target avx2() { return {.vector_bytes = 32, .matmul_vector_bytes = 32, .vector_registers = 16}; }
+fx::cpu::Target avx512() { return {.vector_bytes = 64, .matmul_vector_bytes = 64, .vector_registers = 32}; }
 
 // The plans of the top-level kernels of program `text`, scheduled as the CPU backend schedules
 // it, for `target`.
@@ -60,6 +60,10 @@ TEST(CpuPlans, ProductTilesFollowTheTargetsRegisters) {
   EXPECT_EQ(p[0].tile, (Tile{10, 32, 100, 0, 0}));
   p = plans(product(10, 100, 64), avx2());
   EXPECT_EQ(p[0].tile.m, 6);
+  // A 16 KiB L1 data cache holds a panel of 128 k-steps of two 64-byte vectors.
+  fx::cpu::Target small_cache = avx512();
+  small_cache.l1d_bytes = 16384;
+  EXPECT_EQ(plans(product(32, 784, 128), small_cache)[0].tile, (Tile{8, 32, 128, 0, 0}));
 }
 
 TEST(CpuPlans, AWideProductSplitsItsColumnsAcrossThreads) {
