@@ -16,4 +16,8 @@ using Executable = runtime::Executable;
 // Compiles `p` for `backend`. Raises Error when the backend is not built or not usable here.
 std::unique_ptr<Executable> compile(const ir::Program& p, Backend backend);
 
+// The settings read at every compile that change what `backend` compiles from the same program,
+// as text: part of the in-process compile cache's key.
+std::string compile_settings(Backend backend);
+
 }  // namespace fluxion::backends

@@ -7,6 +7,7 @@
 #include "backends/vulkan/executable.h"
 #include "fluxion/error.h"
 #include "runtime/vulkan/context.h"
+#include "support/settings.h"
 
 namespace fluxion {
 
@@ -26,6 +27,12 @@ std::unique_ptr<Executable> compile(const ir::Program& p, Backend backend) {
     case Backend::Vulkan: return vulkan::compile(p);
   }
   throw Error(std::string("fluxion: unknown backend ") + std::to_string(static_cast<int>(backend)));
+}
+
+std::string compile_settings(Backend backend) {
+  if (backend != Backend::Vulkan) return "";
+  return "tuning " + support::text(support::Setting::vulkan_tuning) + ", loop kernels " +
+         (support::enabled(support::Setting::vulkan_loop_kernels) ? "on" : "off") + "\n";
 }
 
 }  // namespace backends

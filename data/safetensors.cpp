@@ -150,12 +150,14 @@ Entry parse_entry(const std::string& path, const std::string& name, const data::
   const data::json::Value& dtype = field("dtype");
   if (dtype.kind == data::json::Value::Kind::String) e.stored = stored_from_code(dtype.text);
   if (!e.stored)
-    bad_file(path, "tensor '" + name + "' has dtype " + (dtype.kind == data::json::Value::Kind::String ? dtype.text : "?") +
-                       ": Fluxion reads " + stored_codes());
+    bad_file(path, "tensor '" + name + "' has dtype " +
+                       (dtype.kind == data::json::Value::Kind::String ? dtype.text : "?") + ": Fluxion reads " +
+                       stored_codes());
   e.type.dtype = e.stored->dtype;
   const data::json::Value& shape = field("shape");
   const data::json::Value& offsets = field("data_offsets");
-  if (shape.kind != data::json::Value::Kind::Array || offsets.kind != data::json::Value::Kind::Array || offsets.items.size() != 2)
+  if (shape.kind != data::json::Value::Kind::Array || offsets.kind != data::json::Value::Kind::Array ||
+      offsets.items.size() != 2)
     bad_file(path, "tensor '" + name + "': expected \"shape\" [dims...] and \"data_offsets\" [begin, end]");
   int64_t bytes = e.stored->size;
   for (const data::json::Value& d : shape.items) {

@@ -5,8 +5,8 @@
 
 #include "driver/compile_cache.h"
 #include "kernel/plan_rules.h"
-#include "transforms/passes/passes.h"
 #include "support/settings.h"
+#include "transforms/passes/passes.h"
 
 namespace fluxion::driver {
 namespace {
@@ -33,8 +33,10 @@ CompiledProgram compile(ir::Program traced, Backend backend) {
   // cache key, the backend's compilation and the printed IR then depend on the graph alone.
   ir::canonicalize_order(out.optimized);
   checkpoint(out.optimized, "canonical order");
-  // Plan rules change the code of the same graph (tuning experiments), so they are part of it.
-  std::string key = std::string(backend_name(backend)) + "\n" + kernel::plan_rules_text() + ir::print(out.optimized);
+  // Plan rules and the backend's settings read at each compile change the code of the same
+  // graph, so they are part of it.
+  std::string key = std::string(backend_name(backend)) + "\n" + backends::compile_settings(backend) +
+                    kernel::plan_rules_text() + ir::print(out.optimized);
   out.executable = cached_compile(key, [&] { return ExecutablePtr(backends::compile(out.optimized, backend)); });
   out.traced = std::move(traced);
   return out;

@@ -6,8 +6,8 @@
 
 #include "dsl/trace.h"
 #include "fluxion/error.h"
-#include "transforms/autodiff/autodiff.h"
 #include "ir/builder.h"
+#include "transforms/autodiff/autodiff.h"
 
 namespace fluxion::detail {
 

@@ -4,9 +4,9 @@
 #include <cmath>
 #include <string>
 
+#include "eval/interpreter.h"
 #include "fluxion/error.h"
 #include "fluxion/runtime.h"
-#include "eval/interpreter.h"
 #include "support/communicator.h"
 #include "support/settings.h"
 
@@ -65,7 +65,7 @@ void check_call_numerics(const driver::CompiledProgram& program, const std::vect
   }
   if (bad_element < 0) return;
   std::string what = "result " + std::to_string(bad_output) + " (" + outputs[bad_output].type().str() + ") holds " +
-                      kind(value) + " at element " + std::to_string(bad_element) + ". ";
+                     kind(value) + " at element " + std::to_string(bad_element) + ". ";
   for (size_t i = 0; i < inputs.size(); ++i) {
     double in_value = 0;
     int64_t e = first_bad(inputs[i], &in_value);
@@ -85,9 +85,10 @@ void check_call_numerics(const driver::CompiledProgram& program, const std::vect
   if (!origin) {
     double ref_value = 0;
     bool reference_too = first_bad(eval::run(program.optimized, inputs)[bad_output], &ref_value) >= 0;
-    fail("check_numerics", what + (reference_too ? "It comes from an infinite constant of the program (no op produces it)."
-                                                 : "The reference interpreter computes a finite value here from the same "
-                                                   "inputs: the backend differs from it."));
+    fail("check_numerics",
+         what + (reference_too ? "It comes from an infinite constant of the program (no op produces it)."
+                               : "The reference interpreter computes a finite value here from the same "
+                                 "inputs: the backend differs from it."));
   }
   const ir::Node& n = node_at(program.optimized.body, origin->path);
   const ir::Region& r = region_at(program.optimized.body, origin->path);

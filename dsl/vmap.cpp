@@ -9,8 +9,8 @@
 #include "dsl/trace.h"
 #include "fluxion/error.h"
 #include "fluxion/ops.h"
-#include "transforms/batching/vmap.h"
 #include "ir/builder.h"
+#include "transforms/batching/vmap.h"
 
 namespace fluxion {
 

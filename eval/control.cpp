@@ -2,8 +2,8 @@
 #include <memory>
 #include <string>
 
-#include "fluxion/error.h"
 #include "eval/buffer.h"
+#include "fluxion/error.h"
 
 namespace fluxion::eval {
 namespace {

@@ -7,8 +7,8 @@
 #include <limits>
 #include <string_view>
 
-#include "fluxion/error.h"
 #include "eval/buffer.h"
+#include "fluxion/error.h"
 #include "kernel/elementwise_lowering.h"
 
 namespace fluxion::eval {

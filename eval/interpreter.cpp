@@ -8,8 +8,8 @@
 #include <new>
 #include <string>
 
-#include "fluxion/error.h"
 #include "eval/buffer.h"
+#include "fluxion/error.h"
 #include "runtime/host_memory.h"
 
 namespace fluxion::eval {

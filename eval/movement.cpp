@@ -3,8 +3,8 @@
 // multi-index, except scatter_add's, which sum the updates in index order.
 #include <algorithm>
 
-#include "fluxion/error.h"
 #include "eval/buffer.h"
+#include "fluxion/error.h"
 
 namespace fluxion::eval {
 namespace {

@@ -2,9 +2,9 @@
 
 #include <cstdio>
 
-#include "nn/number_text.h"
 #include "fluxion/error.h"
 #include "fluxion/nn/functional.h"
+#include "nn/number_text.h"
 
 namespace fluxion::nn {
 

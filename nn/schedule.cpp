@@ -4,8 +4,8 @@
 #include <cstdio>
 #include <numbers>
 
-#include "nn/number_text.h"
 #include "fluxion/error.h"
+#include "nn/number_text.h"
 
 namespace fluxion::nn {
 

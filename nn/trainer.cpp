@@ -1,11 +1,11 @@
 #include "fluxion/nn/trainer.h"
 
-#include "nn/data_parallel.h"
 #include "fluxion/autodiff.h"
 #include "fluxion/error.h"
 #include "fluxion/nn/losses.h"
 #include "fluxion/ops.h"
 #include "fluxion/runtime.h"
+#include "nn/data_parallel.h"
 
 namespace fluxion::nn {
 

@@ -3,9 +3,9 @@
 #include <cstdio>
 #include <set>
 
-#include "nn/number_text.h"
 #include "fluxion/error.h"
 #include "fluxion/ops.h"
+#include "nn/number_text.h"
 
 namespace fluxion::nn {
 

@@ -10,10 +10,10 @@
 #include "fluxion/error.h"
 #include "runtime/compiled_impl.h"
 #include "runtime/counters.h"
+#include "runtime/cpu/elf_loader.h"
 #include "runtime/cpu/features.h"
 #include "runtime/cpu/helpers.h"
 #include "runtime/cpu/program.h"
-#include "runtime/cpu/elf_loader.h"
 #include "runtime/vulkan/exported.h"
 
 namespace fluxion::runtime {

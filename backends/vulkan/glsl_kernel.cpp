@@ -376,8 +376,8 @@ void GlslKernel::emit_matmul() {
   std::string TM = str(tile.thread_m), TN = str(tile.thread_n), TK = str(tile.k);
   declare_shared(t, "As", {tile.k, tile.m + 1});
   declare_shared(t, "Bs", {tile.k, tile.n + 1});
-  groups_ = {static_cast<uint32_t>(support::ceil_div(g.N, tile.n)), static_cast<uint32_t>(support::ceil_div(g.M, tile.m)),
-             static_cast<uint32_t>(numel(g.batch))};
+  groups_ = {static_cast<uint32_t>(support::ceil_div(g.N, tile.n)),
+             static_cast<uint32_t>(support::ceil_div(g.M, tile.m)), static_cast<uint32_t>(numel(g.batch))};
   line("int tid = int(gl_LocalInvocationID.x);");
   line("int tx = tid % " + str(threads_n) + ", ty = tid / " + str(threads_n) + ";");
   line("int m0 = int(gl_WorkGroupID.y) * " + str(tile.m) + ", n0 = int(gl_WorkGroupID.x) * " + str(tile.n) + ";");

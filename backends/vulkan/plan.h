@@ -13,14 +13,30 @@
 
 namespace fluxion::vulkan {
 
-// The numbers a device's plans are chosen from. Every device gets the same tuning today (the
-// one measured on lavapipe and run on NVIDIA H100/H200); per-vendor or per-class choices go in
-// device_tuning, in one place.
+// The kinds of device whose plans differ (docs/vulkan.md, "Device classes"). A device's class
+// comes from its type, or from FLUXION_VULKAN_TUNING; its limits then trim the class's numbers.
+enum class DeviceClass : uint8_t {
+  Cpu,  // a CPU implementation (lavapipe): a few wide cores, where small workgroups and tiles pay
+  Gpu,  // a GPU: many narrow lanes, workgroups of several subgroups, tiles as large as fill it
+};
+const char* device_class_name(DeviceClass c);
+
+// The numbers a device's plans are chosen from (device_tuning). The defaults are the CPU class's.
 struct DeviceTuning {
-  int64_t workgroup = kWorkgroupSize;  // invocations of a dispatched kernel's workgroup
+  DeviceClass device_class = DeviceClass::Cpu;
+  int64_t workgroup = kWorkgroupSize;  // invocations of an elementwise or scatter kernel's workgroup
+  // A reduction's workgroup, the most lanes one row gets; once it has many_rows rows or more,
+  // many_rows_workgroup (the rows then fill the device, and shorter trees pay).
+  int64_t reduction_workgroup = kWorkgroupSize;
+  int64_t many_rows = 1024;
+  int64_t many_rows_workgroup = kWorkgroupSize;
   // The tiled product: a workgroup's 32 x 32 output tile, staged 16 deep, 4 x 4 results per
   // invocation ((32 / 4) x (32 / 4) = 64 invocations).
   kernel::Tile product{32, 32, 16, 4, 4};
+  // A larger tile for products of at least large_product_min_tiles of them (0: never), which
+  // keep every multiprocessor busy with fewer, longer-lived workgroups.
+  kernel::Tile large_product{32, 32, 16, 4, 4};
+  int64_t large_product_min_tiles = 0;
   // A convolution as a tiled product pays when it fills tiles and workgroups: with few output
   // rows (LeNet's 1-16 channels) most of each tile would idle, and a weight gradient is a
   // handful of tiles over a very long k. Below these it runs one output element per invocation.
@@ -37,11 +53,20 @@ struct DeviceTuning {
   int64_t max_workgroup = kWorkgroupSize;  // the device's invocations per workgroup
 };
 
+// The invocations of a product tile's workgroup, and the workgroup memory it stages its
+// operands' slices of `element_bytes` each in (glsl_kernel.cpp).
+int64_t tile_invocations(const kernel::Tile& t);
+int64_t tile_shared_bytes(const kernel::Tile& t, int64_t element_bytes);
+
 // What the fuser may put in one GPU kernel: reductions of one set of axes, elementwise product
 // epilogues, no straight-line regions, split reductions or double-buffered scan carries.
 kernel::FusionOptions fusion_options();
 
-// The tuning of a device with capabilities `target`, described by `info`.
+// The class of the device `info` describes: FLUXION_VULKAN_TUNING when it names one, else Cpu
+// for a device of type "cpu" and Gpu for any other.
+DeviceClass device_class(const VulkanDeviceInfo& info);
+// The tuning of a device with capabilities `target`, described by `info`: its class's numbers,
+// trimmed to the workgroup size and workgroup memory it has.
 DeviceTuning device_tuning(const VulkanDeviceInfo& info, const ShaderTarget& target);
 
 // The plan of dispatched kernel k of region r (schedule s).

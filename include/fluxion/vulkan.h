@@ -19,6 +19,9 @@ struct VulkanCapabilities {
   bool float64 = false;                // shaderFloat64 (f64 programs are refused without it)
   bool subgroup_arithmetic = false;    // subgroup arithmetic in compute shaders
   bool timestamps = false;             // timestamps on the compute queue (for profiling)
+  // Device-local memory the host maps (lavapipe, integrated GPUs): arguments and results are
+  // copied in place; otherwise (discrete GPUs) they pass through staging memory.
+  bool mapped_device_memory = false;
   uint32_t subgroup_size = 0;
   uint32_t max_workgroup_invocations = 0;
   uint32_t max_shared_memory_bytes = 0;   // workgroup memory per workgroup

@@ -32,7 +32,7 @@ struct Profile {
 };
 constexpr Profile kProfiles[] = {
     {"reduced", "int64,int8_storage,subgroup_arithmetic,timestamps", "invocations=128,shared=16384"},
-    {"mobile", "int64,float64,buffer_device_address,int8_storage,subgroup_arithmetic,timestamps",
+    {"mobile", "int64,float64,buffer_device_address,int8_storage,subgroup_arithmetic,timestamps,mapped_device_memory",
      "invocations=128,shared=16384"},
 };
 
@@ -46,7 +46,8 @@ void disable(VulkanCapabilities& c, const std::string& what, const std::string& 
                                     {"int8_storage", &VulkanCapabilities::int8_storage},
                                     {"float64", &VulkanCapabilities::float64},
                                     {"subgroup_arithmetic", &VulkanCapabilities::subgroup_arithmetic},
-                                    {"timestamps", &VulkanCapabilities::timestamps}};
+                                    {"timestamps", &VulkanCapabilities::timestamps},
+                                    {"mapped_device_memory", &VulkanCapabilities::mapped_device_memory}};
   std::string known;
   for (const Flag& f : kFlags) {
     if (what == f.name) {
@@ -131,6 +132,16 @@ void read_capabilities(VkPhysicalDevice physical, VulkanDeviceInfo& info) {
       c.timestamps = q.timestampValidBits > 0 && p.limits.timestampPeriod > 0;
       break;
     }
+  }
+  // The device pool takes the first device-local memory type (memory.cpp).
+  VkPhysicalDeviceMemoryProperties memory;
+  vkGetPhysicalDeviceMemoryProperties(physical, &memory);
+  const VkMemoryPropertyFlags mapped = VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT;
+  for (uint32_t i = 0; i < memory.memoryTypeCount; ++i) {
+    VkMemoryPropertyFlags f = memory.memoryTypes[i].propertyFlags;
+    if (!(f & VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT)) continue;
+    c.mapped_device_memory = (f & mapped) == mapped;
+    break;
   }
   emulate(c);
 

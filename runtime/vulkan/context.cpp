@@ -335,10 +335,10 @@ Context* open_context() {
         std::make_unique<BlockDescriptors>(ctx->device, ctx->shaders.descriptor_slots, caps.max_storage_buffer_range);
   }
   ctx->device_pool = std::make_unique<MemoryPool>(ctx->device, ctx->physical, VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT, 0,
-                                                  "device", ctx->descriptors.get());
+                                                  caps.mapped_device_memory, "device", ctx->descriptors.get());
   ctx->staging_pool = std::make_unique<MemoryPool>(
       ctx->device, ctx->physical, VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT,
-      VK_MEMORY_PROPERTY_HOST_CACHED_BIT, "staging", ctx->descriptors.get());
+      VK_MEMORY_PROPERTY_HOST_CACHED_BIT, true, "staging", ctx->descriptors.get());
   return ctx.release();
 }
 

@@ -30,8 +30,8 @@ VkDeviceSize memory_limit() {
 }  // namespace
 
 MemoryPool::MemoryPool(VkDevice device, VkPhysicalDevice physical, VkMemoryPropertyFlags required,
-                       VkMemoryPropertyFlags preferred, const char* name, BlockDescriptors* descriptors)
-    : device_(device), descriptors_(descriptors), required_(required), preferred_(preferred), name_(name) {
+                       VkMemoryPropertyFlags preferred, bool map, const char* name, BlockDescriptors* descriptors)
+    : device_(device), descriptors_(descriptors), required_(required), preferred_(preferred), map_(map), name_(name) {
   vkGetPhysicalDeviceMemoryProperties(physical, &props_);
   type_index_ = memory_type(~0u);
 }
@@ -50,7 +50,7 @@ uint32_t MemoryPool::memory_type(uint32_t allowed) {
   // Mapped access needs coherent memory (nothing flushes or invalidates); otherwise the pool is
   // reached through staging copies.
   VkMemoryPropertyFlags mappable = VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT;
-  host_visible_ = (props_.memoryTypes[best].propertyFlags & mappable) == mappable;
+  host_visible_ = map_ && (props_.memoryTypes[best].propertyFlags & mappable) == mappable;
   return static_cast<uint32_t>(best);
 }
 

@@ -31,10 +31,12 @@ class BlockDescriptors;
 class MemoryPool {
  public:
   // `required`: memory property flags the pool's memory must have; `preferred`: flags chosen
-  // when a memory type has them too; `descriptors`: where blocks get their slots on a device
-  // without buffer device addresses (null: blocks have device addresses).
+  // when a memory type has them too; `map`: whether to map memory that is host-visible and
+  // coherent (false: the pool is reached through staging copies whatever its memory);
+  // `descriptors`: where blocks get their slots on a device without buffer device addresses
+  // (null: blocks have device addresses).
   MemoryPool(VkDevice device, VkPhysicalDevice physical, VkMemoryPropertyFlags required,
-             VkMemoryPropertyFlags preferred, const char* name, BlockDescriptors* descriptors);
+             VkMemoryPropertyFlags preferred, bool map, const char* name, BlockDescriptors* descriptors);
   ~MemoryPool();
   MemoryPool(const MemoryPool&) = delete;
   MemoryPool& operator=(const MemoryPool&) = delete;
@@ -71,6 +73,7 @@ class MemoryPool {
   VkDevice device_;
   BlockDescriptors* descriptors_;
   VkMemoryPropertyFlags required_, preferred_;
+  bool map_;
   VkPhysicalDeviceMemoryProperties props_{};
   uint32_t type_index_ = 0;
   bool host_visible_ = false;

@@ -125,6 +125,9 @@ class VulkanProgram::State {
     if (ctx_.descriptors && ctx_.descriptors->generation() != descriptors_bound_) record_commands();
     io.push_back(consts_->address);
     io.push_back(status_->address);
+    std::vector<bool> from_host(inputs.size());
+    for (size_t i = 0; i < inputs.size(); ++i) from_host[i] = !resident[i];
+    if (!host_io_ && (uploads_ == VK_NULL_HANDLE || uploads_from_ != from_host)) record_uploads(from_host);
     for (size_t i = 0; i < inputs.size(); ++i) {
       if (resident[i]) continue;
       const Allocation& dst = host_io_ ? inputs_[i].get() : input_staging_[i].get();
@@ -140,7 +143,7 @@ class VulkanProgram::State {
         // A segment between two host steps at the same place holds nothing to submit.
         bool empty = segment > 0 && segment < recording_.host_steps.size() &&
                      recording_.host_steps[segment - 1].dispatch == recording_.host_steps[segment].dispatch;
-        if (!empty) submit_and_wait(cmds_[segment]);
+        if (!empty) submit_and_wait(segment == 0 ? uploads_ : VK_NULL_HANDLE, cmds_[segment]);
         std::memcpy(&status, status_->mapped, 4);
         if (status != kStatusOk || segment == recording_.host_steps.size()) break;
         run_host_step(recording_.host_steps[segment], exchanges, resident, results);
@@ -259,10 +262,12 @@ class VulkanProgram::State {
     runtime::report_profile(out);
   }
 
-  void submit_and_wait(VkCommandBuffer cb) const {
+  // Submits `uploads` (when not null) and `cb` as one submission, and waits for both.
+  void submit_and_wait(VkCommandBuffer uploads, VkCommandBuffer cb) const {
+    VkCommandBuffer both[2] = {uploads, cb};
     auto si = vk_struct<VkSubmitInfo>(VK_STRUCTURE_TYPE_SUBMIT_INFO);
-    si.commandBufferCount = 1;
-    si.pCommandBuffers = &cb;
+    si.commandBufferCount = uploads ? 2 : 1;
+    si.pCommandBuffers = uploads ? both : both + 1;
     {
       std::lock_guard<std::mutex> q(ctx_.queue_mu);
       check(vkQueueSubmit(ctx_.queue, 1, &si, fence_), "vkQueueSubmit");
@@ -323,6 +328,33 @@ class VulkanProgram::State {
     }
   }
 
+  // The copies from staging memory that start a call on a device whose memory the host cannot
+  // write: the io table and the inputs given from the host (`from_host`; an input already on
+  // the device is read in place). Recorded again only when which inputs come from the host
+  // changes; the first segment's opening barrier makes them visible to its dispatches.
+  void record_uploads(const std::vector<bool>& from_host) const {
+    if (uploads_ == VK_NULL_HANDLE) {
+      auto ai = vk_struct<VkCommandBufferAllocateInfo>(VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO);
+      ai.commandPool = pool_;
+      ai.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
+      ai.commandBufferCount = 1;
+      check(vkAllocateCommandBuffers(ctx_.device, &ai, &uploads_), "vkAllocateCommandBuffers");
+    }
+    uploads_from_.clear();
+    check(vkResetCommandBuffer(uploads_, 0), "vkResetCommandBuffer");
+    auto bi = vk_struct<VkCommandBufferBeginInfo>(VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO);
+    check(vkBeginCommandBuffer(uploads_, &bi), "vkBeginCommandBuffer");
+    VkBufferCopy io_region{io_staging_->offset, io_table_->offset, io_table_->size};
+    vkCmdCopyBuffer(uploads_, io_staging_->buffer, io_table_->buffer, 1, &io_region);
+    for (size_t i = 0; i < inputs_.size(); ++i) {
+      if (!from_host[i]) continue;
+      VkBufferCopy region{input_staging_[i]->offset, inputs_[i]->offset, inputs_[i]->size};
+      vkCmdCopyBuffer(uploads_, input_staging_[i]->buffer, inputs_[i]->buffer, 1, &region);
+    }
+    check(vkEndCommandBuffer(uploads_), "vkEndCommandBuffer");
+    uploads_from_ = from_host;
+  }
+
   void record_segment(VkCommandBuffer cmd, bool first_segment, size_t first, size_t last) const {
     check(vkResetCommandBuffer(cmd, 0), "vkResetCommandBuffer");
     auto bi = vk_struct<VkCommandBufferBeginInfo>(VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO);
@@ -333,23 +365,11 @@ class VulkanProgram::State {
       mb.dstAccessMask = dst;
       vkCmdPipelineBarrier(cmd, from, to, 0, 1, &mb, 0, nullptr, 0, nullptr);
     };
-    // Writes of earlier submissions (uploads, programs whose results are inputs here, a host
-    // step's result) become visible to this one.
+    // Writes of earlier submissions (programs whose results are inputs here, a host step's
+    // result) and of the uploads submitted just before it become visible to this one.
     barrier(VK_PIPELINE_STAGE_ALL_COMMANDS_BIT, VK_ACCESS_MEMORY_WRITE_BIT,
             VK_PIPELINE_STAGE_TRANSFER_BIT | VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
             VK_ACCESS_MEMORY_READ_BIT | VK_ACCESS_MEMORY_WRITE_BIT);
-    if (first_segment && !host_io_) {
-      // The io table and the inputs given from the host (an input already on the device is
-      // read in place; its staging copy is then unused).
-      VkBufferCopy io_region{io_staging_->offset, io_table_->offset, io_table_->size};
-      vkCmdCopyBuffer(cmd, io_staging_->buffer, io_table_->buffer, 1, &io_region);
-      for (size_t i = 0; i < inputs_.size(); ++i) {
-        VkBufferCopy region{input_staging_[i]->offset, inputs_[i]->offset, inputs_[i]->size};
-        vkCmdCopyBuffer(cmd, input_staging_[i]->buffer, inputs_[i]->buffer, 1, &region);
-      }
-      barrier(VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
-              VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT);
-    }
     VkPipelineLayout layout = pipeline_layout(ctx_);
     if (ctx_.descriptors) {
       VkDescriptorSet set = ctx_.descriptors->current(&descriptors_bound_);
@@ -392,6 +412,8 @@ class VulkanProgram::State {
   mutable Recording recording_;
   VkCommandPool pool_ = VK_NULL_HANDLE;
   mutable std::vector<VkCommandBuffer> cmds_;  // one per segment between host steps
+  mutable VkCommandBuffer uploads_ = VK_NULL_HANDLE;  // record_uploads
+  mutable std::vector<bool> uploads_from_;            // the inputs it copies
   VkFence fence_ = VK_NULL_HANDLE;
   uint64_t closer_ = 0;
   mutable bool ready_ = false;              // the command buffer matches the recording

@@ -8,9 +8,9 @@
 #include "common/op_samples.h"
 #include "common/test_names.h"
 #include "driver/pipeline.h"
-#include "transforms/batching/vmap.h"
 #include "eval/interpreter.h"
 #include "ir/ir.h"
+#include "transforms/batching/vmap.h"
 
 namespace ir = fluxion::ir;
 using fx::TensorType;

@@ -6,8 +6,8 @@
 #include <cmath>
 #include <string>
 
-#include "fluxion/error.h"
 #include "eval/interpreter.h"
+#include "fluxion/error.h"
 #include "ir/ir.h"
 
 namespace fx = fluxion;

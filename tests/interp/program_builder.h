@@ -9,9 +9,9 @@
 #include <string>
 #include <vector>
 
+#include "eval/interpreter.h"
 #include "fluxion/array.h"
 #include "fluxion/error.h"
-#include "eval/interpreter.h"
 #include "ir/ir.h"
 
 namespace interp_test {

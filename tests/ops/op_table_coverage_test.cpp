@@ -15,9 +15,9 @@
 #include "common/op_samples.h"
 #include "common/test_names.h"
 #include "driver/pipeline.h"
-#include "transforms/autodiff/autodiff.h"
 #include "eval/interpreter.h"
 #include "ir/ir.h"
+#include "transforms/autodiff/autodiff.h"
 
 namespace ir = fluxion::ir;
 using fx::TensorType;

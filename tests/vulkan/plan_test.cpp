@@ -3,6 +3,7 @@
 // The planner and the shaders' text need no device; the listing test runs on the machine's.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -13,6 +14,7 @@
 #include "backends/vulkan/shader.h"
 #include "common/kernel_listing.h"
 #include "common/plan_rules_file.h"
+#include "common/scoped_env.h"
 #include "common/test_util.h"
 #include "ir/ir.h"
 #include "kernel/kernel_ir.h"
@@ -21,6 +23,7 @@
 namespace fx = fluxion;
 using fx::kernel::KernelPlan;
 using fx::testing::PlanRulesFile;
+using fx::testing::ScopedEnv;
 using fx::kernel::Strategy;
 using fx::kernel::Tile;
 
@@ -72,8 +75,8 @@ TEST(VulkanPlans, ReductionsShareRowsByTheirLength) {
   EXPECT_EQ(long_rows.row_lanes, 64);
   tuning.subgroup_arithmetic = true;
   EXPECT_EQ(planned(row_sum(3, 1000), tuning).schedule.kernels[0].plan.strategy, Strategy::SubgroupRows);
-  // A wider workgroup: rows of 1000 take 256 invocations.
-  tuning.workgroup = 256;
+  // A wider reduction workgroup: rows of 1000 take 256 invocations.
+  tuning.reduction_workgroup = 256;
   EXPECT_EQ(planned(row_sum(3, 1000), tuning).schedule.kernels[0].plan.row_lanes, 256);
 }
 
@@ -91,6 +94,98 @@ TEST(VulkanPlans, SmallConvolutionsRunOneOutputPerInvocation) {
   EXPECT_EQ(planned(wide, tuning).schedule.kernels[0].plan.strategy, Strategy::Tiles);
 }
 
+// A device as vulkan_devices() describes it: its type and the limits the tuning reads.
+fx::VulkanDeviceInfo device(const std::string& type, uint32_t invocations) {
+  fx::VulkanDeviceInfo info;
+  info.name = type + " device";
+  info.type = type;
+  info.capabilities.max_workgroup_invocations = invocations;
+  return info;
+}
+
+fx::vulkan::ShaderTarget shared_memory(uint32_t bytes) {
+  fx::vulkan::ShaderTarget target;
+  target.max_shared_bytes = bytes;
+  return target;
+}
+
+TEST(VulkanPlans, TheDeviceClassComesFromItsTypeOrTheSetting) {
+  ScopedEnv automatic("FLUXION_VULKAN_TUNING", "auto");
+  fx::vulkan::DeviceTuning cpu = fx::vulkan::device_tuning(device("cpu", 1024), shared_memory(32768));
+  EXPECT_EQ(cpu.device_class, fx::vulkan::DeviceClass::Cpu);
+  EXPECT_EQ(cpu.workgroup, 64);
+  EXPECT_EQ(cpu.reduction_workgroup, 64);
+  EXPECT_EQ(cpu.product, (Tile{32, 32, 16, 4, 4}));
+  EXPECT_EQ(cpu.large_product_min_tiles, 0);
+  // An H100: 1024 invocations and 48 KiB of workgroup memory per workgroup.
+  fx::vulkan::DeviceTuning gpu = fx::vulkan::device_tuning(device("discrete", 1024), shared_memory(49152));
+  EXPECT_EQ(gpu.device_class, fx::vulkan::DeviceClass::Gpu);
+  EXPECT_EQ(gpu.workgroup, 512);
+  EXPECT_EQ(gpu.reduction_workgroup, 1024);
+  EXPECT_EQ(gpu.many_rows_workgroup, 256);
+  EXPECT_EQ(gpu.product, (Tile{64, 64, 16, 4, 4}));
+  EXPECT_EQ(gpu.large_product, (Tile{128, 128, 16, 8, 8}));
+  EXPECT_EQ(gpu.large_product_min_tiles, 256);
+  {
+    ScopedEnv forced("FLUXION_VULKAN_TUNING", "cpu");
+    EXPECT_EQ(fx::vulkan::device_tuning(device("discrete", 1024), shared_memory(49152)).device_class,
+              fx::vulkan::DeviceClass::Cpu);
+  }
+  {
+    ScopedEnv forced("FLUXION_VULKAN_TUNING", "GPU");
+    EXPECT_EQ(fx::vulkan::device_class(device("cpu", 1024)), fx::vulkan::DeviceClass::Gpu);
+  }
+  ScopedEnv bad("FLUXION_VULKAN_TUNING", "fast");
+  EXPECT_THROW(fx::vulkan::device_class(device("cpu", 1024)), fx::Error);
+}
+
+TEST(VulkanPlans, TheGpuClassIsTrimmedToTheDevicesLimits) {
+  ScopedEnv gpu_class("FLUXION_VULKAN_TUNING", "gpu");
+  // 128 invocations and 16 KiB: the workgroups shrink, neither GPU tile fits, the CPU class's does.
+  fx::vulkan::DeviceTuning small = fx::vulkan::device_tuning(device("integrated", 128), shared_memory(16384));
+  EXPECT_EQ(small.workgroup, 128);
+  EXPECT_EQ(small.reduction_workgroup, 128);
+  EXPECT_EQ(small.many_rows_workgroup, 128);
+  EXPECT_EQ(small.product, (Tile{32, 32, 16, 4, 4}));
+  EXPECT_EQ(small.large_product_min_tiles, 0);
+  // 32 KiB: the 64 x 64 tile stages f64 operands (16.6 KB), the 128 x 128 one f32 only (16.5 KB).
+  fx::vulkan::DeviceTuning mid = fx::vulkan::device_tuning(device("discrete", 1024), shared_memory(32768));
+  EXPECT_EQ(mid.product, (Tile{64, 64, 16, 4, 4}));
+  EXPECT_EQ(mid.large_product_min_tiles, 256);
+  EXPECT_THROW(fx::vulkan::device_tuning(device("discrete", 32), shared_memory(32768)), fx::Error);
+}
+
+std::string square_product(const std::string& dtype, int64_t n) {
+  std::string m = std::to_string(n), t = dtype + "[" + m + "," + m + "]";
+  return "func @main(%0: " + t + ", %1: " + t + ") -> (" + t + ") {\n  %2 = matmul %0, %1 : " + t + "\n  return %2\n}";
+}
+
+TEST(VulkanPlans, GpuProductsTakeTheLargeTileOnceItFillsTheDevice) {
+  ScopedEnv gpu_class("FLUXION_VULKAN_TUNING", "gpu");
+  fx::vulkan::DeviceTuning tuning = fx::vulkan::device_tuning(device("discrete", 1024), shared_memory(32768));
+  // 1024^2 makes 64 large tiles: the 64 x 64 tile, 256 invocations.
+  KernelPlan small = planned(square_product("f32", 1024), tuning).schedule.kernels[0].plan;
+  EXPECT_EQ(small.tile, (Tile{64, 64, 16, 4, 4}));
+  EXPECT_EQ(small.workgroup, 256);
+  // 2048^2 makes 256: the 128 x 128 tile of 8 x 8 a invocation, 256 invocations.
+  KernelPlan large = planned(square_product("f32", 2048), tuning).schedule.kernels[0].plan;
+  EXPECT_EQ(large.tile, (Tile{128, 128, 16, 8, 8}));
+  EXPECT_EQ(large.workgroup, 256);
+  EXPECT_EQ(fx::kernel::plan_details(large), "tile 128x128x16 thread 8x8 workgroup 256");
+  // In f64 the large tile's operands (33 KB) do not fit 32 KiB.
+  EXPECT_EQ(planned(square_product("f64", 2048), tuning).schedule.kernels[0].plan.tile, (Tile{64, 64, 16, 4, 4}));
+  // Reductions give a long row of few all 1024 lanes, each of many rows 256.
+  EXPECT_EQ(planned(row_sum(3, 5000), tuning).schedule.kernels[0].plan.row_lanes, 1024);
+  KernelPlan many = planned(row_sum(1024, 5000), tuning).schedule.kernels[0].plan;
+  EXPECT_EQ(many.row_lanes, 256);
+  EXPECT_EQ(many.workgroup, 256);
+  // Elementwise kernels run in workgroups of 512.
+  std::string scale = "func @main(%0: f32[4096]) -> (f32[4096]) {\n  %1 = add %0, %0 : f32[4096]\n  return %1\n}";
+  KernelPlan map = planned(scale, tuning).schedule.kernels[0].plan;
+  EXPECT_EQ(map.strategy, Strategy::PerIndex);
+  EXPECT_EQ(map.workgroup, 512);
+}
+
 // The shader of kernel 0 of `p`, compiled to SPIR-V and validated.
 std::string shader(const Planned& p) {
   fx::vulkan::ShaderTarget target;
@@ -102,7 +197,7 @@ std::string shader(const Planned& p) {
 
 TEST(VulkanPlans, ShadersRenderThePlansNumbers) {
   fx::vulkan::DeviceTuning tuning;
-  tuning.workgroup = 128;
+  tuning.reduction_workgroup = 128;
   tuning.product = {64, 32, 8, 8, 2};  // 8 x 16 = 128 invocations
   Planned p = planned(kProduct, tuning);
   std::string glsl = shader(p);
@@ -121,6 +216,7 @@ TEST(VulkanPlans, ShadersRenderThePlansNumbers) {
 
 TEST(VulkanPlans, KernelListingPrintsEveryPlan) {
   REQUIRE_VULKAN();
+  ScopedEnv cpu_class("FLUXION_VULKAN_TUNING", "cpu");
   auto f = [](fx::Tensor a, fx::Tensor b) { return fx::sum(fx::matmul(a, b), {1}); };
   fx::Array a(std::vector<float>(100 * 70, 0.5f), {100, 70}), b(std::vector<float>(70 * 90, 0.25f), {70, 90});
   std::string listing = fx::jit(f, fx::Backend::Vulkan).lower(a, b).kernels();
@@ -135,6 +231,41 @@ TEST(VulkanPlans, KernelListingPrintsEveryPlan) {
 fx::Array uniform(fx::Shape s, uint32_t seed) {
   std::vector<double> v = fx::testing::random_doubles(fx::testing::count(s), -1, 1, seed);
   return fx::Array(std::vector<float>(v.begin(), v.end()), std::move(s));
+}
+
+TEST(VulkanPlans, GpuClassPlansRunAndMatchTheInterpreter) {
+  REQUIRE_VULKAN();
+  ScopedEnv gpu_class("FLUXION_VULKAN_TUNING", "gpu");
+  auto f = [](fx::Tensor a, fx::Tensor b) { return fx::sum(fx::tanh(fx::matmul(a, b)), {1}); };
+  fx::Array a = uniform({150, 70}, 7), b = uniform({70, 190}, 8);
+  std::vector<double> want = fx::jit(f, fx::Backend::Interp)(a, b).to_doubles();
+  auto check = [&](const char* what) -> std::string {
+    auto compiled = fx::jit(f, fx::Backend::Vulkan);
+    std::vector<double> got = compiled(a, b).to_doubles();
+    EXPECT_EQ(got.size(), want.size()) << what;
+    for (size_t i = 0; i < std::min(got.size(), want.size()); ++i)
+      EXPECT_NEAR(got[i], want[i], 1e-4) << what << " " << i;
+    return compiled.lower(a, b).kernels();
+  };
+  std::string listing = check("the gpu class");
+  fx::VulkanDeviceInfo info = fx::vulkan_device();
+  fx::vulkan::DeviceTuning tuning =
+      fx::vulkan::device_tuning(info, shared_memory(info.capabilities.max_shared_memory_bytes));
+  KernelPlan product;
+  product.strategy = Strategy::Tiles;
+  product.tile = tuning.product;
+  product.workgroup = fx::vulkan::tile_invocations(tuning.product);
+  EXPECT_NE(listing.find("| " + fx::kernel::plan_details(product)), std::string::npos) << listing;
+  // The large tile, ruled onto this small product: partial tiles at every edge (where the
+  // device runs 256 invocations and holds the tile).
+  fx::kernel::Tile large{128, 128, 16, 8, 8};
+  if (info.capabilities.max_workgroup_invocations < 256 ||
+      info.capabilities.max_shared_memory_bytes < fx::vulkan::tile_shared_bytes(large, 4)) {
+    return;
+  }
+  PlanRulesFile rules("tiles tile=128x128x16 thread=8x8 workgroup=256\n");
+  listing = check("the large tile");
+  EXPECT_NE(listing.find("| tile 128x128x16 thread 8x8 workgroup 256"), std::string::npos) << listing;
 }
 
 TEST(VulkanPlans, RuledTilesAndRowsRunAndMatchTheInterpreter) {

@@ -6,8 +6,8 @@
 #include <cstdint>
 #include <vector>
 
-#include "transforms/batching/vmap.h"
 #include "ir/builder.h"
+#include "transforms/batching/vmap.h"
 
 namespace fluxion::batching {
 

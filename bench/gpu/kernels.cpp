@@ -1,0 +1,87 @@
+// Kernel shapes on the Vulkan backend with their operands already on the device: square f32
+// products (TFLOP/s), a 64 MB elementwise map, row sums and a whole-array sum (GB/s of bytes
+// read). It times whatever plans the backend chooses, or those of FLUXION_KERNEL_PLANS, so one
+// run per rules file compares tile and workgroup choices on a GPU (bench/gpu/README.md).
+// usage: fluxion_gpu_kernels [--repeat N] [N...]   (N: product sizes, default 1024 2048 4096)
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include <fluxion/fluxion.h>
+
+namespace fx = fluxion;
+
+namespace {
+
+struct Timing {
+  double median_us, min_us;
+};
+
+Timing time_calls(const std::function<fx::Array()>& call, int repeat) {
+  fx::Array warm = call();
+  warm = call();
+  std::vector<double> t;
+  for (int i = 0; i < repeat; ++i) {
+    auto start = std::chrono::steady_clock::now();
+    fx::Array r = call();
+    t.push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count());
+  }
+  std::sort(t.begin(), t.end());
+  return {t[t.size() / 2], t[0]};
+}
+
+fx::Array filled(int64_t rows, int64_t cols) {
+  std::vector<float> v(static_cast<size_t>(rows * cols));
+  for (size_t k = 0; k < v.size(); ++k) v[k] = static_cast<float>((k * 7919) % 1000) / 1000.0f - 0.5f;
+  return fx::Array(v, {rows, cols});
+}
+
+// The rate of `amount` over the fastest call: FLOPs give TFLOP/s, bytes times 1000 give GB/s.
+void report(const char* kernel, int64_t size, const Timing& t, double amount, const char* unit) {
+  std::printf("RES\t%s\t%lld\tmedian_us %.1f\tmin_us %.1f\t%s %.2f\n", kernel, static_cast<long long>(size),
+              t.median_us, t.min_us, unit, amount / t.min_us / 1e6);
+  std::fflush(stdout);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) try {
+  int repeat = 9;
+  std::vector<int64_t> sizes;
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    if (arg == "--repeat" && i + 1 < argc) {
+      repeat = std::max(1, std::atoi(argv[++i]));
+    } else {
+      sizes.push_back(std::atoll(argv[i]));
+    }
+  }
+  if (sizes.empty()) sizes = {1024, 2048, 4096};
+  const fx::Backend gpu = fx::Backend::Vulkan;
+  auto place = fx::jit([](fx::Tensor a) { return a * 1.0f; }, gpu);
+  auto product = fx::jit([](fx::Tensor a, fx::Tensor b) { return fx::matmul(a, b); }, gpu);
+  for (int64_t n : sizes) {
+    fx::Array a = place(filled(n, n)), b = place(filled(n, n));
+    double flops = 2.0 * static_cast<double>(n) * static_cast<double>(n) * static_cast<double>(n);
+    report("matmul", n, time_calls([&] { return product(a, b); }, repeat), flops, "TFLOP/s");
+  }
+  const int64_t side = 4096;  // 64 MB of f32
+  fx::Array x = place(filled(side, side));
+  const double bytes = 4.0 * side * side;
+  auto map = fx::jit([](fx::Tensor a) { return a * 1.5f + 0.5f; }, gpu);
+  report("map", side * side, time_calls([&] { return map(x); }, repeat), bytes * 1e3, "GB/s");
+  auto rows = fx::jit([](fx::Tensor a) { return fx::sum(a, {1}); }, gpu);
+  report("row_sums", side, time_calls([&] { return rows(x); }, repeat), bytes * 1e3, "GB/s");
+  auto columns = fx::jit([](fx::Tensor a) { return fx::sum(a, {0}); }, gpu);
+  report("column_sums", side, time_calls([&] { return columns(x); }, repeat), bytes * 1e3, "GB/s");
+  auto total = fx::jit([](fx::Tensor a) { return fx::sum(a); }, gpu);
+  report("sum", side * side, time_calls([&] { return total(x); }, repeat), bytes * 1e3, "GB/s");
+  return 0;
+} catch (const std::exception& e) {
+  std::fprintf(stderr, "fluxion_gpu_kernels: %s\n", e.what());
+  return 1;
+}

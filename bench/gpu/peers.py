@@ -1,0 +1,80 @@
+"""The kernels of fluxion_gpu_kernels in PyTorch (CUDA, FP32 and TF32) and JAX (jit), on the same
+GPU, printing the same RES lines: square f32 products, a 64 MB map, row sums, column sums and a
+whole-array sum. Each peer is skipped when its package or a GPU is missing.
+usage: python3 bench/gpu/peers.py [N...]   (product sizes, default 1024 2048 4096)"""
+import statistics
+import sys
+import time
+
+SIDE = 4096  # 64 MB of f32
+BYTES = 4.0 * SIDE * SIDE
+
+
+def timed(call, sync, repeat=9):
+    call(), call()
+    sync()
+    times = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        call()
+        sync()
+        times.append((time.perf_counter() - start) * 1e6)
+    return statistics.median(times), min(times)
+
+
+def report(peer, kernel, size, median_us, min_us, amount, unit):
+    print(f"RES\t{peer}-{kernel}\t{size}\tmedian_us {median_us:.1f}\tmin_us {min_us:.1f}\t{unit} {amount / min_us / 1e6:.2f}",
+          flush=True)
+
+
+def torch_peer(sizes):
+    import torch
+    if not torch.cuda.is_available():
+        return
+    sync = torch.cuda.synchronize
+    for tf32 in (False, True):
+        torch.backends.cuda.matmul.allow_tf32 = tf32
+        name = "torch-tf32" if tf32 else "torch"
+        for n in sizes:
+            a = torch.rand(n, n, device="cuda") - 0.5
+            b = torch.rand(n, n, device="cuda") - 0.5
+            report(name, "matmul", n, *timed(lambda: a @ b, sync), 2.0 * n ** 3, "TFLOP/s")
+    x = torch.rand(SIDE, SIDE, device="cuda")
+    report("torch", "map", SIDE * SIDE, *timed(lambda: x * 1.5 + 0.5, sync), BYTES * 1e3, "GB/s")
+    report("torch", "row_sums", SIDE, *timed(lambda: x.sum(1), sync), BYTES * 1e3, "GB/s")
+    report("torch", "column_sums", SIDE, *timed(lambda: x.sum(0), sync), BYTES * 1e3, "GB/s")
+    report("torch", "sum", SIDE * SIDE, *timed(lambda: x.sum(), sync), BYTES * 1e3, "GB/s")
+
+
+def jax_peer(sizes):
+    import jax
+    import jax.numpy as jnp
+    if jax.default_backend() != "gpu":
+        return
+    key = jax.random.PRNGKey(0)
+
+    def run(f, *args):
+        return lambda: f(*args).block_until_ready()
+
+    product = jax.jit(lambda a, b: a @ b)
+    for n in sizes:
+        a = jax.random.uniform(key, (n, n)) - 0.5
+        report("jax", "matmul", n, *timed(run(product, a, a), lambda: None), 2.0 * n ** 3, "TFLOP/s")
+    x = jax.random.uniform(key, (SIDE, SIDE))
+    for kernel, f in (("map", lambda v: v * 1.5 + 0.5), ("row_sums", lambda v: v.sum(1)),
+                      ("column_sums", lambda v: v.sum(0)), ("sum", lambda v: v.sum())):
+        size = SIDE if kernel.endswith("_sums") else SIDE * SIDE
+        report("jax", kernel, size, *timed(run(jax.jit(f), x), lambda: None), BYTES * 1e3, "GB/s")
+
+
+def main():
+    sizes = [int(a) for a in sys.argv[1:]] or [1024, 2048, 4096]
+    for peer in (torch_peer, jax_peer):
+        try:
+            peer(sizes)
+        except ImportError as e:
+            print(f"# {peer.__name__}: {e}", flush=True)
+
+
+if __name__ == "__main__":
+    main()
