@@ -61,8 +61,10 @@ struct KernelPlan {
   Tile tile;
   // CPU: vector lanes of the product's tiles or the sliding window's vectors.
   int64_t vector_lanes = 0;
-  // CPU products: threads split the columns (packed panels) rather than the rows.
+  // CPU products: threads split the columns (packed panels) rather than the rows; the epilogue
+  // runs once over the whole result after the last k-block rather than on each tile.
   bool split_columns = false;
+  bool whole_epilogue = false;
   // The node the strategy is built around when it is not the kernel's root (the pooling
   // gradient of PoolWindows, the concatenation of Pieces); -1 otherwise.
   int64_t node = -1;

@@ -20,10 +20,6 @@ namespace fluxion::cpu {
 
 using llvm::Value;
 
-namespace {
-constexpr int64_t kWholeEpilogueBytes = 32 << 10;
-}  // namespace
-
 // One emission of the product: what stays fixed while its loops are emitted (the operands, the
 // vector shape, the panel buffer), and one method per level of the loop nest.
 class KernelEmitter::GemmEmitter {
@@ -41,11 +37,7 @@ class KernelEmitter::GemmEmitter {
         align_(static_cast<uint64_t>(elem_bytes_)),
         result_data_(e.pointer(result_)) {
     bool has_epilogue = e.kernel_.nodes.size() > 1;
-    // A small result runs its epilogue once, after its last k-block, over all of it (still in
-    // L1): its loops are then as long as the rows, and a reduction along a row (a bias
-    // gradient) is reduced across lanes once per row instead of once per row and panel. A
-    // larger one runs it on each tile while that is in L1.
-    whole_epilogue_ = has_epilogue && g.M * g.N * elem_bytes_ <= kWholeEpilogueBytes;
+    whole_epilogue_ = e.kernel_.plan.whole_epilogue;
     tile_epilogue_ = has_epilogue && !whole_epilogue_;
     epilogue_ = has_epilogue;
     panel_ = e.stack_buffer(elem_type_, std::max<int64_t>(1, g.kc) * panel_columns_);

@@ -28,6 +28,11 @@ constexpr int kRowsWide = 8;
 constexpr int kRowsMax = 12;  // 24 accumulators, two B vectors and a broadcast: 27 of 32 registers
 // The longest k-block of a matmul (the fastest measured on AVX2 and AVX-512 hosts alike).
 constexpr int64_t kBlockK = 256;
+// A product's result up to this size (L1) runs its epilogue once, after its last k-block, over
+// all of it: its loops are then as long as the rows, and a reduction along a row (a bias
+// gradient) is reduced across lanes once per row instead of once per row and panel. A larger
+// one runs it on each tile while that is in L1.
+constexpr int64_t kWholeEpilogueBytes = 32 << 10;
 // Transposed tiles: 24 accumulators, two A^T vectors and a broadcast; at most a vector's lanes,
 // since a tile's columns become the lanes of C's rows, and fewer where the registers are fewer.
 constexpr int kMaxTileColumns = 12;
@@ -93,6 +98,8 @@ KernelPlan tiles(const ir::Region& r, const kernel::Kernel& k, const kernel::Ker
   int64_t kc = root.op == ir::Op::MatMul ? std::min(block_k(target), std::max<int64_t>(1, d.K))
                                          : kernel::conv_product(r, root).k_inner();
   plan.tile = {tile_rows(d.M, target), 2 * plan.vector_lanes, kc, 0, 0};
+  int64_t esize = dtype_size(r.type(root.results[0]).dtype);
+  plan.whole_epilogue = k.nodes.size() > 1 && d.M * d.N * esize <= kWholeEpilogueBytes;
   plan.split_columns = root.op == ir::Op::MatMul && d.batch.empty() && d.N >= 2 * plan.tile.n && !frame.reduces() &&
                        d.N / plan.tile.n >= support::ceil_div<int64_t>(d.M, plan.tile.m);
   return plan;

@@ -23,8 +23,6 @@ kernel::FusionOptions fusion_options() {
   return options;
 }
 
-const char* device_class_name(DeviceClass c) { return c == DeviceClass::Cpu ? "cpu" : "gpu"; }
-
 int64_t tile_invocations(const kernel::Tile& t) { return (t.m / t.thread_m) * (t.n / t.thread_n); }
 
 int64_t tile_shared_bytes(const kernel::Tile& t, int64_t element_bytes) {

@@ -19,7 +19,6 @@ enum class DeviceClass : uint8_t {
   Cpu,  // a CPU implementation (lavapipe): a few wide cores, where small workgroups and tiles pay
   Gpu,  // a GPU: many narrow lanes, workgroups of several subgroups, tiles as large as fill it
 };
-const char* device_class_name(DeviceClass c);
 
 // The numbers a device's plans are chosen from (device_tuning). The defaults are the CPU class's.
 struct DeviceTuning {

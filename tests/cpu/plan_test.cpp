@@ -66,6 +66,19 @@ TEST(CpuPlans, ProductTilesFollowTheTargetsRegisters) {
   EXPECT_EQ(plans(product(32, 784, 128), small_cache)[0].tile, (Tile{8, 32, 128, 0, 0}));
 }
 
+TEST(CpuPlans, AProductThatFitsL1RunsItsEpilogueOnceOverTheWholeResult) {
+  auto with_bias = [](int64_t m, int64_t k, int64_t n) {
+    std::string a = std::to_string(m) + "," + std::to_string(k), b = std::to_string(k) + "," + std::to_string(n),
+                c = std::to_string(m) + "," + std::to_string(n);
+    return "func @main(%0: f32[" + a + "], %1: f32[" + b + "], %2: f32[" + c + "]) -> (f32[" + c +
+           "]) {\n  %3 = matmul %0, %1 : f32[" + c + "]\n  %4 = add %3, %2 : f32[" + c + "]\n  return %4\n}";
+  };
+  // 32 x 128 f32 is 16 KiB: once; 256 x 512 (512 KiB): on each tile; without an epilogue: neither.
+  EXPECT_TRUE(plans(with_bias(32, 784, 128), avx512())[0].whole_epilogue);
+  EXPECT_FALSE(plans(with_bias(256, 64, 512), avx512())[0].whole_epilogue);
+  EXPECT_FALSE(plans(product(32, 784, 128), avx512())[0].whole_epilogue);
+}
+
 TEST(CpuPlans, AWideProductSplitsItsColumnsAcrossThreads) {
   // 8 rows are one tile; 512 columns are 16 panels of 32: wider than tall, so threads split the
   // panels. A tall product splits its rows.
