@@ -1,6 +1,6 @@
-"""The kernels of fluxion_gpu_kernels in PyTorch (CUDA, FP32 and TF32) and JAX (jit), on the same
-GPU, printing the same RES lines: square f32 products, a 64 MB map, row sums, column sums and a
-whole-array sum. Each peer is skipped when its package or a GPU is missing.
+"""The kernels of fluxion_gpu_kernels in PyTorch (CUDA) and JAX (jit), products in FP32 and TF32
+in both, on the same GPU, printing the same RES lines: square f32 products, a 64 MB map, row
+sums, column sums and a whole-array sum. Each peer is skipped when its package or a GPU is missing.
 usage: python3 bench/gpu/peers.py [N...]   (product sizes, default 1024 2048 4096)"""
 import statistics
 import sys
@@ -56,10 +56,12 @@ def jax_peer(sizes):
     def run(f, *args):
         return lambda: f(*args).block_until_ready()
 
-    product = jax.jit(lambda a, b: a @ b)
-    for n in sizes:
-        a = jax.random.uniform(key, (n, n)) - 0.5
-        report("jax", "matmul", n, *timed(run(product, a, a), lambda: None), 2.0 * n ** 3, "TFLOP/s")
+    # JAX multiplies f32 matrices in TF32 on NVIDIA GPUs unless asked for full precision.
+    for name, precision in (("jax", "highest"), ("jax-tf32", "default")):
+        product = jax.jit(lambda a, b, p=precision: jnp.matmul(a, b, precision=p))
+        for n in sizes:
+            a = jax.random.uniform(key, (n, n)) - 0.5
+            report(name, "matmul", n, *timed(run(product, a, a), lambda: None), 2.0 * n ** 3, "TFLOP/s")
     x = jax.random.uniform(key, (SIDE, SIDE))
     for kernel, f in (("map", lambda v: v * 1.5 + 0.5), ("row_sums", lambda v: v.sum(1)),
                       ("column_sums", lambda v: v.sum(0)), ("sum", lambda v: v.sum())):
