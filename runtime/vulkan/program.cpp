@@ -125,9 +125,10 @@ class VulkanProgram::State {
     if (ctx_.descriptors && ctx_.descriptors->generation() != descriptors_bound_) record_commands();
     io.push_back(consts_->address);
     io.push_back(status_->address);
-    std::vector<bool> from_host(inputs.size());
-    for (size_t i = 0; i < inputs.size(); ++i) from_host[i] = !resident[i];
-    if (!host_io_ && (uploads_ == VK_NULL_HANDLE || uploads_from_ != from_host)) record_uploads(from_host);
+    // Compared in place: a warm call allocates nothing for it.
+    bool uploads_match = uploads_ != VK_NULL_HANDLE && uploads_from_.size() == inputs.size();
+    for (size_t i = 0; i < inputs.size() && uploads_match; ++i) uploads_match = uploads_from_[i] == !resident[i];
+    if (!host_io_ && !uploads_match) record_uploads(resident);
     for (size_t i = 0; i < inputs.size(); ++i) {
       if (resident[i]) continue;
       const Allocation& dst = host_io_ ? inputs_[i].get() : input_staging_[i].get();
@@ -329,10 +330,10 @@ class VulkanProgram::State {
   }
 
   // The copies from staging memory that start a call on a device whose memory the host cannot
-  // write: the io table and the inputs given from the host (`from_host`; an input already on
-  // the device is read in place). Recorded again only when which inputs come from the host
+  // write: the io table and the inputs given from the host (those `resident` holds no buffer
+  // for; an input already on the device is read in place). Recorded again only when which inputs come from the host
   // changes; the first segment's opening barrier makes them visible to its dispatches.
-  void record_uploads(const std::vector<bool>& from_host) const {
+  void record_uploads(const std::vector<std::shared_ptr<const VulkanBuffer>>& resident) const {
     if (uploads_ == VK_NULL_HANDLE) {
       auto ai = vk_struct<VkCommandBufferAllocateInfo>(VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO);
       ai.commandPool = pool_;
@@ -347,12 +348,12 @@ class VulkanProgram::State {
     VkBufferCopy io_region{io_staging_->offset, io_table_->offset, io_table_->size};
     vkCmdCopyBuffer(uploads_, io_staging_->buffer, io_table_->buffer, 1, &io_region);
     for (size_t i = 0; i < inputs_.size(); ++i) {
-      if (!from_host[i]) continue;
+      if (resident[i]) continue;
       VkBufferCopy region{input_staging_[i]->offset, inputs_[i]->offset, inputs_[i]->size};
       vkCmdCopyBuffer(uploads_, input_staging_[i]->buffer, inputs_[i]->buffer, 1, &region);
     }
     check(vkEndCommandBuffer(uploads_), "vkEndCommandBuffer");
-    uploads_from_ = from_host;
+    for (size_t i = 0; i < inputs_.size(); ++i) uploads_from_.push_back(!resident[i]);
   }
 
   void record_segment(VkCommandBuffer cmd, bool first_segment, size_t first, size_t last) const {
