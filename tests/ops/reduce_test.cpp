@@ -13,7 +13,6 @@ using fx::Axes;
 
 namespace {
 
-
 enum class Red { Sum, Mean, Max, Min };
 
 const char* red_name(Red r) {
@@ -90,8 +89,8 @@ FLUXION_INSTANTIATE_BACKENDS(Reduce);
 
 TEST_P(Reduce, OverAxesSubsetsWithAndWithoutKeepdims) {
   const Shape s{2, 3, 4};
-  const std::vector<std::vector<int64_t>> axis_sets{{0}, {1}, {2}, {-1}, {-3}, {0, 2}, {2, 0}, {-1, 0}, {1, -1},
-                                                    {0, 1, 2}, {-1, -2, -3}};
+  const std::vector<std::vector<int64_t>> axis_sets{{0},    {1},     {2},     {-1},      {-3},        {0, 2},
+                                                    {2, 0}, {-1, 0}, {1, -1}, {0, 1, 2}, {-1, -2, -3}};
   uint32_t seed = 10;
   for (Red r : {Red::Sum, Red::Mean, Red::Max, Red::Min}) {
     for (DType dt : fx::testing::dtypes_on(backend(), {fx::f32, fx::f64, fx::i32})) {
@@ -113,8 +112,7 @@ TEST_P(Reduce, OverAxesSubsetsWithAndWithoutKeepdims) {
 TEST_P(Reduce, SingleAxisAsInteger) {
   std::vector<double> x = random_values(fx::f32, 12, -1, 1, 3);
   auto f = jit([](Tensor t) {
-    return std::make_tuple(fx::sum(t, 1), fx::sum(t, -2, true), fx::max(t, 0), fx::min(t, -1, true),
-                           fx::mean(t, 1));
+    return std::make_tuple(fx::sum(t, 1), fx::sum(t, -2, true), fx::max(t, 0), fx::min(t, -1, true), fx::mean(t, 1));
   });
   auto [s1, s0k, m0, n1k, me1] = f(make(fx::f32, x, {3, 4}));
   RefResult w;
@@ -172,8 +170,8 @@ TEST_P(Reduce, AllAxesByDefaultAndNone) {
 TEST_P(Reduce, ZeroSizeAxes) {
   // x: f32[0,3]. sum over the empty axis is 0, max -inf, min +inf, mean 0/0 = NaN.
   auto f = jit([](Tensor t) {
-    return std::vector<Tensor>{fx::sum(t, 0), fx::max(t, 0), fx::min(t, 0), fx::mean(t, 0), fx::sum(t, 1),
-                               fx::sum(t),    fx::max(t),    fx::sum(t, 0, true)};
+    return std::vector<Tensor>{fx::sum(t, 0), fx::max(t, 0), fx::min(t, 0), fx::mean(t, 0),
+                               fx::sum(t, 1), fx::sum(t),    fx::max(t),    fx::sum(t, 0, true)};
   });
   for (DType dt : fx::testing::dtypes_on(backend(), {fx::f32, fx::f64})) {
     SCOPED_TRACE(fx::dtype_name(dt));
@@ -251,7 +249,7 @@ TEST_P(Reduce, ArgmaxArgminFirstOfTies) {
   for (DType dt : fx::testing::dtypes_on(backend(), {fx::f32, fx::f64, fx::i32})) {
     SCOPED_TRACE(fx::dtype_name(dt));
     auto f = jit([](Tensor t) {
-      return std::vector<Tensor>{fx::argmax(t, 1), fx::argmin(t, 1),         fx::argmax(t, -1, true),
+      return std::vector<Tensor>{fx::argmax(t, 1), fx::argmin(t, 1),       fx::argmax(t, -1, true),
                                  fx::argmax(t, 0), fx::argmin(t, 0, true), fx::argmin(t, -2)};
     });
     std::vector<Array> r = f(make(dt, x, {3, 4}));
