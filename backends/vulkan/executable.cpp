@@ -72,6 +72,7 @@ class VulkanExecutable final : public backends::Executable {
                                  " has no 64-bit float support (shaderFloat64); f64 programs cannot run on it");
     }
     check_sizes(program_.body);
+    split_reductions(program_.body, tuning_);
     kernel::FusionOptions options = fusion_options();
     options_.loop_kernels = support::enabled(support::Setting::vulkan_loop_kernels);
     options_.loop_iteration_limit = loop_iteration_limit(ctx_);

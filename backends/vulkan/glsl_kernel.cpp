@@ -3,7 +3,8 @@
 //   elementwise  one invocation per index of the kernel's space (also convolutions, computed
 //                per output element);
 //   reducing     one row of invocations per kept index; the row's invocations stride over the
-//                reduced indices, then combine their partial results in workgroup memory;
+//                reduced indices, then combine their partial results in workgroup memory (rows
+//                that are neighbours in memory interleaved across neighbouring invocations);
 //   matmul       output tiles per workgroup, operands staged through workgroup memory, a block
 //                of results per invocation, then the epilogue per result (the plan's tile).
 #include "backends/vulkan/glsl_kernel.h"
@@ -260,10 +261,15 @@ void GlslKernel::emit_reducing() {
   int64_t workgroup = plan_.workgroup, lanes = plan_.row_lanes;
   int64_t rows_per_group = workgroup / lanes;
   groups_ = grid(support::ceil_div<int64_t>(rows, rows_per_group) * workgroup, workgroup);
-  std::string L = std::to_string(lanes);
+  std::string L = std::to_string(lanes), R = std::to_string(rows_per_group);
+  // Interleaved rows: the workgroup's rows are its neighbouring invocations, and the lanes of
+  // one row are rows_per_group invocations apart.
+  bool interleaved = plan_.strategy == kernel::Strategy::InterleavedRows;
+  std::string lane_stride = interleaved ? R : "1";
   line("int tid = int(gl_LocalInvocationID.x);");
-  line("int lane = tid % " + L + ";");
-  line("int row = int(gl_WorkGroupID.y * gl_NumWorkGroups.x + gl_WorkGroupID.x) * " + std::to_string(rows_per_group) + " + tid / " + L + ";");
+  line("int lane = tid " + std::string(interleaved ? "/ " + R : "% " + L) + ";");
+  line("int row = int(gl_WorkGroupID.y * gl_NumWorkGroups.x + gl_WorkGroupID.x) * " + R + " + tid " +
+       (interleaved ? "% " + R : "/ " + L) + ";");
   line("bool live = row < " + std::to_string(rows) + ";");
   for (size_t n : reductions) {
     DType t = region_.type(region_.nodes[n].results[0]).dtype;
@@ -324,7 +330,8 @@ void GlslKernel::emit_reducing() {
     const ir::Node& node = region_.nodes[n];
     DType t = region_.type(node.results[0]).dtype;
     std::string sh = "red" + std::to_string(n);
-    line("  if (lane < s) " + sh + "[tid] = " + combine(node.op, t, sh + "[tid]", sh + "[tid + s]") + ";");
+    line("  if (lane < s) " + sh +
+         "[tid] = " + combine(node.op, t, sh + "[tid]", sh + "[tid + s * " + lane_stride + "]") + ";");
   }
   line("  barrier();");
   line("}");
@@ -456,7 +463,8 @@ KernelShader GlslKernel::emit(const std::string& name) {
     case kernel::Strategy::RowBlocks: emit_scatter(false); break;
     case kernel::Strategy::Tiles: emit_matmul(); break;
     case kernel::Strategy::WorkgroupRows:
-    case kernel::Strategy::SubgroupRows: emit_reducing(); break;
+    case kernel::Strategy::SubgroupRows:
+    case kernel::Strategy::InterleavedRows: emit_reducing(); break;
     case kernel::Strategy::PerIndex:
     case kernel::Strategy::Direct: emit_elementwise(); break;
     default:

@@ -19,7 +19,6 @@ kernel::FusionOptions fusion_options() {
   options.mixed_reductions = false;
   options.straight_line_regions = false;
   options.split_reductions = false;
-  options.double_buffered_scan_carries = false;
   return options;
 }
 
@@ -54,6 +53,10 @@ void gpu_class(DeviceTuning& t) {
   t.workgroup = 512;
   t.reduction_workgroup = 1024;
   t.many_rows_workgroup = 256;
+  t.interleaved_rows = 32;
+  t.fill_invocations = int64_t{1} << 17;
+  t.min_part_elements = 8192;
+  t.min_part_depth = 64;
   t.product = {64, 64, 16, 4, 4};
   t.large_product = {128, 128, 16, 8, 8};
   t.large_product_min_tiles = 256;
@@ -92,6 +95,27 @@ DeviceTuning device_tuning(const VulkanDeviceInfo& info, const ShaderTarget& tar
   return t;
 }
 
+ReductionLanes reduction_lanes(int64_t rows, int64_t cols, bool rows_inner, const DeviceTuning& tuning) {
+  ReductionLanes out;
+  auto lanes_within = [&](int64_t workgroup) {
+    int64_t lanes = 1;
+    while (lanes < cols && lanes < workgroup) lanes *= 2;
+    return lanes;
+  };
+  if (tuning.interleaved_rows > 0 && rows_inner && rows > 1 && cols > 1) {
+    // A row's lanes are a workgroup's rows apart: each lane reads its part of interleaved_rows
+    // neighbouring rows in one transaction.
+    int64_t side = power_of_two_within(rows, tuning.interleaved_rows);
+    out.row_lanes = lanes_within(tuning.reduction_workgroup / side);
+    out.workgroup = side * out.row_lanes;
+    out.interleaved = true;
+    return out;
+  }
+  out.workgroup = rows >= tuning.many_rows ? tuning.many_rows_workgroup : tuning.reduction_workgroup;
+  out.row_lanes = lanes_within(out.workgroup);
+  return out;
+}
+
 namespace {
 
 bool is_reduce(const ir::Node& n) { return ir::op_info(n.op).cls == ir::OpClass::Reduce; }
@@ -112,11 +136,16 @@ KernelPlan reducing(const ir::Region& r, const kernel::Kernel& k, const DeviceTu
   int64_t cols = 1;
   for (int64_t a : *axes) cols *= k.space[static_cast<size_t>(a)];
   int64_t rows = numel(k.space) / std::max<int64_t>(cols, 1);
+  bool rows_inner = std::find(axes->begin(), axes->end(), static_cast<int64_t>(k.space.size()) - 1) == axes->end();
+  ReductionLanes lanes = reduction_lanes(rows, cols, rows_inner, tuning);
   KernelPlan plan;
-  plan.workgroup = rows >= tuning.many_rows ? tuning.many_rows_workgroup : tuning.reduction_workgroup;
-  plan.row_lanes = 1;
-  while (plan.row_lanes < cols && plan.row_lanes < plan.workgroup) plan.row_lanes *= 2;
-  plan.strategy = subgroups && plan.row_lanes == plan.workgroup ? Strategy::SubgroupRows : Strategy::WorkgroupRows;
+  plan.workgroup = lanes.workgroup;
+  plan.row_lanes = lanes.row_lanes;
+  if (lanes.interleaved) {
+    plan.strategy = Strategy::InterleavedRows;
+  } else {
+    plan.strategy = subgroups && plan.row_lanes == plan.workgroup ? Strategy::SubgroupRows : Strategy::WorkgroupRows;
+  }
   return plan;
 }
 
@@ -202,10 +231,13 @@ std::string plan_fault(const KernelPlan& p, const DeviceTuning& tuning) {
       (t.thread_m < 1 || t.thread_n < 1 || t.k < 1 || t.m % t.thread_m != 0 || t.n % t.thread_n != 0 ||
        (t.m / t.thread_m) * (t.n / t.thread_n) != p.workgroup))
     return "a tile whose invocations, (m / thread m) x (n / thread n), are the workgroup";
-  if ((p.strategy == Strategy::WorkgroupRows || p.strategy == Strategy::SubgroupRows) &&
+  if ((p.strategy == Strategy::WorkgroupRows || p.strategy == Strategy::SubgroupRows ||
+       p.strategy == Strategy::InterleavedRows) &&
       (p.row_lanes < 1 || (p.row_lanes & (p.row_lanes - 1)) != 0 || p.workgroup % p.row_lanes != 0 ||
-       (p.strategy == Strategy::SubgroupRows && p.row_lanes != p.workgroup)))
-    return "rows of a power of two lanes that divides the workgroup (the whole workgroup for subgroup rows)";
+       (p.strategy == Strategy::SubgroupRows && p.row_lanes != p.workgroup) ||
+       (p.strategy == Strategy::InterleavedRows && p.row_lanes == p.workgroup)))
+    return "rows of a power of two lanes that divides the workgroup (the whole workgroup for subgroup rows, "
+           "less than it for interleaved rows)";
   if (p.strategy == Strategy::RowBlocks && t.m < 1) return "blocks of at least one row";
   return "";
 }

@@ -29,6 +29,18 @@ struct DeviceTuning {
   int64_t reduction_workgroup = kWorkgroupSize;
   int64_t many_rows = 1024;
   int64_t many_rows_workgroup = kWorkgroupSize;
+  // Rows of a reduction that lie side by side in memory (its innermost axis is kept: column
+  // sums) go to neighbouring invocations, interleaved_rows of them per workgroup, so that a
+  // row's lanes read whole memory transactions (0: one row's lanes side by side, as on a CPU).
+  int64_t interleaved_rows = 0;
+  // A reduction with fewer invocations than fill_invocations is split (split_reductions): its
+  // outermost reduced axis is cut into parts of at least min_part_elements folded elements each,
+  // one partial result per part, and a second reduction combines the parts in a fixed order.
+  int64_t fill_invocations = 1024;
+  int64_t min_part_elements = 16384;
+  // Split-K: a product of fewer tiles than fill the device is cut into parts of its k of at
+  // least min_part_depth each (0: never), summed by a reduction.
+  int64_t min_part_depth = 0;
   // The tiled product: a workgroup's 32 x 32 output tile, staged 16 deep, 4 x 4 results per
   // invocation ((32 / 4) x (32 / 4) = 64 invocations).
   kernel::Tile product{32, 32, 16, 4, 4};
@@ -58,7 +70,8 @@ int64_t tile_invocations(const kernel::Tile& t);
 int64_t tile_shared_bytes(const kernel::Tile& t, int64_t element_bytes);
 
 // What the fuser may put in one GPU kernel: reductions of one set of axes, elementwise product
-// epilogues, no straight-line regions, split reductions or double-buffered scan carries.
+// epilogues, no straight-line regions, no reductions split by threads (a GPU splits its own
+// reductions: split_reductions). Scan carries are double-buffered, as on the CPU.
 kernel::FusionOptions fusion_options();
 
 // The class of the device `info` describes: FLUXION_VULKAN_TUNING when it names one, else Cpu
@@ -67,6 +80,23 @@ DeviceClass device_class(const VulkanDeviceInfo& info);
 // The tuning of a device with capabilities `target`, described by `info`: its class's numbers,
 // trimmed to the workgroup size and workgroup memory it has.
 DeviceTuning device_tuning(const VulkanDeviceInfo& info, const ShaderTarget& target);
+
+// How a reduction of `rows` kept indices over `cols` folded elements each is laid out: the
+// workgroup, the lanes of one row, and whether neighbouring invocations take neighbouring rows
+// (`rows_inner`: its innermost axis is kept).
+struct ReductionLanes {
+  int64_t workgroup = 0, row_lanes = 0;
+  bool interleaved = false;
+};
+ReductionLanes reduction_lanes(int64_t rows, int64_t cols, bool rows_inner, const DeviceTuning& tuning);
+
+// Splits every reduction of r (and of its nested regions) that would leave the device mostly
+// idle into partial reductions over parts of one reduced axis and a reduction of the parts: a
+// reshape that cuts the axis into [parts, extent / parts], the first reduction folding the inner
+// piece, the second the parts. Products of few output tiles and a long k are split over k alike
+// (split-K). The partition depends only on the shapes and the tuning, so results are the same
+// run to run. Returns whether anything was split.
+bool split_reductions(ir::Region& r, const DeviceTuning& tuning);
 
 // The plan of dispatched kernel k of region r (schedule s).
 kernel::KernelPlan plan_kernel(const ir::Region& r, const kernel::RegionSchedule& s, const kernel::Kernel& k,

@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <cstring>
 #include <map>
+#include <optional>
 
 #include "backends/vulkan/pipelines.h"
 #include "fluxion/error.h"
@@ -132,8 +133,10 @@ class Recorder {
              {range(guard, 1), range(src, n)}, {range(dst, n)}, name_of("copy"));
   }
 
+  // `destinations`: where result j is wanted (absent: anywhere). A result stored in an arena
+  // slot is computed there; the caller copies any other.
   std::vector<Loc> region(const ir::Region& r, const RegionSchedule& s, Loc arena, const std::vector<Loc>& params,
-                          Loc guard, bool top) {
+                          Loc guard, bool top, const std::vector<std::optional<Loc>>& destinations = {}) {
     std::vector<Loc> loc(r.types.size());
     std::vector<bool> has(r.types.size(), false);
     std::vector<int32_t> producer = kernel::producers(r);
@@ -141,9 +144,17 @@ class Recorder {
       loc[static_cast<size_t>(r.params[i])] = params[i];
       has[static_cast<size_t>(r.params[i])] = true;
     }
+    for (size_t j = 0; j < destinations.size(); ++j) {
+      size_t v = static_cast<size_t>(r.results[j]);
+      if (destinations[j] && s.storage[v] == Storage::Slot && !has[v]) {
+        loc[v] = *destinations[j];
+        has[v] = true;
+      }
+    }
     for (size_t v = 0; v < r.types.size(); ++v) {
       switch (s.storage[v]) {
         case Storage::Slot:
+          if (has[v]) break;
           loc[v] = arena + s.offset[v];
           has[v] = true;
           break;
@@ -381,19 +392,29 @@ class Recorder {
     return scratch_[key] = alloc(n);
   }
 
+  // A scan keeps each carry in two buffers, the result's and a second one in its arena
+  // (kernel::scan_carry_buffers), and alternates them as the CPU backend does: an even step
+  // reads the first and computes the new carries in the second, an odd step the other way
+  // round, so carries are neither copied back nor staged. Per-step outputs are computed in
+  // their step's slice of the stacked result; a result not computed in place is copied.
   void scan(const ir::Region& r, const ir::Node& n, const RegionSchedule& sub, Loc arena, std::vector<Loc>& loc,
             Loc guard) {
     const ir::Attrs& a = n.attrs;
     size_t nc = static_cast<size_t>(a.carries), nx = static_cast<size_t>(a.xs);
     const ir::Region& body = n.regions[0];
-    std::vector<Loc> carries;
+    kernel::ScanCarryBuffers second = kernel::scan_carry_buffers(r, n, sub.arena_bytes);
+    std::vector<Loc> buffers[2];
     for (size_t j = 0; j < nc; ++j) {
-      carries.push_back(loc[static_cast<size_t>(n.results[j])]);
-      copy(loc[static_cast<size_t>(n.operands[j])], carries[j], bytes(r.type(n.operands[j])), guard);
+      buffers[0].push_back(loc[static_cast<size_t>(n.results[j])]);
+      buffers[1].push_back(arena + second.offsets[j]);
+      copy(loc[static_cast<size_t>(n.operands[j])], buffers[0][j], bytes(r.type(n.operands[j])), guard);
     }
     Loc index = iota(a.length);
     for (int64_t step = 0; step < a.length; ++step) {
       int64_t t = a.reverse ? a.length - 1 - step : step;
+      const std::vector<Loc>& carries = buffers[step % 2];
+      std::vector<std::optional<Loc>> wanted(n.results.size());
+      for (size_t j = 0; j < nc; ++j) wanted[j] = buffers[1 - step % 2][j];
       std::vector<Loc> params{index + 4 * t};
       params.insert(params.end(), carries.begin(), carries.end());
       for (size_t j = 0; j < nx; ++j) {
@@ -401,13 +422,15 @@ class Recorder {
         params.push_back(loc[static_cast<size_t>(xs)] + t * (bytes(r.type(xs)) / std::max<int64_t>(1, a.length)));
       }
       for (size_t j = nc + nx; j < n.operands.size(); ++j) params.push_back(loc[static_cast<size_t>(n.operands[j])]);
-      std::vector<Loc> res = region(body, sub, arena, params, guard, false);
-      // Per-step outputs first: one may be a carry parameter, which the update overwrites.
-      for (size_t j = nc; j < n.results.size(); ++j) {
-        int64_t slice = bytes(body.type(body.results[j]));
-        copy(res[j], loc[static_cast<size_t>(n.results[j])] + t * slice, slice, guard);
+      for (size_t j = nc; j < n.results.size(); ++j)
+        wanted[j] = loc[static_cast<size_t>(n.results[j])] + t * bytes(body.type(body.results[j]));
+      std::vector<Loc> res = region(body, sub, arena, params, guard, false, wanted);
+      for (size_t j = 0; j < n.results.size(); ++j) {
+        if (res[j] != *wanted[j]) copy(res[j], *wanted[j], bytes(body.type(body.results[j])), guard);
       }
-      update_carries(body, 1, res, carries, guard);
+    }
+    if (a.length % 2 == 1) {
+      for (size_t j = 0; j < nc; ++j) copy(buffers[1][j], buffers[0][j], bytes(r.type(n.operands[j])), guard);
     }
   }
 

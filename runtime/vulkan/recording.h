@@ -23,6 +23,7 @@ struct Loc {
   int32_t io = -1;
   int64_t off = 0;
   Loc operator+(int64_t d) const { return {io, off + d}; }
+  bool operator==(const Loc&) const = default;
 };
 
 struct Range {
