@@ -330,8 +330,9 @@ void GlslKernel::emit_reducing() {
     const ir::Node& node = region_.nodes[n];
     DType t = region_.type(node.results[0]).dtype;
     std::string sh = "red" + std::to_string(n);
-    line("  if (lane < s) " + sh +
-         "[tid] = " + combine(node.op, t, sh + "[tid]", sh + "[tid + s * " + lane_stride + "]") + ";");
+    std::string partner = sh;
+    partner += "[tid + s * " + lane_stride + "]";
+    line("  if (lane < s) " + sh + "[tid] = " + combine(node.op, t, sh + "[tid]", partner) + ";");
   }
   line("  barrier();");
   line("}");

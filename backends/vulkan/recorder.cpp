@@ -146,8 +146,9 @@ class Recorder {
     }
     for (size_t j = 0; j < destinations.size(); ++j) {
       size_t v = static_cast<size_t>(r.results[j]);
-      if (destinations[j] && s.storage[v] == Storage::Slot && !has[v]) {
-        loc[v] = *destinations[j];
+      const std::optional<Loc>& wanted = destinations[j];
+      if (wanted && s.storage[v] == Storage::Slot && !has[v]) {
+        loc[v] = *wanted;
         has[v] = true;
       }
     }
@@ -413,7 +414,7 @@ class Recorder {
     for (int64_t step = 0; step < a.length; ++step) {
       int64_t t = a.reverse ? a.length - 1 - step : step;
       const std::vector<Loc>& carries = buffers[step % 2];
-      std::vector<std::optional<Loc>> wanted(n.results.size());
+      std::vector<Loc> wanted(n.results.size());
       for (size_t j = 0; j < nc; ++j) wanted[j] = buffers[1 - step % 2][j];
       std::vector<Loc> params{index + 4 * t};
       params.insert(params.end(), carries.begin(), carries.end());
@@ -424,9 +425,10 @@ class Recorder {
       for (size_t j = nc + nx; j < n.operands.size(); ++j) params.push_back(loc[static_cast<size_t>(n.operands[j])]);
       for (size_t j = nc; j < n.results.size(); ++j)
         wanted[j] = loc[static_cast<size_t>(n.results[j])] + t * bytes(body.type(body.results[j]));
-      std::vector<Loc> res = region(body, sub, arena, params, guard, false, wanted);
+      std::vector<Loc> res =
+          region(body, sub, arena, params, guard, false, std::vector<std::optional<Loc>>(wanted.begin(), wanted.end()));
       for (size_t j = 0; j < n.results.size(); ++j) {
-        if (res[j] != *wanted[j]) copy(res[j], *wanted[j], bytes(body.type(body.results[j])), guard);
+        if (res[j] != wanted[j]) copy(res[j], wanted[j], bytes(body.type(body.results[j])), guard);
       }
     }
     if (a.length % 2 == 1) {
