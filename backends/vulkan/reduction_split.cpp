@@ -1,9 +1,10 @@
 // Reductions split across workgroups (plan.h, split_reductions). A reduction kernel gives each
 // kept index one row of at most a workgroup of lanes, so a whole-array sum runs in a single
-// workgroup: on a GPU with over a hundred multiprocessors, one of them. Cutting the reduced
-// axis that divides best into `parts` turns it into a reduction of rows x parts rows, which
-// fills the device, followed by a reduction of the parts, as small as the result. Both are
-// ordinary reductions: the fuser still computes the operand inside the first one.
+// workgroup: on a GPU with over a hundred multiprocessors, one of them. Cutting a reduced axis
+// that divides well into `parts` (the outermost that gives nearly the most) turns it into a
+// reduction of rows x parts rows, which fills the device, followed by a reduction of the parts,
+// as small as the result. Both are ordinary reductions: the fuser still computes the operand
+// inside the first one.
 //
 // A product's sum over k is split the same way (split-K): a product of few output tiles and a
 // long k, [m, k] x [k, n], becomes a batched product over parts of k, [parts, m, k / parts] x
@@ -45,12 +46,15 @@ Split split_of(const ir::Region& r, const ir::Node& n, const DeviceTuning& tunin
   int64_t invocations = rows * lanes.row_lanes;
   if (invocations >= tuning.fill_invocations) return {};
   int64_t wanted = std::min(support::ceil_div(tuning.fill_invocations, invocations), cols / tuning.min_part_elements);
-  Split best;
+  // The outermost axis that gives at least half the most parts any axis gives: each part is
+  // then one contiguous stretch of memory, or a few.
+  int64_t most = 1;
+  for (int64_t a : axes) most = std::max(most, divisor_within(shape[static_cast<size_t>(a)], wanted));
   for (int64_t a : axes) {
     int64_t parts = divisor_within(shape[static_cast<size_t>(a)], wanted);
-    if (parts > best.parts) best = {static_cast<size_t>(a), parts};
+    if (parts > 1 && 2 * parts >= most) return {static_cast<size_t>(a), parts};
   }
-  return best;
+  return {};
 }
 
 // The parts of product n's k, 1 when its output tiles fill the device as they are.
