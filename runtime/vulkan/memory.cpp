@@ -27,7 +27,19 @@ VkDeviceSize memory_limit() {
   return limit ? static_cast<VkDeviceSize>(*limit) : ~VkDeviceSize{0};
 }
 
+thread_local const std::string* allocating_for = nullptr;
+
+// "out of device memory" and, inside an AllocatingFor, the program it names.
+std::string out_of_memory() {
+  std::string s = "out of device memory";
+  if (allocating_for) s += " for " + *allocating_for;
+  return s;
+}
+
 }  // namespace
+
+AllocatingFor::AllocatingFor(const std::string& label) : outer_(allocating_for) { allocating_for = &label; }
+AllocatingFor::~AllocatingFor() { allocating_for = outer_; }
 
 MemoryPool::MemoryPool(VkDevice device, VkPhysicalDevice physical, VkMemoryPropertyFlags required,
                        VkMemoryPropertyFlags preferred, bool map, const char* name, BlockDescriptors* descriptors)
@@ -103,6 +115,14 @@ int MemoryPool::new_block(VkDeviceSize bytes) {
   VkResult r = vkAllocateMemory(device_, &ai, nullptr, &b.memory);
   if (r != VK_SUCCESS) {
     vkDestroyBuffer(device_, b.buffer, nullptr);
+    if (r == VK_ERROR_OUT_OF_DEVICE_MEMORY || r == VK_ERROR_OUT_OF_HOST_MEMORY) {
+      detail::fail(
+          "vulkan",
+          out_of_memory() + ": a block of " + std::to_string(req.size) + " bytes for the " + name_ +
+              " pool, which holds " + std::to_string(in_use_) + " bytes in use, could not be allocated (" +
+              (r == VK_ERROR_OUT_OF_DEVICE_MEMORY ? "VK_ERROR_OUT_OF_DEVICE_MEMORY" : "VK_ERROR_OUT_OF_HOST_MEMORY") +
+              ")");
+    }
     check(r, "vkAllocateMemory");
   }
   check(vkBindBufferMemory(device_, b.buffer, b.memory, 0), "vkBindBufferMemory");
@@ -135,8 +155,7 @@ Allocation MemoryPool::allocate(VkDeviceSize bytes) {
   if (closed_)
     detail::fail("vulkan", std::string("the ") + name_ + " pool's device was closed when the process exited");
   if (in_use_ + bytes > memory_limit()) {
-    detail::fail("vulkan", std::string("out of device memory: the ") + name_ + " pool would hold " +
-                               std::to_string(in_use_ + bytes) +
+    detail::fail("vulkan", out_of_memory() + ": the " + name_ + " pool would hold " + std::to_string(in_use_ + bytes) +
                                " bytes, over the budget FLUXION_VULKAN_MEMORY_LIMIT=" + std::to_string(memory_limit()));
   }
   // An emptied size stays in kept_ with its vector's capacity: a steady state that frees and

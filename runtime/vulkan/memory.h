@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <map>
 #include <mutex>
+#include <string>
 #include <vector>
 
 namespace fluxion::vulkan {
@@ -27,6 +28,19 @@ struct Allocation {
 };
 
 class BlockDescriptors;
+
+// While one lives, out-of-memory errors raised on this thread name the program `label` (a
+// VulkanProgram's, as runtime::program_label makes it) as the one whose buffers were wanted.
+class AllocatingFor {
+ public:
+  explicit AllocatingFor(const std::string& label);
+  ~AllocatingFor();
+  AllocatingFor(const AllocatingFor&) = delete;
+  AllocatingFor& operator=(const AllocatingFor&) = delete;
+
+ private:
+  const std::string* outer_;
+};
 
 class MemoryPool {
  public:

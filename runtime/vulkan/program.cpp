@@ -39,6 +39,7 @@ class VulkanProgram::State {
  public:
   State(Context& ctx, VulkanLayout layout, Recording recording, Regrow regrow)
       : layout_(std::move(layout)), ctx_(ctx), regrow_(std::move(regrow)) {
+    AllocatingFor allocating(layout_.label);
     MemoryPool& dev = *ctx_.device_pool;
     host_io_ = dev.host_visible();
     for (const TensorType& t : layout_.inputs) {
@@ -99,6 +100,7 @@ class VulkanProgram::State {
   // into new device buffers, which it returns.
   std::vector<std::shared_ptr<VulkanBuffer>> call(const std::vector<Array>& inputs) const {
     check_open(layout_.label.c_str());
+    AllocatingFor allocating(layout_.label);
     // The results are read back to host memory on first access: FLUXION_MEMORY_LIMIT counts them
     // (the device memory they take first is FLUXION_VULKAN_MEMORY_LIMIT's).
     runtime::check_host_memory(layout_.label, runtime::host_bytes(layout_.outputs), 0);

@@ -358,16 +358,20 @@ TEST(Vulkan, OutOfMemoryBudgetRaisesAndLeavesInputsIntact) {
   REQUIRE_VULKAN();
   Array x = uniform({256, 256}, -1, 1, 11);
   std::vector<double> before = x.to_doubles();
-  bool raised = false;
+  std::string message;
   {
     fluxion::testing::ScopedEnv limit("FLUXION_VULKAN_MEMORY_LIMIT", "4096");
     try {
       fx::jit([](Tensor a) { return fx::matmul(a, a) + 1.0; }, fx::Backend::Vulkan)(x);
     } catch (const fx::Error& e) {
-      raised = std::string(e.what()).find("out of device memory") != std::string::npos;
+      message = e.what();
     }
   }
-  EXPECT_TRUE(raised);
+  // The error names the program (its types and where it was traced) and the bytes it wanted.
+  EXPECT_NE(message.find("out of device memory for program @"), std::string::npos) << message;
+  EXPECT_NE(message.find("(f32[256,256]) -> (f32[256,256])"), std::string::npos) << message;
+  EXPECT_NE(message.find("vulkan_test.cpp"), std::string::npos) << message;
+  EXPECT_NE(message.find("bytes, over the budget FLUXION_VULKAN_MEMORY_LIMIT=4096"), std::string::npos) << message;
   EXPECT_EQ(x.to_doubles(), before);
 }
 
