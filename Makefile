@@ -34,7 +34,7 @@ ifeq ($(LP_NUM_THREADS),)
 LP_NUM_THREADS := 0
 endif
 
-.PHONY: deps demo test test-unit test-sanitize test-tsan test-fuzz fuzz-long test-gpu-validation build-release build-test bench bench-distributed layer-fixtures docs lint clean
+.PHONY: deps demo test test-unit test-sanitize test-tsan test-fuzz fuzz-long test-gpu-validation build-release build-test bench gpu-bench bench-distributed layer-fixtures docs lint clean
 
 deps:
 	scripts/install-deps.sh
@@ -125,6 +125,14 @@ bench:
 MPIRUN = OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_btl_vader_single_copy_mechanism=none \
   mpirun --oversubscribe --mca btl self,vader,tcp --mca btl_tcp_if_include lo
 # Regenerates tests/nn/fixtures/layers.safetensors from libtorch (bench/layer_fixtures.cpp).
+# The one-shot GPU benchmark (bench/gpu/README.md): Fluxion's Vulkan backend beside PyTorch and
+# JAX when they are installed, on the machine's GPU. Results and the table in GPU_BENCH_OUT.
+GPU_BENCH_OUT ?= build/gpu-bench
+gpu-bench: deps
+	cmake --preset release $(CMAKE_FLAGS)
+	cmake --build --preset release -j $(JOBS) --target fluxion_gpu_kernels fluxion_gpu_bench fluxion_vulkan_selftest
+	bench/gpu/run_device.sh build/release $(GPU_BENCH_OUT) .gl
+
 layer-fixtures:
 	scripts/install-deps.sh --bench
 	cmake --preset bench $(CMAKE_FLAGS)

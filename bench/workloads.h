@@ -15,9 +15,11 @@ std::vector<CaseSpec> handwritten_cases(const Inputs& in);
 // Debian's libtorch, C++ API, eager mode with autograd (W1..W7).
 std::vector<CaseSpec> libtorch_cases(const Inputs& in);
 // The Fluxion DSL compiled for `backend` ("cpu", "interp" or "vulkan"), named "fluxion-<backend>";
-// gradient rows time `cache_samples` fresh jit objects for cache_hit_us. Throws Error for an
-// unknown backend name.
-std::vector<CaseSpec> fluxion_cases(const Inputs& in, const std::string& backend, int cache_samples);
+// gradient rows time `cache_samples` fresh jit objects for cache_hit_us. With `device_inputs`
+// (Vulkan), the arguments are in device memory before the first call, as a GPU peer keeps its
+// tensors, so calls time no uploads. Throws Error for an unknown backend name.
+std::vector<CaseSpec> fluxion_cases(const Inputs& in, const std::string& backend, int cache_samples,
+                                    bool device_inputs = false);
 
 // Thread counts for the parallel parts of each system.
 void handwritten_set_threads(int n);  // OpenMP loops and OpenBLAS (libtorch's BLAS as well)

@@ -40,6 +40,15 @@ double grad_norm_of(const std::pair<Array, std::vector<Array>>& out) {
 
 enum class Kind { Primal, Grad, Step };
 
+// a, moved into the Vulkan backend's device memory: the result of a program stays there.
+void place_on_device(Array& a) {
+  static auto place = fx::jit([](Tensor x) { return x * 1.0f; }, fx::Backend::Vulkan);
+  a = place(a);
+}
+void place_on_device(std::vector<Array>& v) {
+  for (Array& a : v) place_on_device(a);
+}
+
 // A cell for the jit object that `make` returns, called on `args`: a loss (Primal), a loss and
 // its gradients (Grad), or a training step whose first argument is the parameters and whose
 // result is the loss and the updated parameters, fed back after every call (Step). Non-primal
@@ -47,7 +56,7 @@ enum class Kind { Primal, Grad, Step };
 // program through Compiled::run_into with outputs allocated once; a step's updated parameters
 // are written in place of its inputs there.
 template <class Make, class... A>
-Case fx_case(Make make, Kind kind, int cache_samples, A... args) {
+Case fx_case(Make make, Kind kind, int cache_samples, bool device_inputs, A... args) {
   using J = decltype(make());
   using Out = decltype(std::declval<const J&>()(args...));
   struct St {
@@ -55,6 +64,7 @@ Case fx_case(Make make, Kind kind, int cache_samples, A... args) {
     std::tuple<A...> args;
     Out out;
   };
+  if (device_inputs) (place_on_device(args), ...);
   auto st = std::make_shared<St>(St{make(), {std::move(args)...}, {}});
   Case c;
 
@@ -124,6 +134,7 @@ struct Builder {
   fx::Backend backend;
   std::string system;
   int cache_samples;
+  bool device_inputs;
   std::vector<CaseSpec> out;
 
   // Adds the primal (jit(f)) and the gradient (jit(value_and_grad(f, wrt))) cells of f.
@@ -131,10 +142,11 @@ struct Builder {
   void both(const char* w, F f, std::vector<int> wrt, MakeArgs... make_args) {
     fx::Backend b = backend;
     int samples = cache_samples;
-    out.push_back(
-        {w, system, "primal", [=] { return fx_case([=] { return fx::jit(f, b); }, Kind::Primal, 0, make_args()...); }});
+    bool device = device_inputs;
+    out.push_back({w, system, "primal",
+                   [=] { return fx_case([=] { return fx::jit(f, b); }, Kind::Primal, 0, device, make_args()...); }});
     out.push_back({w, system, "grad", [=] {
-                     return fx_case([=] { return fx::jit(fx::value_and_grad(f, wrt), b); }, Kind::Grad, samples,
+                     return fx_case([=] { return fx::jit(fx::value_and_grad(f, wrt), b); }, Kind::Grad, samples, device,
                                     make_args()...);
                    }});
   }
@@ -178,14 +190,16 @@ void w6(Builder& bld, const Inputs& in) {
   float lr = r.lr;
   fx::Backend b = bld.backend;
   int samples = bld.cache_samples;
+  bool device = bld.device_inputs;
   bld.out.push_back({"W6", bld.system, "primal", [=] {
-                       return fx_case([=] { return fx::jit(samples::stacked_lstm_loss, b); }, Kind::Primal, 0, params(),
-                                      xs());
+                       return fx_case([=] { return fx::jit(samples::stacked_lstm_loss, b); }, Kind::Primal, 0, device,
+                                      params(), xs());
                      }});
   // The training step: parameters in, loss and updated parameters out.
   auto step = [lr](const std::vector<Tensor>& p, const Tensor& x) { return samples::stacked_lstm_step(p, x, lr); };
-  bld.out.push_back({"W6", bld.system, "step",
-                     [=] { return fx_case([=] { return fx::jit(step, b); }, Kind::Step, samples, params(), xs()); }});
+  bld.out.push_back({"W6", bld.system, "step", [=] {
+                       return fx_case([=] { return fx::jit(step, b); }, Kind::Step, samples, device, params(), xs());
+                     }});
 }
 
 fx::Backend parse_backend(const std::string& name) {
@@ -199,8 +213,9 @@ fx::Backend parse_backend(const std::string& name) {
 
 void fluxion_set_threads(int n) { fx::set_num_threads(n); }
 
-std::vector<CaseSpec> fluxion_cases(const Inputs& in, const std::string& backend, int cache_samples) {
-  Builder bld{parse_backend(backend), "fluxion-" + backend, cache_samples, {}};
+std::vector<CaseSpec> fluxion_cases(const Inputs& in, const std::string& backend, int cache_samples,
+                                    bool device_inputs) {
+  Builder bld{parse_backend(backend), "fluxion-" + backend, cache_samples, device_inputs, {}};
   const Buf& x = in.w1.x;
   bld.both(
       "W1", [](Tensor x) { return fx::sum(x * x); }, {0}, [&x] { return to_fx(x); });

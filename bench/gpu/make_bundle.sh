@@ -10,7 +10,7 @@ build=$1
 bundle=$2
 rm -rf "$bundle"
 mkdir -p "$bundle/bin" "$bundle/lib"
-for program in bench/gpu/fluxion_gpu_kernels tools/vulkan_selftest/fluxion_vulkan_selftest; do
+for program in bench/gpu/fluxion_gpu_kernels bench/gpu/fluxion_gpu_bench tools/vulkan_selftest/fluxion_vulkan_selftest; do
   strip -o "$bundle/bin/$(basename "$program")" "$build/$program"
 done
 for library in libLLVM.so.19.1 libffi.so.8 libedit.so.2 libxml2.so.2 libicuuc.so.72 libbsd.so.0 libmd.so.0 \

@@ -1,40 +1,60 @@
 #!/bin/bash
-# The GPU measurements, on a machine with a GPU and its driver: the Vulkan self-test, then
-# fluxion_gpu_kernels under each plan-rules file of bench/gpu/plans/ and with the other device
-# class's plans (FLUXION_VULKAN_TUNING=cpu), then the same kernels in PyTorch and JAX
-# (bench/gpu/peers.py). Results go to OUT as they are made, so a run cut short
-# still leaves them. BUNDLE (a folder or its .tar.xz) holds bin/ (the two programs) and lib/
-# (libraries the machine lacks, put on LD_LIBRARY_PATH); DEBS, Debian packages unpacked into /
-# when no Vulkan loader is installed (bench/gpu/README.md says how to make both). Arguments
-# after the third are fluxion_gpu_kernels' and peers.py's product sizes.
-# usage: bench/gpu/run_device.sh [BUNDLE] [OUT] [DEBS] [N...]
+# The one-shot GPU benchmark, on a machine with a GPU and its driver: the Vulkan self-test;
+# fluxion_gpu_kernels (square products, a 64 MB map, row, column and whole sums, operands on the
+# device); fluxion_gpu_bench (W1-W7 and gpt_train's step at batch 16 and 256); the same in
+# PyTorch and JAX when their packages and a GPU are there (peers.py, workload_peers.py); then
+# table.py's table and OUT/gpu_bench.json. Results go to OUT as they are made, so a run cut
+# short still leaves them. With GPU_BENCH_SWEEP=1 it also times the kernels under each
+# plan-rules file of bench/gpu/plans/ and with the other device class's plans.
+#
+# FROM is a Release build tree (make gpu-bench) or a bundle, a folder or its .tar.xz with bin/
+# (the three programs) and lib/ (libraries the machine lacks, put on LD_LIBRARY_PATH); DEBS,
+# Debian packages unpacked into / when no Vulkan loader is installed (bench/gpu/README.md says
+# how to make both). Arguments after the third are the product sizes (default 1024 2048 4096
+# 8192).
+# usage: bench/gpu/run_device.sh [FROM] [OUT] [DEBS] [N...]
 set -u
-bundle=$(realpath "${1:-.gpu/bundle.tar.xz}")
+from=$(realpath "${1:-.gpu/bundle.tar.xz}")
 out=${2:-${OUT:-/tmp/fluxion_gpu}}
 debs=${3:-.gl}
+sizes=("${@:4}")
+if [[ ${#sizes[@]} -eq 0 ]]; then sizes=(1024 2048 4096 8192); fi
 mkdir -p "$out"
-if [[ -f "$bundle" ]]; then  # a tar.xz of the bundle folder, as make_bundle.sh leaves it
+if [[ -f "$from" ]]; then  # a tar.xz of the bundle folder, as make_bundle.sh leaves it
   mkdir -p /tmp/fluxion_bundle
-  tar -xJf "$bundle" -C /tmp/fluxion_bundle
-  bundle=/tmp/fluxion_bundle
+  tar -xJf "$from" -C /tmp/fluxion_bundle
+  from=/tmp/fluxion_bundle
 fi
-if ! ldconfig -p | grep -q 'libvulkan.so.1 '; then
+if [[ -d "$from/bin" ]]; then
+  selftest=$from/bin/fluxion_vulkan_selftest kernels=$from/bin/fluxion_gpu_kernels bench=$from/bin/fluxion_gpu_bench
+  export LD_LIBRARY_PATH="$from/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+else
+  selftest=$from/tools/vulkan_selftest/fluxion_vulkan_selftest
+  kernels=$from/bench/gpu/fluxion_gpu_kernels bench=$from/bench/gpu/fluxion_gpu_bench
+fi
+if ! ldconfig -p | grep -q 'libvulkan.so.1 ' && [[ -d "$debs" ]]; then
   for f in "$debs"/*.deb; do dpkg -x "$f" /; done
   ldconfig
 fi
 icd=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
 if [[ -z "${VK_DRIVER_FILES:-}" && -f $icd ]]; then export VK_DRIVER_FILES=$icd; fi
-export LD_LIBRARY_PATH="$bundle/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 export FLUXION_DISK_CACHE=0
+rm -f "$out"/{kernels,peers,workloads,workload_peers}.txt
 { nvidia-smi -L 2>/dev/null; lscpu | grep 'Model name'; } > "$out/machine.txt"
-timeout 120 "$bundle/bin/fluxion_vulkan_selftest" --json "$out/selftest.json" > "$out/selftest.txt" 2>&1
+timeout 120 "$selftest" --json "$out/selftest.json" > "$out/selftest.txt" 2>&1
 echo "selftest: exit $?" >> "$out/selftest.txt"
-for rules in bench/gpu/plans/*.txt; do
-  name=$(basename "$rules" .txt)
-  FLUXION_KERNEL_PLANS=$(realpath "$rules") timeout 120 "$bundle/bin/fluxion_gpu_kernels" "${@:4}" 2>&1 |
-    sed "s/^RES\t/RES\t$name\t/" >> "$out/kernels.txt"
-done
-# The planner's choices for the other device class, beside the device's own.
-FLUXION_VULKAN_TUNING=cpu timeout 120 "$bundle/bin/fluxion_gpu_kernels" "${@:4}" 2>&1 |
-  sed "s/^RES\t/RES\tcpu_class\t/" >> "$out/kernels.txt"
-PYTHONUNBUFFERED=1 timeout 180 python3 bench/gpu/peers.py "${@:4}" >> "$out/peers.txt" 2>&1
+# Each line of kernels.txt is tagged with the plans it ran: "planner" for the device's own.
+timed_kernels() {
+  timeout 120 "$kernels" "${sizes[@]}" 2>&1 | sed "s/^RES\t/RES\t$1\t/" >> "$out/kernels.txt"
+}
+timed_kernels planner
+timeout 150 "$bench" > "$out/workloads.txt" 2>&1
+PYTHONUNBUFFERED=1 timeout 60 python3 bench/gpu/peers.py "${sizes[@]}" >> "$out/peers.txt" 2>&1
+PYTHONUNBUFFERED=1 timeout 120 python3 bench/gpu/workload_peers.py >> "$out/workload_peers.txt" 2>&1
+if [[ "${GPU_BENCH_SWEEP:-0}" == 1 ]]; then
+  for rules in bench/gpu/plans/*.txt; do
+    FLUXION_KERNEL_PLANS=$(realpath "$rules") timed_kernels "$(basename "$rules" .txt)"
+  done
+  FLUXION_VULKAN_TUNING=cpu timed_kernels cpu_class
+fi
+python3 bench/gpu/table.py "$out" | tee "$out/table.md"

@@ -1,0 +1,95 @@
+"""The GPU benchmark's one table: reads what run_device.sh left in OUT (fluxion_gpu_bench's and
+workload_peers.py's WL lines, fluxion_gpu_kernels' and peers.py's RES lines), prints two
+Markdown tables (workloads by median, kernels by minimum microseconds) with Fluxion's ratio to
+the fastest FP32 peer, and writes every measurement to OUT/gpu_bench.json.
+usage: python3 bench/gpu/table.py OUT"""
+import json
+import os
+import sys
+
+FP32_PEERS = ("torch", "jax")
+WORKLOAD_SYSTEMS = ("fluxion-vulkan", "torch", "torch-tf32", "jax")
+KERNEL_SYSTEMS = ("fluxion-vulkan", "torch", "torch-tf32", "jax", "jax-tf32")
+
+
+def lines(path):
+    if not os.path.exists(path):
+        return []
+    with open(path) as f:
+        return [line.rstrip("\n").split("\t") for line in f]
+
+
+def number(field):  # "median_us 12.5" or "12.5"
+    return float(field.split()[-1])
+
+
+def read(out):
+    records = []
+    for name in ("workloads.txt", "workload_peers.txt"):
+        for f in lines(os.path.join(out, name)):
+            if f[0] == "WL" and len(f) == 7:
+                records.append({"kind": "workload", "system": f[1], "workload": f[2], "mode": f[3],
+                                "median_us": float(f[4]), "min_us": float(f[5]), "first_ms": float(f[6])})
+    for name in ("kernels.txt", "peers.txt"):
+        for f in lines(os.path.join(out, name)):
+            if f[0] != "RES":
+                continue
+            tag = f[1] if len(f) == 7 else None
+            f = f[2:] if tag else f[1:]
+            if tag not in (None, "planner"):
+                continue  # a rules file's sweep: kernels.txt keeps it
+            system, _, kernel = f[0].rpartition("-")
+            records.append({"kind": "kernel", "system": system or "fluxion-vulkan", "kernel": kernel,
+                            "size": int(f[1]), "median_us": number(f[2]), "min_us": number(f[3]),
+                            "rate": f[4]})
+    return records
+
+
+def ratio(records, key, value):
+    ours = records.get(("fluxion-vulkan",) + key)
+    peers = [records[(p,) + key] for p in FP32_PEERS if (p,) + key in records]
+    if ours is None or not peers:
+        return "-"
+    return f"{ours[value] / min(p[value] for p in peers):.2f}x"
+
+
+def table(header, rows):
+    print("| " + " | ".join(header) + " |")
+    print("|" + "---|" * len(header))
+    for r in rows:
+        print("| " + " | ".join(r) + " |")
+    print()
+
+
+def main():
+    out = sys.argv[1] if len(sys.argv) > 1 else "."
+    records = read(out)
+    cells = {}
+    for r in records:
+        if r["kind"] == "workload":
+            cells[(r["system"], r["workload"], r["mode"])] = r
+        else:
+            cells[(r["system"], r["kernel"], r["size"])] = r
+    fmt = lambda r, value: f"{r[value]:,.0f}" if r else "-"
+    modes = {"primal": 0, "grad": 1, "step": 2}
+    workloads = sorted({(r["workload"], r["mode"]) for r in records if r["kind"] == "workload"},
+                       key=lambda wm: (wm[0], modes.get(wm[1], 3)))
+    print("Workloads, median microseconds per call (Fluxion: Vulkan, arguments on the device)\n")
+    table(["workload", "mode"] + list(WORKLOAD_SYSTEMS) + ["Fluxion / best FP32 peer"],
+          [[w, m] + [fmt(cells.get((s, w, m)), "median_us") for s in WORKLOAD_SYSTEMS] +
+           [ratio(cells, (w, m), "median_us")] for w, m in workloads])
+    kernels = sorted({(r["kernel"], r["size"]) for r in records if r["kind"] == "kernel"})
+    print("Kernels, minimum microseconds of 9 calls (operands on the device)\n")
+    table(["kernel", "size"] + list(KERNEL_SYSTEMS) + ["Fluxion / best FP32 peer", "Fluxion rate"],
+          [[k, str(n)] + [fmt(cells.get((s, k, n)), "min_us") for s in KERNEL_SYSTEMS] +
+           [ratio(cells, (k, n), "min_us"), cells.get(("fluxion-vulkan", k, n), {}).get("rate", "-")]
+           for k, n in kernels])
+    path = os.path.join(out, "gpu_bench.json")
+    with open(path + ".tmp", "w") as f:
+        json.dump(records, f, indent=1)
+    os.replace(path + ".tmp", path)
+    print(f"{len(records)} measurements in {path}")
+
+
+if __name__ == "__main__":
+    main()
