@@ -185,7 +185,7 @@ struct ScanCarryBuffers {
   std::vector<int64_t> offsets;
   int64_t bytes = 0;
 };
-ScanCarryBuffers scan_carry_buffers(const ir::Region& r, const ir::Node& scan, int64_t body_arena_bytes);
+ScanCarryBuffers scan_carry_buffers(const ir::Node& scan, int64_t body_arena_bytes);
 
 // How a loop's carries are updated from its body's results (the first `carries` results),
 // the same for every backend: a result that is the carry's own parameter needs nothing; one

@@ -22,11 +22,12 @@ struct Interval {
 
 }  // namespace
 
-ScanCarryBuffers scan_carry_buffers(const ir::Region& r, const ir::Node& scan, int64_t body_arena_bytes) {
+ScanCarryBuffers scan_carry_buffers(const ir::Node& scan, int64_t body_arena_bytes) {
   ScanCarryBuffers out;
   out.bytes = aligned(body_arena_bytes);
+  const ir::Region& body = scan.regions[0];
   for (int64_t j = 0; j < scan.attrs.carries; ++j) {
-    const TensorType& t = r.type(scan.operands[static_cast<size_t>(j)]);
+    const TensorType& t = body.type(body.params[static_cast<size_t>(j) + 1]);  // parameter 0: the step
     out.offsets.push_back(out.bytes);
     out.bytes += aligned(t.numel() * dtype_size(t.dtype));
   }
@@ -98,7 +99,7 @@ void plan_memory(const ir::Region& r, RegionSchedule& s, const FusionOptions& op
       int64_t bytes = 0;
       for (const RegionSchedule& sub : s.nested[st.index]) bytes = std::max(bytes, sub.arena_bytes);
       const ir::Node& n = r.nodes[st.index];
-      if (n.op == ir::Op::Scan && options.double_buffered_scan_carries) bytes = scan_carry_buffers(r, n, bytes).bytes;
+      if (n.op == ir::Op::Scan && options.double_buffered_scan_carries) bytes = scan_carry_buffers(n, bytes).bytes;
       s.nested_offset[st.index] = 0;
       if (bytes > 0) intervals.push_back({static_cast<int64_t>(t), static_cast<int64_t>(t), aligned(bytes), &s.nested_offset[st.index]});
     }

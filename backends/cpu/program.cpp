@@ -309,7 +309,7 @@ class ProgramEmitter {
     const ir::Attrs& a = n.attrs;
     size_t nc = static_cast<size_t>(a.carries), nx = static_cast<size_t>(a.xs);
     const ir::Region& body = n.regions[0];
-    kernel::ScanCarryBuffers second = kernel::scan_carry_buffers(r, n, sub.arena_bytes);
+    kernel::ScanCarryBuffers second = kernel::scan_carry_buffers(n, sub.arena_bytes);
     std::vector<Value*> first, other;
     for (size_t j = 0; j < nc; ++j) {
       first.push_back(ptr[static_cast<size_t>(n.results[j])]);

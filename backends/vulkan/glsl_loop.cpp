@@ -149,13 +149,20 @@ class LoopEmitter {
     }
   }
 
-  // The address of value v of region `ri` (params given by `param_address`).
+  // The address of value v of region `ri` (params given by `param_address`; results stored in
+  // an arena slot at their `destinations` address, when one is given).
   std::string address(int ri, const ir::Region& r, const RegionSchedule& s, ir::ValueId v,
-                      const std::function<std::string(size_t)>& param_address) {
+                      const std::function<std::string(size_t)>& param_address,
+                      const std::vector<std::string>& destinations) {
     size_t vi = static_cast<size_t>(v);
-    if (s.storage[vi] == Storage::Alias) return address(ri, r, s, s.alias_of[vi], param_address);
+    if (s.storage[vi] == Storage::Alias) return address(ri, r, s, s.alias_of[vi], param_address, destinations);
     auto p = std::find(r.params.begin(), r.params.end(), v);
     if (p != r.params.end()) return param_address(static_cast<size_t>(p - r.params.begin()));
+    if (s.storage[vi] == Storage::Slot) {
+      auto first = std::find(r.results.begin(), r.results.end(), v);
+      size_t j = static_cast<size_t>(first - r.results.begin());
+      if (first != r.results.end() && j < destinations.size()) return destinations[j];
+    }
     switch (s.storage[vi]) {
       case Storage::Slot: return plus(arg({LoopArg::Kind::Arena, 0}), std::to_string(s.offset[vi]), s.offset[vi]);
       case Storage::Global: return arg({LoopArg::Kind::Global, v, ri});
@@ -164,10 +171,11 @@ class LoopEmitter {
   }
 
   // Every kernel of region `ri`, in order, each followed by a barrier; returns its results' addresses.
-  std::vector<std::string> region(int ri, const std::function<std::string(size_t)>& param_address) {
+  std::vector<std::string> region(int ri, const std::function<std::string(size_t)>& param_address,
+                                  const std::vector<std::string>& destinations = {}) {
     const ir::Region& r = loop_.regions[static_cast<size_t>(ri)];
     const RegionSchedule& s = subs_[static_cast<size_t>(ri)];
-    auto addr = [&](ir::ValueId v) { return address(ri, r, s, v, param_address); };
+    auto addr = [&](ir::ValueId v) { return address(ri, r, s, v, param_address, destinations); };
     for (const kernel::Step& st : s.steps) {
       const kernel::Kernel& kernel = s.kernels[st.index];
       kernel::KernelPlan plan = in_loop_plan(r, kernel, tuning_);
@@ -204,29 +212,65 @@ class LoopEmitter {
     code_ += kSync;
   }
 
+  // Carries are double-buffered, as in recorded scans: each carry's result buffer and a second
+  // one in the scan's arena (kernel::scan_carry_buffers). The body is written out twice, for
+  // even and odd steps (by the step's number, so a scan split over dispatches keeps its parity):
+  // an even step reads the result buffers and computes the new carries straight into the
+  // second ones, an odd step the other way round, and per-step outputs are computed in their
+  // slice of the stacked result. A step then copies nothing and waits at no extra barrier.
   void scan() {
     const ir::Attrs& a = loop_.attrs;
     size_t nx = static_cast<size_t>(a.xs);
     const ir::Region& body = loop_.regions[0];
+    kernel::ScanCarryBuffers second = kernel::scan_carry_buffers(loop_, subs_[0].arena_bytes);
+    auto carry = [&](size_t j, int parity) {
+      if (parity == 0) return arg({LoopArg::Kind::Result, static_cast<int64_t>(j)});
+      return plus(arg({LoopArg::Kind::Arena, 0}), std::to_string(second.offsets[j]), second.offsets[j]);
+    };
     code_ += "  for (int step = step0; step < step1; ++step) {\n";
     code_ += a.reverse ? "  int t = " + std::to_string(a.length - 1) + " - step;\n" : "  int t = step;\n";
-    auto param = [&](size_t i) -> std::string {
-      if (i == 0) return plus(arg({LoopArg::Kind::Iota, 0}), "t", a.length, 4);
-      size_t j = i - 1;
-      if (j < nc_) return arg({LoopArg::Kind::Result, static_cast<int64_t>(j)});
-      if (j < nc_ + nx) {
-        int64_t slice = bytes(body.type(body.params[i]));
-        return plus(arg({LoopArg::Kind::Operand, static_cast<int64_t>(j)}), "t", a.length, slice);
+    int64_t per_step = per_step_, most = per_step_;
+    for (int parity = 0; parity < 2; ++parity) {
+      code_ += parity == 0 ? "  if ((step & 1) == 0) {\n" : "  } else {\n";
+      per_step_ = per_step;
+      auto param = [&](size_t i) -> std::string {
+        if (i == 0) return plus(arg({LoopArg::Kind::Iota, 0}), "t", a.length, 4);
+        size_t j = i - 1;
+        if (j < nc_) return carry(j, parity);
+        if (j < nc_ + nx) {
+          int64_t slice = bytes(body.type(body.params[i]));
+          return plus(arg({LoopArg::Kind::Operand, static_cast<int64_t>(j)}), "t", a.length, slice);
+        }
+        return arg({LoopArg::Kind::Operand, static_cast<int64_t>(j)});
+      };
+      std::vector<std::string> wanted;
+      for (size_t j = 0; j < loop_.results.size(); ++j) {
+        if (j < nc_) {
+          wanted.push_back(carry(j, 1 - parity));
+        } else {
+          int64_t slice = bytes(body.type(body.results[j]));
+          wanted.push_back(plus(arg({LoopArg::Kind::Result, static_cast<int64_t>(j)}), "t", a.length, slice));
+        }
       }
-      return arg({LoopArg::Kind::Operand, static_cast<int64_t>(j)});
-    };
-    std::vector<std::string> res = region(0, param);
-    for (size_t j = nc_; j < loop_.results.size(); ++j) {
-      int64_t slice = bytes(body.type(body.results[j]));
-      copy(res[j], plus(arg({LoopArg::Kind::Result, static_cast<int64_t>(j)}), "t", a.length, slice), slice);
+      std::vector<std::string> res = region(0, param, wanted);
+      bool copied = false;
+      for (size_t j = 0; j < res.size(); ++j) {
+        if (res[j] == wanted[j]) continue;
+        copy(res[j], wanted[j], bytes(body.type(body.results[j])));
+        copied = true;
+      }
+      if (copied) code_ += kSync;
+      most = std::max(most, per_step_);
     }
-    update_carries(body, 1, res);
-    code_ += "  }\n";
+    code_ += "  }\n  }\n";
+    per_step_ = most;
+    if (a.length % 2 == 1) {
+      // The last step was even: the carries are in the second buffers.
+      code_ += "  if (step1 == " + std::to_string(a.length) + ") {\n";
+      for (size_t j = 0; j < nc_; ++j) copy(carry(j, 1), carry(j, 0), bytes(body.type(body.results[j])));
+      code_ += "  }\n";
+      code_ += kSync;
+    }
   }
 
   void while_loop() {

@@ -273,6 +273,8 @@ class Recorder {
     const CompiledLoop& cl = compile_loop_(n, subs);
     int64_t arena_bytes = 0;
     for (const RegionSchedule& sub : subs) arena_bytes = std::max(arena_bytes, sub.arena_bytes);
+    // A scan's carries alternate with second buffers after its body's arena.
+    if (n.op == ir::Op::Scan) arena_bytes = kernel::scan_carry_buffers(n, arena_bytes).bytes;
     std::vector<Loc> pairs{guard};
     std::vector<Range> reads{range(guard, 1)}, writes{range(arena, arena_bytes)};
     for (const LoopArg& a : cl.shader.args) {
@@ -403,7 +405,7 @@ class Recorder {
     const ir::Attrs& a = n.attrs;
     size_t nc = static_cast<size_t>(a.carries), nx = static_cast<size_t>(a.xs);
     const ir::Region& body = n.regions[0];
-    kernel::ScanCarryBuffers second = kernel::scan_carry_buffers(r, n, sub.arena_bytes);
+    kernel::ScanCarryBuffers second = kernel::scan_carry_buffers(n, sub.arena_bytes);
     std::vector<Loc> buffers[2];
     for (size_t j = 0; j < nc; ++j) {
       buffers[0].push_back(loc[static_cast<size_t>(n.results[j])]);
