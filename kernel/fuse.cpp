@@ -16,6 +16,7 @@
 
 #include "fluxion/error.h"
 #include "kernel/kernel_ir.h"
+#include "kernel/scatter_lowering.h"
 #include "support/settings.h"
 
 namespace fluxion::kernel {
@@ -659,6 +660,10 @@ class Fuser {
     if (!split_layout(region_, k).reductions.empty()) {
       k.parallel = false;
       if (options_.split_reductions) k.split_chunks = split_chunk_count(k);
+    }
+    if (k.kind == KernelKind::Scatter && options_.sorted_scatter_min_indices > 0) {
+      ScatterGeometry g = scatter_geometry(region_, region_.nodes[k.root]);
+      if (g.count >= options_.sorted_scatter_min_indices) k.scratch_bytes = 4 * scatter_order_words(g);
     }
     s.steps.push_back({Step::Kind::Kernel, s.kernels.size()});
     s.kernels.push_back(std::move(k));

@@ -59,6 +59,11 @@ struct Kernel {
   // the thread count, so results are the same bits on any number of threads.
   int64_t split_chunks = 0;
   int64_t partials_offset = 0;
+  // Bytes of the region's arena the kernel uses while it runs, at `scratch_offset`, beside its
+  // values: a Scatter of FusionOptions::sorted_scatter_min_indices or more indices keeps its
+  // index order there (scatter_lowering.h, scatter_order_words).
+  int64_t scratch_bytes = 0;
+  int64_t scratch_offset = 0;
   // How the backend runs it: chosen for the backend's target before any code is emitted (its
   // planner; plan.h). Printed after the kind, "matmul[tiles]", with its numbers at the end of
   // the kernel's line after " | ", so that a test can assert which code path and shape it takes.
@@ -130,6 +135,10 @@ struct FusionOptions {
   // steps are ordered so that each collective starts as soon as its operand is ready: a
   // data-parallel step's gradient buckets are exchanged while the backward pass goes on.
   bool async_collectives = async_collectives_by_default();
+  // A Scatter kernel with at least this many indices (0: none) gets scratch for its index order
+  // (Kernel::scratch_bytes): a GPU sorts the indices by row and sums each row's run of updates,
+  // instead of every invocation scanning every index.
+  int64_t sorted_scatter_min_indices = 0;
 };
 
 // Splitting a reduction over the outermost dimension: at most kMaxSplitChunks parts, each with

@@ -104,14 +104,16 @@ void plan_memory(const ir::Region& r, RegionSchedule& s, const FusionOptions& op
       if (bytes > 0) intervals.push_back({static_cast<int64_t>(t), static_cast<int64_t>(t), aligned(bytes), &s.nested_offset[st.index]});
     }
   }
-  // A split kernel's partial results live while it runs.
+  // A split kernel's partial results and a kernel's scratch live while it runs.
   for (size_t t = 0; t < nsteps; ++t) {
     const Step& st = s.steps[t];
     if (st.kind != Step::Kind::Kernel) continue;
     Kernel& k = s.kernels[st.index];
-    if (k.split_chunks > 1)
-      intervals.push_back({static_cast<int64_t>(t), static_cast<int64_t>(t),
-                           aligned(k.split_chunks * split_layout(r, k).part_bytes), &k.partials_offset});
+    auto during_step = [&](int64_t bytes, int64_t* offset) {
+      intervals.push_back({static_cast<int64_t>(t), static_cast<int64_t>(t), aligned(bytes), offset});
+    };
+    if (k.split_chunks > 1) during_step(k.split_chunks * split_layout(r, k).part_bytes, &k.partials_offset);
+    if (k.scratch_bytes > 0) during_step(k.scratch_bytes, &k.scratch_offset);
   }
   std::stable_sort(intervals.begin(), intervals.end(), [](const Interval& a, const Interval& b) { return a.bytes > b.bytes; });
   std::vector<const Interval*> placed;

@@ -31,6 +31,7 @@ namespace fluxion::kernel {
   X(SubgroupRows, "subgroup-rows")       /* gpu: reductions combined by subgroup operations */  \
   X(InterleavedRows, "interleaved-rows") /* gpu: neighbouring invocations, neighbouring rows */ \
   X(RowBlocks, "row-blocks")             /* gpu: a scatter by blocks of result rows */          \
+  X(SortedRows, "sorted-rows")           /* gpu: a scatter's indices sorted, then row sums */   \
   X(InLoop, "in-loop")                   /* gpu: a block of a loop's single-workgroup shader */
 
 enum class Strategy : uint8_t {

@@ -43,6 +43,12 @@ inline ScatterGeometry scatter_geometry(const ir::Region& r, const ir::Node& n) 
   return g;
 }
 
+// A sorted scatter's index order (Kernel::scratch_bytes), in i32 words: [0, rows) one cursor
+// per row; [rows, 2 rows + 1) where each row's run starts (the last entry is `count`); then the
+// `count` indices i sorted by clamped row and, within a row, increasing. Summing a row's run in
+// that order adds exactly what the scan adds, in the same order: the same bits.
+inline int64_t scatter_order_words(const ScatterGeometry& g) { return 2 * g.rows + 1 + g.count; }
+
 // Flat position of [a, row, col] in an array [outer, rows, inner].
 template <class Builder, class V>
 V scatter_position(Builder& b, V a, V row, V col, int64_t rows, int64_t inner) {

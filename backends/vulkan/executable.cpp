@@ -73,7 +73,7 @@ class VulkanExecutable final : public backends::Executable {
     }
     check_sizes(program_.body);
     split_reductions(program_.body, tuning_);
-    kernel::FusionOptions options = fusion_options();
+    kernel::FusionOptions options = fusion_options(tuning_);
     options_.loop_kernels = support::enabled(support::Setting::vulkan_loop_kernels);
     options_.loop_iteration_limit = loop_iteration_limit(ctx_);
     // Under validation without buffer device addresses the audit stands in for synchronization
@@ -125,6 +125,7 @@ class VulkanExecutable final : public backends::Executable {
       std::fprintf(stderr, "// ---- %s\n%s\n", name.c_str(),
                    ck.shader.glsl.substr(shader_prelude(ctx_.shaders).size()).c_str());
     ck.pipeline = pipeline(ctx_, ck.shader.glsl, name);
+    if (!ck.shader.order_glsl.empty()) ck.order_pipeline = pipeline(ctx_, ck.shader.order_glsl, name + " order");
     return kernels_[k] = std::move(ck);
   }
 

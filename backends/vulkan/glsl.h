@@ -23,6 +23,10 @@ struct KernelShader {
   std::vector<ir::ValueId> buffers;  // argument entries 1.. in order
   std::vector<bool> written;         // per buffer: the kernel stores into it
   std::array<uint32_t, 3> groups{1, 1, 1};
+  // A scatter planned as sorted rows: the shader dispatched first, in one workgroup, to write the
+  // index order into the kernel's scratch (scatter_order_shader), which the kernel then reads as
+  // its argument after `buffers`. Empty for every other kernel.
+  std::string order_glsl;
 };
 
 // The GLSL of kernel k of region r, rendering its plan, for a device that can do `target`.
@@ -49,6 +53,10 @@ std::string shader_prelude(const ShaderTarget& target, bool coherent = false);
 std::string copy_shader(const ShaderTarget& target, bool words);
 std::string cond_guard_shader(const ShaderTarget& target);
 std::string while_step_shader(const ShaderTarget& target);
+// The index order of a sorted scatter (glsl_scatter.cpp; layout: kernel::scatter_order_words), in
+// one workgroup of `workgroup` invocations. Arguments: guard, indices, order; words: the number
+// of indices, the result's rows.
+std::string scatter_order_shader(const ShaderTarget& target, int64_t workgroup);
 
 // The dispatch grid covering `invocations` in workgroups of `workgroup`: x up to 65535, then y.
 std::array<uint32_t, 3> grid(int64_t invocations, int64_t workgroup);

@@ -462,6 +462,7 @@ void GlslKernel::declare_shared(DType t, const std::string& name, const std::vec
 KernelShader GlslKernel::emit(const std::string& name) {
   switch (plan_.strategy) {
     case kernel::Strategy::RowBlocks: emit_scatter(false); break;
+    case kernel::Strategy::SortedRows: emit_sorted_scatter(); break;
     case kernel::Strategy::Tiles: emit_matmul(); break;
     case kernel::Strategy::WorkgroupRows:
     case kernel::Strategy::SubgroupRows:
@@ -485,6 +486,10 @@ KernelShader GlslKernel::emit(const std::string& name) {
   std::string decls;
   for (size_t i = 0; i < buffers_.size(); ++i) {
     decls += "  FX_ADDR b" + std::to_string(i) + " = fx_addr(" + std::to_string(i + 1) + ");\n";
+  }
+  if (plan_.strategy == kernel::Strategy::SortedRows) {
+    decls += "  FX_ADDR fx_order = fx_addr(" + std::to_string(buffers_.size() + 1) + ");\n";
+    out.order_glsl = scatter_order_shader(target_, plan_.workgroup);
   }
   out.glsl = shader_prelude(target_) + workgroup_layout(plan_.workgroup) + shared_ +
              "void main() {\n  if (!fx_guard()) return;\n" + decls + code_.str() + "}\n";

@@ -81,6 +81,9 @@ class GlslKernel {
   // position after the axis) of a block of result rows, zeroes it and scans every index in
   // order; dispatched, or (`cooperative`) as a block of a loop shader.
   void emit_scatter(bool cooperative);
+  // A Scatter kernel planned as sorted rows: each invocation sums one result element's run of
+  // the index order (`fx_order`, the kernel's scratch, written by scatter_order_shader).
+  void emit_sorted_scatter();
   // Cooperative forms: every invocation of one workgroup strides over rows / outputs.
   void emit_cooperative_rows();
   void emit_cooperative_matmul();

@@ -61,6 +61,7 @@ std::string accessors(const ShaderTarget& target, const Element& e) {
 std::string atomics(const ShaderTarget& target) {
   const Element i32{"i32", "int", 4}, u32{"u32", "uint", 4};
   return "void fx_atomic_min_i32(FX_ADDR a, int i, int x) { atomicMin(" + element(target, i32, "a", "i") + ", x); }\n" +
+         "void fx_atomic_add_i32(FX_ADDR a, int i, int x) { atomicAdd(" + element(target, i32, "a", "i") + ", x); }\n" +
          "void fx_atomic_and_u32(FX_ADDR a, int i, uint x) { atomicAnd(" + element(target, u32, "a", "i") +
          ", x); }\n" + "void fx_atomic_or_u32(FX_ADDR a, int i, uint x) { atomicOr(" + element(target, u32, "a", "i") +
          ", x); }\n";

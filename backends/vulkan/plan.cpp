@@ -14,11 +14,12 @@ namespace fluxion::vulkan {
 using kernel::KernelPlan;
 using kernel::Strategy;
 
-kernel::FusionOptions fusion_options() {
+kernel::FusionOptions fusion_options(const DeviceTuning& tuning) {
   kernel::FusionOptions options;
   options.mixed_reductions = false;
   options.straight_line_regions = false;
   options.split_reductions = false;
+  options.sorted_scatter_min_indices = tuning.sorted_scatter_min_indices;
   return options;
 }
 
@@ -62,6 +63,9 @@ void gpu_class(DeviceTuning& t) {
   t.large_product_min_tiles = 256;
   // A convolution as a tiled product: the output area of the CPU class's 16 tiles of 32 x 32.
   t.min_conv_product_tiles = 4;
+  // GPT's embedding gradients (16,384 token indices into 65 rows) scanned in 512 invocations
+  // took 3.3 ms on an H200; sorted, each of the 65 x 128 result elements sums its own run.
+  t.sorted_scatter_min_indices = 1024;
 }
 
 }  // namespace
@@ -189,6 +193,10 @@ KernelPlan plan_kernel(const ir::Region& r, const kernel::RegionSchedule&, const
   bool has_reduce = std::any_of(k.nodes.begin(), k.nodes.end(), [&](size_t n) { return is_reduce(r.nodes[n]); });
   switch (k.kind) {
     case kernel::KernelKind::Scatter:
+      if (k.scratch_bytes > 0) {
+        plan.strategy = Strategy::SortedRows;
+        return plan;
+      }
       plan.strategy = Strategy::RowBlocks;
       plan.tile.m = scatter_block_rows(r, k, tuning.scatter_invocations, tuning);
       return plan;

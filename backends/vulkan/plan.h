@@ -57,6 +57,10 @@ struct DeviceTuning {
   // (each block scans every index: at most scan_factor x (1 + rows / indices) blocks).
   int64_t scatter_invocations = int64_t{1} << 14;
   int64_t scan_factor = 4;
+  // A scatter of at least sorted_scatter_min_indices indices (0: none) first sorts them by row in
+  // one workgroup, then sums each result element's run in one invocation (sorted rows): work in
+  // proportion to the updates instead of to blocks x indices.
+  int64_t sorted_scatter_min_indices = 0;
   // The loop shader's single workgroup (glsl_loop.cpp).
   int64_t loop_workgroup = kWorkgroupSize;
   bool subgroup_arithmetic = false;
@@ -71,8 +75,9 @@ int64_t tile_shared_bytes(const kernel::Tile& t, int64_t element_bytes);
 
 // What the fuser may put in one GPU kernel: reductions of one set of axes, elementwise product
 // epilogues, no straight-line regions, no reductions split by threads (a GPU splits its own
-// reductions: split_reductions). Scan carries are double-buffered, as on the CPU.
-kernel::FusionOptions fusion_options();
+// reductions: split_reductions). Scan carries are double-buffered, as on the CPU. Scatters of
+// many indices get scratch for their sorted order (tuning.sorted_scatter_min_indices).
+kernel::FusionOptions fusion_options(const DeviceTuning& tuning);
 
 // The class of the device `info` describes: FLUXION_VULKAN_TUNING when it names one, else Cpu
 // for a device of type "cpu" and Gpu for any other.

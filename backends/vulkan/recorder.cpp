@@ -16,6 +16,7 @@
 
 #include "backends/vulkan/pipelines.h"
 #include "fluxion/error.h"
+#include "kernel/scatter_lowering.h"
 #include "runtime/vulkan/context.h"
 #include "support/round_up.h"
 
@@ -192,6 +193,19 @@ class Recorder {
           Range rg = range(loc[static_cast<size_t>(v)], bytes(r.type(v)));
           reads.push_back(rg);
           if (ck.shader.written[b]) writes.push_back(rg);
+        }
+        if (ck.order_pipeline != VK_NULL_HANDLE) {
+          // A sorted scatter: its index order first, into the kernel's scratch, read after its buffers.
+          const kernel::Kernel& k = s.kernels[st.index];
+          kernel::ScatterGeometry g = kernel::scatter_geometry(r, r.nodes[k.root]);
+          Loc order = arena + k.scratch_offset, indices = loc[static_cast<size_t>(g.indices)];
+          if (!has[static_cast<size_t>(g.indices)])
+            detail::fail("vulkan", "internal error: a scatter's indices have no storage");
+          dispatch(ck.order_pipeline, {1, 1, 1}, {guard, indices, order}, {g.count, g.rows},
+                   {range(guard, 1), range(indices, bytes(r.type(g.indices)))}, {range(order, k.scratch_bytes)},
+                   name_of(ck.shader.name + " order"));
+          pairs.push_back(order);
+          reads.push_back(range(order, k.scratch_bytes));
         }
         dispatch(ck.pipeline, ck.shader.groups, pairs, {}, reads, writes, name_of(ck.shader.name));
         continue;

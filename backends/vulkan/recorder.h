@@ -23,6 +23,7 @@ namespace fluxion::vulkan {
 struct CompiledKernel {
   VkPipeline pipeline = VK_NULL_HANDLE;
   KernelShader shader;
+  VkPipeline order_pipeline = VK_NULL_HANDLE;  // shader.order_glsl's, when it has one
 };
 using KernelCompiler =
     std::function<const CompiledKernel&(const ir::Region&, const kernel::RegionSchedule&, size_t kernel)>;

@@ -1,8 +1,9 @@
 // Kernel shapes on the Vulkan backend with their operands already on the device: square f32
-// products (TFLOP/s), a 64 MB elementwise map, row sums and a whole-array sum (GB/s of bytes
-// read). It times whatever plans the backend chooses, or those of FLUXION_KERNEL_PLANS, so one
-// run per rules file compares tile and workgroup choices on a GPU (bench/gpu/README.md).
-// usage: fluxion_gpu_kernels [--repeat N] [N...]   (N: product sizes, default 1024 2048 4096)
+// products (TFLOP/s), a 64 MB elementwise map, row sums, column sums, a whole-array sum and an
+// embedding gradient (a scatter_add of 16,384 rows of 128 into 65: GB/s of bytes read). It times whatever plans the
+// backend chooses, or those of FLUXION_KERNEL_PLANS, so one run per rules file compares tile and workgroup choices on a
+// GPU (bench/gpu/README.md). usage: fluxion_gpu_kernels [--repeat N] [N...]   (N: product sizes, default 1024 2048
+// 4096)
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -80,6 +81,15 @@ int main(int argc, char** argv) try {
   report("column_sums", side, time_calls([&] { return columns(x); }, repeat), bytes * 1e3, "GB/s");
   auto total = fx::jit([](fx::Tensor a) { return fx::sum(a); }, gpu);
   report("sum", side * side, time_calls([&] { return total(x); }, repeat), bytes * 1e3, "GB/s");
+  // GPT's token-embedding gradient at batch 256: 256 x 64 token ids over a 65-character vocabulary.
+  const int64_t tokens = 16384, width = 128, vocab = 65;
+  std::vector<int32_t> ids(static_cast<size_t>(tokens));
+  for (size_t k = 0; k < ids.size(); ++k) ids[k] = static_cast<int32_t>((k * 7919 + k / 3) % vocab);
+  fx::Array updates = place(filled(tokens, width));
+  fx::Array indices = fx::jit([](fx::Tensor i) { return i + 0; }, gpu)(fx::Array(ids, {tokens}));
+  auto embedding_grad = fx::jit([](fx::Tensor u, fx::Tensor i) { return fx::scatter_add(u, i, 65); }, gpu);
+  report("embedding_grad", tokens, time_calls([&] { return embedding_grad(updates, indices); }, repeat),
+         (4.0 * tokens * width + 4.0 * tokens) * 1e3, "GB/s");
   return 0;
 } catch (const std::exception& e) {
   std::fprintf(stderr, "fluxion_gpu_kernels: %s\n", e.what());

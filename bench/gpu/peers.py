@@ -1,6 +1,6 @@
 """The kernels of fluxion_gpu_kernels in PyTorch (CUDA) and JAX (jit), products in FP32 and TF32
 in both, on the same GPU, printing the same RES lines: square f32 products, a 64 MB map, row
-sums, column sums and a whole-array sum. Each peer is skipped when its package or a GPU is missing.
+sums, column sums, a whole-array sum and an embedding gradient (scatter-add of 16,384 rows). Each peer is skipped when its package or a GPU is missing.
 usage: python3 bench/gpu/peers.py [N...]   (product sizes, default 1024 2048 4096)"""
 import statistics
 import sys
@@ -8,6 +8,12 @@ import time
 
 SIDE = 4096  # 64 MB of f32
 BYTES = 4.0 * SIDE * SIDE
+TOKENS, WIDTH, VOCAB = 16384, 128, 65  # GPT's token-embedding gradient at batch 256
+EMBEDDING_BYTES = 4.0 * TOKENS * WIDTH + 4.0 * TOKENS
+
+
+def token_ids():
+    return [(k * 7919 + k // 3) % VOCAB for k in range(TOKENS)]
 
 
 def timed(call, sync, repeat=9):
@@ -44,6 +50,10 @@ def torch_peer(sizes):
     report("torch", "row_sums", SIDE, *timed(lambda: x.sum(1), sync), BYTES * 1e3, "GB/s")
     report("torch", "column_sums", SIDE, *timed(lambda: x.sum(0), sync), BYTES * 1e3, "GB/s")
     report("torch", "sum", SIDE * SIDE, *timed(lambda: x.sum(), sync), BYTES * 1e3, "GB/s")
+    u = torch.rand(TOKENS, WIDTH, device="cuda")
+    ids = torch.tensor(token_ids(), device="cuda")
+    scatter = lambda: torch.zeros(VOCAB, WIDTH, device="cuda").index_add_(0, ids, u)
+    report("torch", "embedding_grad", TOKENS, *timed(scatter, sync), EMBEDDING_BYTES * 1e3, "GB/s")
 
 
 def jax_peer(sizes):
@@ -67,6 +77,11 @@ def jax_peer(sizes):
                       ("column_sums", lambda v: v.sum(0)), ("sum", lambda v: v.sum())):
         size = SIDE if kernel.endswith("_sums") else SIDE * SIDE
         report("jax", kernel, size, *timed(run(jax.jit(f), x), lambda: None), BYTES * 1e3, "GB/s")
+    u = jax.random.uniform(key, (TOKENS, WIDTH))
+    ids = jnp.array(token_ids())
+    scatter = jax.jit(lambda u, i: jnp.zeros((VOCAB, WIDTH)).at[i].add(u))
+    report("jax", "embedding_grad", TOKENS, *timed(run(scatter, u, ids), lambda: None), EMBEDDING_BYTES * 1e3,
+           "GB/s")
 
 
 def main():

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "common/kernel_listing.h"
+#include "common/scoped_env.h"
 #include "common/test_names.h"
 
 class ScatterAddOps : public BackendTest {};
@@ -114,9 +115,11 @@ TEST_P(ScatterAddOps, MatchesAHostLoopBitForBit) {
 }
 
 // Large enough for the CPU to split the kernel across threads (by rows with the axis first, by
-// outer index otherwise) and for the GPU to cut the rows into blocks: the same bits as the host
-// loop, in every run and with one or two threads.
+// outer index otherwise) and for the GPU to cut the rows into blocks (the cpu tuning class: the
+// gpu class sorts this many indices, below): the same bits as the host loop, in every run and
+// with one or two threads.
 TEST_P(ScatterAddOps, LargeScattersAreTheSameBitsInEveryRun) {
+  fx::testing::ScopedEnv tuning("FLUXION_VULKAN_TUNING", "cpu");
   struct Big {
     Shape updates;
     int64_t dim, axis;
@@ -193,4 +196,86 @@ TEST_P(ScatterAddOps, InsideALoopBody) {
     }
     EXPECT_TRUE(same_bits(got.to_doubles(), want));
   }
+}
+
+// Many indices: a GPU (the gpu tuning class, forced on any Vulkan device) sorts them by row in
+// one workgroup and sums each result element's run, instead of scanning every index per
+// invocation. Rows more than the sort's workgroup (its prefix sum in chunks), a last partial
+// round, one row taking every index, a skewed vocabulary with clamped strays, an outer
+// dimension: the same bits as the host loop on every backend, in every run.
+TEST_P(ScatterAddOps, ManyIndicesSortedByRowAreTheSameBits) {
+  fx::testing::ScopedEnv tuning("FLUXION_VULKAN_TUNING", "gpu");
+  struct Many {
+    Shape updates;
+    int64_t dim, axis;
+    std::vector<double> idx;
+  };
+  std::vector<double> skewed = random_ints(4099, -2, 70, 11);
+  for (size_t k = 0; k < skewed.size(); k += 2) skewed[k] = 1;  // half of them on one row
+  std::vector<Many> cases = {
+      {{3000, 8}, 2500, 0, random_ints(3000, -5, 2505, 7)},
+      {{4099, 16}, 65, 0, skewed},
+      {{1024, 3}, 1, 0, std::vector<double>(1024, 0.0)},
+      {{3, 1500, 5}, 700, 1, random_ints(1500, 0, 699, 9)},
+  };
+  for (const Many& c : cases) {
+    for (DType t : dtypes_on(backend(), {fx::f32, fx::f64, fx::i32})) {
+      SCOPED_TRACE(std::string(fx::dtype_name(t)) + " " + fx::shape_str(c.updates) + " into " + std::to_string(c.dim));
+      int64_t n = static_cast<int64_t>(c.idx.size());
+      std::vector<double> u = updates_for(t, count(c.updates), 12);
+      Array x = make(t, u, c.updates), i = make(fx::i32, c.idx, {n});
+      int64_t dim = c.dim, axis = c.axis;
+      auto f = jit([dim, axis](Tensor x, Tensor i) { return fx::scatter_add(x, i, dim, axis); });
+      if (backend() == Backend::Vulkan) {
+        std::string listing = f.lower(x, i).kernels();
+        EXPECT_EQ(kernel_strategies(listing), std::vector<std::string>{"scatter[sorted-rows]"}) << listing;
+      }
+      Shape out_shape = c.updates;
+      out_shape[static_cast<size_t>(c.axis)] = c.dim;
+      std::vector<double> want = host_scatter(t, u, c.idx, out_shape, c.axis);
+      for (int run = 0; run < 2; ++run) EXPECT_TRUE(same_bits(f(x, i).to_doubles(), want)) << "run " << run;
+    }
+  }
+}
+
+// An embedding's gradient (take's adjoint is a scatter_add) under a branch and in a scan body,
+// sorted on a GPU: the same bits as the host loop.
+TEST_P(ScatterAddOps, SortedScattersInsideBranchesAndLoops) {
+  fx::testing::ScopedEnv tuning("FLUXION_VULKAN_TUNING", "gpu");
+  std::vector<double> idx = random_ints(2048, 0, 40, 21);
+  std::vector<double> u = updates_for(fx::f32, 2048 * 4, 22);
+  Array x = make(fx::f32, u, {2048, 4}), i = make(fx::i32, idx, {2048});
+  std::vector<double> once = host_scatter(fx::f32, u, idx, {41, 4}, 0);
+  auto branch = jit([](Tensor x, Tensor i, Tensor p) {
+    return fx::cond(
+        p, [&] { return fx::scatter_add(x, i, 41); },
+        [&] {
+          return fx::zeros({41, 4});
+        });
+  });
+  Array yes(std::vector<bool>{true}, {}), no(std::vector<bool>{false}, {});
+  auto sorted_in = [&](const std::string& listing) {
+    std::vector<std::string> k = kernel_strategies(listing);
+    return backend() != Backend::Vulkan || std::count(k.begin(), k.end(), "scatter[sorted-rows]") == 1;
+  };
+  EXPECT_TRUE(sorted_in(branch.lower(x, i, yes).kernels())) << branch.lower(x, i, yes).kernels();
+  EXPECT_TRUE(same_bits(branch(x, i, yes).to_doubles(), once));
+  EXPECT_TRUE(same_bits(branch(x, i, no).to_doubles(), std::vector<double>(once.size(), 0.0)));
+  auto loop = jit([](Tensor x, Tensor i) {
+    return fx::fori_loop(
+        0, 2, [&](Tensor, Tensor acc) { return fx::scatter_add(x, i, 41) + acc * 0.5; }, fx::zeros({41, 4}));
+  });
+  std::vector<double> want(once.size(), 0.0);
+  for (int step = 0; step < 2; ++step) {
+    for (size_t k = 0; k < once.size(); ++k) want[k] = round_to(fx::f32, once[k] + want[k] * 0.5);
+  }
+  EXPECT_TRUE(same_bits(loop(x, i).to_doubles(), want));
+  // Recorded step by step rather than as one loop shader: each step sorts again.
+  fx::testing::ScopedEnv unrolled("FLUXION_VULKAN_LOOP_KERNELS", "0");
+  auto recorded = jit([](Tensor x, Tensor i) {
+    return fx::fori_loop(
+        0, 2, [&](Tensor, Tensor acc) { return fx::scatter_add(x, i, 41) + acc * 0.5; }, fx::zeros({41, 4}));
+  });
+  EXPECT_TRUE(sorted_in(recorded.lower(x, i).kernels())) << recorded.lower(x, i).kernels();
+  EXPECT_TRUE(same_bits(recorded(x, i).to_doubles(), want));
 }

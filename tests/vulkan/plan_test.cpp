@@ -36,7 +36,7 @@ struct Planned {
 };
 Planned planned(const std::string& text, const fx::vulkan::DeviceTuning& tuning) {
   Planned p{fx::ir::parse(text), {}};
-  p.schedule = fx::kernel::schedule(p.program.body, true, fx::vulkan::fusion_options());
+  p.schedule = fx::kernel::schedule(p.program.body, true, fx::vulkan::fusion_options(tuning));
   fx::vulkan::plan_kernels(p.program.body, p.schedule, tuning);
   return p;
 }
@@ -298,6 +298,28 @@ TEST(VulkanPlans, RuledPlansTheShadersCannotRenderAreErrors) {
     ADD_FAILURE() << "no error for a tile that does not fit its workgroup";
   } catch (const fx::Error& e) {
     EXPECT_NE(std::string(e.what()).find("are the workgroup"), std::string::npos) << e.what();
+  }
+}
+
+// A sorted scatter's workgroup ruled smaller and larger than the class's: its sort runs in
+// rounds of that many indices, its prefix sum over that many chunks of rows; the same bits.
+TEST(VulkanPlans, RuledSortedScattersKeepTheirBits) {
+  REQUIRE_VULKAN();
+  ScopedEnv tuning("FLUXION_VULKAN_TUNING", "gpu");
+  auto f = [](fx::Tensor u, fx::Tensor i) { return fx::scatter_add(u, i, 300); };
+  std::vector<int32_t> ids(2000);
+  for (size_t k = 0; k < ids.size(); ++k) ids[k] = static_cast<int32_t>((k * 37) % 307) - 3;
+  fx::Array u = uniform({2000, 6}, 7), i(ids, {2000});
+  std::vector<double> planned = fx::jit(f, fx::Backend::Vulkan)(u, i).to_doubles();
+  for (int workgroup : {64, 256}) {
+    PlanRulesFile rules("sorted-rows workgroup=" + std::to_string(workgroup) + "\n");
+    auto ruled = fx::jit(f, fx::Backend::Vulkan);
+    std::string listing = ruled.lower(u, i).kernels();
+    EXPECT_NE(
+        listing.find("scatter[sorted-rows] [300,6] parallel: scatter_add | workgroup " + std::to_string(workgroup)),
+        std::string::npos)
+        << listing;
+    EXPECT_EQ(ruled(u, i).to_doubles(), planned) << workgroup;
   }
 }
 
