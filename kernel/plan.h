@@ -59,7 +59,8 @@ struct KernelPlan {
   // at most the workgroup), the workgroup holding workgroup / row_lanes rows.
   int64_t workgroup = 0;
   int64_t row_lanes = 0;
-  // Products: see Tile. CPU scatters and GPU row blocks: `m` is the result rows of one block.
+  // Products: see Tile. CPU scatters and GPU row blocks: `m` is the result rows of one block;
+  // GPU sorted rows: `m` is the indices its sort places per round (the sort's workgroup).
   Tile tile;
   // CPU: vector lanes of the product's tiles or the sliding window's vectors.
   int64_t vector_lanes = 0;

@@ -489,7 +489,7 @@ KernelShader GlslKernel::emit(const std::string& name) {
   }
   if (plan_.strategy == kernel::Strategy::SortedRows) {
     decls += "  FX_ADDR fx_order = fx_addr(" + std::to_string(buffers_.size() + 1) + ");\n";
-    out.order_glsl = scatter_order_shader(target_, plan_.workgroup);
+    out.order_glsl = scatter_order_shader(target_, plan_.tile.m);
   }
   out.glsl = shader_prelude(target_) + workgroup_layout(plan_.workgroup) + shared_ +
              "void main() {\n  if (!fx_guard()) return;\n" + decls + code_.str() + "}\n";

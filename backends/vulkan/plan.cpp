@@ -66,6 +66,7 @@ void gpu_class(DeviceTuning& t) {
   // GPT's embedding gradients (16,384 token indices into 65 rows) scanned in 512 invocations
   // took 3.3 ms on an H200; sorted, each of the 65 x 128 result elements sums its own run.
   t.sorted_scatter_min_indices = 1024;
+  t.scatter_sort_workgroup = 128;  // an NVIDIA multiprocessor's 4 x 32 lanes
 }
 
 }  // namespace
@@ -84,6 +85,7 @@ DeviceTuning device_tuning(const VulkanDeviceInfo& info, const ShaderTarget& tar
                                " invocations per workgroup; the backend needs " + std::to_string(kWorkgroupSize));
   }
   t.workgroup = power_of_two_within(t.workgroup, t.max_workgroup);
+  t.scatter_sort_workgroup = power_of_two_within(t.scatter_sort_workgroup, t.max_workgroup);
   t.reduction_workgroup = power_of_two_within(t.reduction_workgroup, t.max_workgroup);
   t.many_rows_workgroup = power_of_two_within(t.many_rows_workgroup, t.max_workgroup);
   // A tile the device cannot hold gives way: the product tile must stage f64 operands, the large
@@ -195,6 +197,7 @@ KernelPlan plan_kernel(const ir::Region& r, const kernel::RegionSchedule&, const
     case kernel::KernelKind::Scatter:
       if (k.scratch_bytes > 0) {
         plan.strategy = Strategy::SortedRows;
+        plan.tile.m = tuning.scatter_sort_workgroup;
         return plan;
       }
       plan.strategy = Strategy::RowBlocks;
@@ -247,6 +250,8 @@ std::string plan_fault(const KernelPlan& p, const DeviceTuning& tuning) {
     return "rows of a power of two lanes that divides the workgroup (the whole workgroup for subgroup rows, "
            "less than it for interleaved rows)";
   if (p.strategy == Strategy::RowBlocks && t.m < 1) return "blocks of at least one row";
+  if (p.strategy == Strategy::SortedRows && (t.m < 1 || t.m > tuning.max_workgroup))
+    return "a sort of 1 to " + std::to_string(tuning.max_workgroup) + " indices per round";
   return "";
 }
 

@@ -58,9 +58,13 @@ struct DeviceTuning {
   int64_t scatter_invocations = int64_t{1} << 14;
   int64_t scan_factor = 4;
   // A scatter of at least sorted_scatter_min_indices indices (0: none) first sorts them by row in
-  // one workgroup, then sums each result element's run in one invocation (sorted rows): work in
-  // proportion to the updates instead of to blocks x indices.
+  // one workgroup of scatter_sort_workgroup invocations, then sums each result element's run in
+  // one invocation (sorted rows): work in proportion to the updates instead of blocks x indices.
+  // Each of the sort's invocations compares its index with every other of its round, so its
+  // time is indices x workgroup / (the lanes that issue at once): a workgroup larger than those
+  // lanes only waits.
   int64_t sorted_scatter_min_indices = 0;
+  int64_t scatter_sort_workgroup = kWorkgroupSize;
   // The loop shader's single workgroup (glsl_loop.cpp).
   int64_t loop_workgroup = kWorkgroupSize;
   bool subgroup_arithmetic = false;

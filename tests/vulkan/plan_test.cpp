@@ -301,8 +301,9 @@ TEST(VulkanPlans, RuledPlansTheShadersCannotRenderAreErrors) {
   }
 }
 
-// A sorted scatter's workgroup ruled smaller and larger than the class's: its sort runs in
-// rounds of that many indices, its prefix sum over that many chunks of rows; the same bits.
+// A sorted scatter's sort and sums ruled to other workgroups than the class's: the sort then
+// runs in rounds of that many indices and its prefix sum over that many chunks of rows (300
+// rows: more than some, fewer than others); the same bits.
 TEST(VulkanPlans, RuledSortedScattersKeepTheirBits) {
   REQUIRE_VULKAN();
   ScopedEnv tuning("FLUXION_VULKAN_TUNING", "gpu");
@@ -310,16 +311,19 @@ TEST(VulkanPlans, RuledSortedScattersKeepTheirBits) {
   std::vector<int32_t> ids(2000);
   for (size_t k = 0; k < ids.size(); ++k) ids[k] = static_cast<int32_t>((k * 37) % 307) - 3;
   fx::Array u = uniform({2000, 6}, 7), i(ids, {2000});
-  std::vector<double> planned = fx::jit(f, fx::Backend::Vulkan)(u, i).to_doubles();
-  for (int workgroup : {64, 256}) {
-    PlanRulesFile rules("sorted-rows workgroup=" + std::to_string(workgroup) + "\n");
+  auto planned = fx::jit(f, fx::Backend::Vulkan);
+  std::string listing = planned.lower(u, i).kernels();
+  EXPECT_NE(listing.find("scatter[sorted-rows] [300,6] parallel: scatter_add | block 128 workgroup"), std::string::npos)
+      << listing;
+  std::vector<double> want = planned(u, i).to_doubles();
+  for (auto [block, workgroup] : {std::pair{64, 64}, std::pair{256, 128}, std::pair{1, 64}}) {
+    std::string numbers = "block " + std::to_string(block) + " workgroup " + std::to_string(workgroup);
+    PlanRulesFile rules("sorted-rows block=" + std::to_string(block) + " workgroup=" + std::to_string(workgroup) +
+                        "\n");
     auto ruled = fx::jit(f, fx::Backend::Vulkan);
-    std::string listing = ruled.lower(u, i).kernels();
-    EXPECT_NE(
-        listing.find("scatter[sorted-rows] [300,6] parallel: scatter_add | workgroup " + std::to_string(workgroup)),
-        std::string::npos)
-        << listing;
-    EXPECT_EQ(ruled(u, i).to_doubles(), planned) << workgroup;
+    listing = ruled.lower(u, i).kernels();
+    EXPECT_NE(listing.find("| " + numbers), std::string::npos) << listing;
+    EXPECT_EQ(ruled(u, i).to_doubles(), want) << numbers;
   }
 }
 
