@@ -9,6 +9,7 @@
 #include <mutex>
 #include <set>
 #include <sstream>
+#include <string>
 
 #include "fluxion/error.h"
 #include "fluxion/profile.h"
@@ -85,13 +86,24 @@ std::string kernel_time_table() {
   for (const KernelTime& t : ts) sum += t.total_us;
   std::ostringstream out;
   char line[512];
-  std::snprintf(line, sizeof line, "%-60s %10s %12s %10s %6s\n", "kernel", "calls", "total us", "mean us", "share");
+  std::snprintf(line, sizeof line, "%-60s %10s %12s %10s %6s %9s %8s\n", "kernel", "calls", "total us", "mean us",
+                "share", "GB/s", "TFLOP/s");
   out << line;
+  // A rate over the kernel's whole time: bytes per microsecond / 1e3 is GB/s, FLOPs / 1e6 TFLOP/s;
+  // three significant digits below 100 (lavapipe's rates are thousandths of a GPU's).
+  auto rate = [](double amount, double us, double scale) {
+    if (amount <= 0 || us <= 0) return std::string("-");
+    double r = amount / us / scale;
+    char text[32];
+    std::snprintf(text, sizeof text, r >= 100 ? "%.0f" : "%.3g", r);
+    return std::string(text);
+  };
   for (const KernelTime& t : ts) {
     std::string name = t.name.size() > 60 ? t.name.substr(0, 57) + "..." : t.name;
-    std::snprintf(line, sizeof line, "%-60s %10llu %12.1f %10.2f %5.1f%%\n", name.c_str(),
+    std::snprintf(line, sizeof line, "%-60s %10llu %12.1f %10.2f %5.1f%% %9s %8s\n", name.c_str(),
                   static_cast<unsigned long long>(t.calls), t.total_us, t.mean_us,
-                  sum > 0 ? 100 * t.total_us / sum : 0.0);
+                  sum > 0 ? 100 * t.total_us / sum : 0.0, rate(t.bytes, t.total_us, 1e3).c_str(),
+                  rate(t.flops, t.total_us, 1e6).c_str());
     out << line;
   }
   std::snprintf(line, sizeof line, "%-60s %10s %12.1f\n", "total", "", sum);
@@ -135,6 +147,8 @@ void report_profile(const std::vector<TimedDispatch>& dispatches) {
     t.calls++;
     t.total_us += d.duration_us;
     t.mean_us = t.total_us / static_cast<double>(t.calls);
+    t.bytes += d.bytes;
+    t.flops += d.flops;
     store().last_call.push_back({*d.name, d.start_us, d.duration_us});
   }
 }

@@ -12,6 +12,7 @@ struct TimedDispatch {
   const std::string* name;  // owned by the reporting program, alive during report()
   double start_us;          // from the call's first timestamp
   double duration_us;
+  double bytes = 0, flops = 0;  // what it moved and computed (KernelTime), 0 when not known
 };
 
 // Adds one call's dispatches to the totals and makes them the trace of the last call.

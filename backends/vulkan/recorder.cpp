@@ -16,6 +16,7 @@
 
 #include "backends/vulkan/pipelines.h"
 #include "fluxion/error.h"
+#include "kernel/frame.h"
 #include "kernel/scatter_lowering.h"
 #include "runtime/vulkan/context.h"
 #include "support/round_up.h"
@@ -74,10 +75,11 @@ class Recorder {
     return {consts_entry(program_), static_cast<int64_t>(off)};
   }
 
-  // Appends a dispatch whose argument table is `pairs` (locations) then `words`.
+  // Appends a dispatch whose argument table is `pairs` (locations) then `words`; `flops`: its
+  // product's (Recording::costs).
   void dispatch(VkPipeline pl, std::array<uint32_t, 3> groups, const std::vector<Loc>& pairs,
                 const std::vector<int64_t>& words, const std::vector<Range>& reads, const std::vector<Range>& writes,
-                int name) {
+                int name, double flops = 0) {
     if (groups[0] == 0 || groups[1] == 0 || groups[2] == 0) return;
     const uint32_t* limit = context().properties.limits.maxComputeWorkGroupCount;
     for (int d = 0; d < 3; ++d) {
@@ -122,7 +124,25 @@ class Recorder {
     read_.insert(read_.end(), reads.begin(), reads.end());
     written_.insert(written_.end(), writes.begin(), writes.end());
     out_.dispatches.push_back(d);
+    out_.costs.push_back({touched_bytes(reads, writes), flops});
     if (options_.keep_accesses) out_.accesses.push_back({reads, writes});
+  }
+
+  // The bytes the ranges cover, each byte once however many ranges hold it.
+  static double touched_bytes(const std::vector<Range>& reads, const std::vector<Range>& writes) {
+    std::vector<Range> all(reads);
+    all.insert(all.end(), writes.begin(), writes.end());
+    std::sort(all.begin(), all.end(),
+              [](const Range& a, const Range& b) { return a.io != b.io ? a.io < b.io : a.begin < b.begin; });
+    double bytes = 0;
+    for (size_t i = 0; i < all.size();) {
+      int64_t begin = all[i].begin, end = all[i].end;
+      size_t j = i + 1;
+      for (; j < all.size() && all[j].io == all[i].io && all[j].begin <= end; ++j) end = std::max(end, all[j].end);
+      bytes += static_cast<double>(end - begin);
+      i = j;
+    }
+    return bytes;
   }
 
   static Range range(const Loc& l, int64_t n) { return {l.io, l.off, l.off + std::max<int64_t>(n, 1)}; }
@@ -207,7 +227,8 @@ class Recorder {
           pairs.push_back(order);
           reads.push_back(range(order, k.scratch_bytes));
         }
-        dispatch(ck.pipeline, ck.shader.groups, pairs, {}, reads, writes, name_of(ck.shader.name));
+        dispatch(ck.pipeline, ck.shader.groups, pairs, {}, reads, writes, name_of(ck.shader.name),
+                 kernel::product_flops(r, s.kernels[st.index]));
         continue;
       }
       const ir::Node& n = r.nodes[st.index];

@@ -20,13 +20,20 @@ struct KernelTime {
   uint64_t calls = 0;   // dispatches, loop iterations included
   double total_us = 0;  // device time (CPU: wall time of the kernel, all its threads together)
   double mean_us = 0;
+  // Vulkan: what its dispatches moved and computed in all, to set against the device's limits:
+  // the bytes of the buffers each touched (each buffer once: a lower bound on its memory
+  // traffic), and the FLOPs of its matrix product or convolution (2 per multiply-add; 0 for
+  // other kernels). 0 where not known (the CPU backend, a loaded artifact).
+  double bytes = 0;
+  double flops = 0;
 };
 
 // Totals since the last reset, slowest first.
 std::vector<KernelTime> kernel_times();
-// The same as a readable table: name, calls, total and mean time, share of the total; then a
-// line "not timed: <why>" for each reason calls went untimed (a Vulkan device without
-// timestamps).
+// The same as a readable table: name, calls, total and mean time, share of the total, and the
+// rates its bytes and FLOPs came at (GB/s, TFLOP/s; "-" where not known), which a device's
+// memory bandwidth and arithmetic peak bound; then a line "not timed: <why>" for each reason
+// calls went untimed (a Vulkan device without timestamps).
 std::string kernel_time_table();
 void reset_kernel_times();
 // Writes the dispatches of the last profiled call as a Chrome trace (chrome://tracing,

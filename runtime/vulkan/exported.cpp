@@ -49,6 +49,7 @@ void export_recording(const Recording& recording, const VulkanLayout& layout, co
   v.layout = layout;
   v.recording = recording;
   v.recording.accesses.clear();
+  v.recording.costs.clear();
   std::map<VkPipeline, uint32_t> index;
   for (Dispatch& d : v.recording.dispatches) {
     auto [it, added] = index.emplace(d.pipeline, static_cast<uint32_t>(v.shaders.size()));

@@ -259,8 +259,9 @@ class VulkanProgram::State {
     for (uint32_t i = 0; i < profiled_; ++i) {
       const Dispatch& d = recording_.dispatches[i];
       uint64_t a = ts[2 * i] & mask, b = ts[2 * i + 1] & mask;
+      DispatchCost cost = i < recording_.costs.size() ? recording_.costs[i] : DispatchCost{};
       out.push_back({&recording_.names[static_cast<size_t>(d.name)], static_cast<double>(a - t0) * us,
-                     static_cast<double>(b >= a ? b - a : 0) * us});
+                     static_cast<double>(b >= a ? b - a : 0) * us, cost.bytes, cost.flops});
     }
     runtime::report_profile(out);
   }

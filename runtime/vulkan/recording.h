@@ -44,6 +44,12 @@ struct Access {
   std::vector<Range> reads, writes;
 };
 
+// What a dispatch moves and computes, for the profiler's rates: the bytes of the buffer ranges
+// it touches (each once), and the FLOPs of its matrix product or convolution (0 for others).
+struct DispatchCost {
+  double bytes = 0, flops = 0;
+};
+
 // A collective the host runs for the program: it reads `in` and writes `out`.
 struct HostCollective {
   runtime::CollectiveCall call;
@@ -68,6 +74,7 @@ struct Recording {
   std::vector<HostCollective> collectives;
   std::vector<HostStep> host_steps;  // in dispatch order
   std::vector<Access> accesses;      // per dispatch, when RecordOptions::keep_accesses
+  std::vector<DispatchCost> costs;   // per dispatch; empty in an exported program
   std::vector<std::byte> consts;     // initial bytes of the kConsts buffer
   std::vector<std::string> names;    // kernel names with the graph ops they contain
 };

@@ -183,6 +183,42 @@ TEST(Vulkan, ProfilingReportsEveryKernelAndWritesATrace) {
   EXPECT_TRUE(fx::kernel_times().empty());
 }
 
+// The profile's rates count what each kernel moves and computes: a map of n floats touches
+// its operand and its result once each, a product 2 FLOPs per multiply-add.
+TEST(Vulkan, ProfilingCountsBytesAndFlopsPerKernel) {
+  REQUIRE_VULKAN();
+  if (!fx::vulkan_device().capabilities.timestamps) GTEST_SKIP() << "the device has no timestamps";
+  fx::set_profiling(true);
+  fx::reset_kernel_times();
+  auto map = fx::jit([](Tensor a) { return fx::tanh(a) * 3.0; }, fx::Backend::Vulkan);
+  auto product = fx::jit([](Tensor a, Tensor b) { return fx::matmul(a, b); }, fx::Backend::Vulkan);
+  Array x = uniform({1000, 30}, -1, 1, 3), a = uniform({48, 20}, -1, 1, 4), b = uniform({20, 36}, -1, 1, 5);
+  map(x);
+  map(x);
+  product(a, b);
+  std::vector<fx::KernelTime> times = fx::kernel_times();
+  std::string table = fx::kernel_time_table();
+  fx::set_profiling(false);
+  fx::reset_kernel_times();
+  bool saw_map = false, saw_product = false;
+  for (const fx::KernelTime& t : times) {
+    if (t.name.find("tanh") != std::string::npos) {
+      saw_map = true;
+      // Two calls, each reading 120,000 bytes and writing as many, and its 1-byte guard flag.
+      EXPECT_EQ(t.bytes, 2 * (2 * 4.0 * 1000 * 30 + 1)) << t.name;
+      EXPECT_EQ(t.flops, 0) << t.name;
+    }
+    if (t.name.find("matmul") != std::string::npos) {
+      saw_product = true;
+      EXPECT_EQ(t.flops, 2.0 * 48 * 36 * 20) << t.name;
+      EXPECT_EQ(t.bytes, 4.0 * (48 * 20 + 20 * 36 + 48 * 36) + 1) << t.name;
+    }
+  }
+  EXPECT_TRUE(saw_map && saw_product) << table;
+  EXPECT_NE(table.find("GB/s"), std::string::npos) << table;
+  EXPECT_NE(table.find("TFLOP/s"), std::string::npos) << table;
+}
+
 TEST(Vulkan, ResultsStayOnTheDeviceBetweenCalls) {
   REQUIRE_VULKAN();
   // Training steps called one by one: parameters go from one call's results to the next call's
