@@ -4,8 +4,10 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 
 #include "common/artifact_programs.h"
+#include "common/scoped_env.h"
 #include "fluxion/error.h"
 #include "runtime/artifact.h"
 
@@ -74,6 +76,25 @@ TEST_F(VulkanArtifact, LoopsRunFromTheRecording) {
   fx::Compiled loaded = fx::load(p);
   std::vector<fx::Array> got = loaded.run(in), want = c.run(in);
   for (size_t k = 0; k < want.size(); ++k) EXPECT_TRUE(bitwise_equal(got[k], want[k])) << "result " << k;
+  std::filesystem::remove(p);
+}
+
+// A scatter sorted by row (the gpu class's plan for many indices): the loaded program replays
+// its sort's dispatch and its sums' with the same scratch, bitwise.
+TEST_F(VulkanArtifact, SortedScattersRunFromTheRecording) {
+  ScopedEnv tuning("FLUXION_VULKAN_TUNING", "gpu");
+  auto f = [](fx::Tensor u, fx::Tensor i) { return fx::scatter_add(u, i, 70); };
+  std::vector<double> ids = random_doubles(3000, -3, 73, 64);
+  for (double& v : ids) v = std::floor(v);
+  fx::Array u = make(fx::f32, random_doubles(3000 * 5, -1, 1, 65), {3000, 5}), i = make(fx::i32, ids, {3000});
+  fx::Compiled c = fx::jit(f, fx::Backend::Vulkan).lower(u, i);
+  ASSERT_NE(c.kernels().find("scatter[sorted-rows]"), std::string::npos) << c.kernels();
+  std::string p = temp_path("vulkan_sorted_scatter.fxa");
+  c.save(p);
+  fx::Compiled loaded = fx::load(p);
+  std::vector<fx::Array> got = loaded.run({u, i}), want = c.run({u, i});
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_TRUE(bitwise_equal(got[0], want[0]));
   std::filesystem::remove(p);
 }
 
