@@ -103,11 +103,4 @@ ProductDims product_dims(const ir::Region& r, const Kernel& k) {
   return d;
 }
 
-double product_flops(const ir::Region& r, const Kernel& k) {
-  if (k.kind != KernelKind::MatMul) return 0;
-  ProductDims d = product_dims(r, k);
-  return 2.0 * static_cast<double>(numel(d.batch)) * static_cast<double>(d.M) * static_cast<double>(d.N) *
-         static_cast<double>(d.K);
-}
-
 }  // namespace fluxion::kernel

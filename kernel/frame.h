@@ -61,8 +61,5 @@ struct ProductDims {
   int64_t M = 0, N = 0, K = 0;
 };
 ProductDims product_dims(const ir::Region& r, const Kernel& k);
-// The FLOPs of a MatMul kernel's product or convolution, 2 per multiply-add (0 for any other
-// kernel): what a profiler sets against the device's arithmetic peak.
-double product_flops(const ir::Region& r, const Kernel& k);
 
 }  // namespace fluxion::kernel

@@ -2,6 +2,7 @@
 //   kernel 0 loop[flat] [128,784] parallel: mul reduce_sum
 #include <sstream>
 
+#include "kernel/cost.h"
 #include "kernel/kernel_ir.h"
 
 namespace fluxion::kernel {
@@ -102,6 +103,14 @@ std::vector<std::string> kernel_lines(const ir::Region& r, const RegionSchedule&
   walk_kernels(r, s, "",
                [&](const std::string& where, const ir::Region& region, const RegionSchedule&, const Kernel& k,
                    size_t index) { out.push_back(where + kernel_line(region, k, index)); });
+  return out;
+}
+
+std::vector<KernelCost> kernel_costs(const ir::Region& r, const RegionSchedule& s) {
+  std::vector<KernelCost> out;
+  walk_kernels(r, s, "",
+               [&](const std::string&, const ir::Region& region, const RegionSchedule& schedule, const Kernel& k,
+                   size_t) { out.push_back(kernel_cost(region, schedule, k)); });
   return out;
 }
 

@@ -11,6 +11,7 @@
 #include "codegen_version.h"
 #include "fluxion/error.h"
 #include "fluxion/profile.h"
+#include "kernel/cost.h"
 #include "runtime/artifact.h"
 #include "runtime/counters.h"
 #include "runtime/cpu/features.h"
@@ -111,6 +112,7 @@ class CpuExecutable final : public backends::Executable {
   const NativeCode& profiled_code() const {
     std::call_once(profiled_once_, [&] {
       kernel_names_ = kernel::kernel_lines(program_.body, schedule_);
+      kernel_costs_ = kernel::kernel_costs(program_.body, schedule_);
       profiled_code_ = build(true);
     });
     return *profiled_code_;
@@ -124,9 +126,10 @@ class CpuExecutable final : public backends::Executable {
     dispatches.clear();
     int64_t t0 = marks[0].ns;
     for (size_t i = 0; i + 1 < marks.size(); i += 2) {
-      const std::string* name = &kernel_names_.at(static_cast<size_t>(marks[i].kernel));
-      dispatches.push_back({name, static_cast<double>(marks[i].ns - t0) / 1e3,
-                            static_cast<double>(marks[i + 1].ns - marks[i].ns) / 1e3});
+      auto kernel = static_cast<size_t>(marks[i].kernel);
+      const kernel::KernelCost& cost = kernel_costs_.at(kernel);
+      dispatches.push_back({&kernel_names_.at(kernel), static_cast<double>(marks[i].ns - t0) / 1e3,
+                            static_cast<double>(marks[i + 1].ns - marks[i].ns) / 1e3, cost.bytes, cost.flops});
     }
     runtime::report_profile(dispatches);
   }
@@ -138,6 +141,7 @@ class CpuExecutable final : public backends::Executable {
   mutable std::once_flag profiled_once_;
   mutable std::unique_ptr<NativeCode> profiled_code_;
   mutable std::vector<std::string> kernel_names_;  // by fx_profile_mark's kernel number
+  mutable std::vector<kernel::KernelCost> kernel_costs_;  // likewise
 };
 
 }  // namespace

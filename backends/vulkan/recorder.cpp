@@ -16,7 +16,7 @@
 
 #include "backends/vulkan/pipelines.h"
 #include "fluxion/error.h"
-#include "kernel/frame.h"
+#include "kernel/cost.h"
 #include "kernel/scatter_lowering.h"
 #include "runtime/vulkan/context.h"
 #include "support/round_up.h"

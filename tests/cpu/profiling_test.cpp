@@ -60,6 +60,34 @@ TEST(CpuProfiling, EveryKernelIsTimedAndNamedAsKernelsPrintsIt) {
   EXPECT_NE(fx::kernel_time_table().find("matmul"), std::string::npos);
 }
 
+// The table's rates count what each kernel moves and computes: a map reads its operand and
+// writes its result once each; a product reads both operands and writes its result, 2 FLOPs per
+// multiply-add.
+TEST(CpuProfiling, KernelsCountTheirBytesAndFlops) {
+  ProfilingOn on;
+  auto map = fx::jit([](Tensor a) { return fx::tanh(a) * 3.0; }, Backend::Cpu);
+  auto product = fx::jit([](Tensor a, Tensor b) { return fx::matmul(a, b); }, Backend::Cpu);
+  Array x = uniform({1000, 30}, -1, 1, 3), a = uniform({48, 20}, -1, 1, 4), b = uniform({20, 36}, -1, 1, 5);
+  map(x);
+  map(x);
+  product(a, b);
+  bool saw_map = false, saw_product = false;
+  for (const fx::KernelTime& t : fx::kernel_times()) {
+    if (t.name.find("tanh") != std::string::npos) {
+      saw_map = true;
+      EXPECT_EQ(t.bytes, 2 * 2 * 4.0 * 1000 * 30) << t.name;  // two calls
+      EXPECT_EQ(t.flops, 0) << t.name;
+    }
+    if (t.name.find("matmul") != std::string::npos) {
+      saw_product = true;
+      EXPECT_EQ(t.flops, 2.0 * 48 * 36 * 20) << t.name;
+      EXPECT_EQ(t.bytes, 4.0 * (48 * 20 + 20 * 36 + 48 * 36)) << t.name;
+    }
+  }
+  EXPECT_TRUE(saw_map && saw_product) << fx::kernel_time_table();
+  EXPECT_NE(fx::kernel_time_table().find("TFLOP/s"), std::string::npos);
+}
+
 TEST(CpuProfiling, LoopBodyKernelsCountEveryIterationAndSayWhereTheyAre) {
   auto f = fx::jit([](Tensor x) {
     return fx::fori_loop(0, 7, [](const Tensor&, const Tensor& c) { return fx::sin(c) * 0.5 + 1.0; }, x);
