@@ -75,11 +75,12 @@ class Recorder {
     return {consts_entry(program_), static_cast<int64_t>(off)};
   }
 
-  // Appends a dispatch whose argument table is `pairs` (locations) then `words`; `flops`: its
-  // product's (Recording::costs).
+  // Appends a dispatch whose argument table is `pairs` (locations) then `words`. `cost`: a
+  // kernel's (kernel::kernel_cost, as the CPU counts it); a helper shader's is the bytes of the
+  // ranges it touches (Recording::costs).
   void dispatch(VkPipeline pl, std::array<uint32_t, 3> groups, const std::vector<Loc>& pairs,
                 const std::vector<int64_t>& words, const std::vector<Range>& reads, const std::vector<Range>& writes,
-                int name, double flops = 0) {
+                int name, const kernel::KernelCost* cost = nullptr) {
     if (groups[0] == 0 || groups[1] == 0 || groups[2] == 0) return;
     const uint32_t* limit = context().properties.limits.maxComputeWorkGroupCount;
     for (int d = 0; d < 3; ++d) {
@@ -124,7 +125,7 @@ class Recorder {
     read_.insert(read_.end(), reads.begin(), reads.end());
     written_.insert(written_.end(), writes.begin(), writes.end());
     out_.dispatches.push_back(d);
-    out_.costs.push_back({touched_bytes(reads, writes), flops});
+    out_.costs.push_back(cost ? DispatchCost{cost->bytes, cost->flops} : DispatchCost{touched_bytes(reads, writes), 0});
     if (options_.keep_accesses) out_.accesses.push_back({reads, writes});
   }
 
@@ -218,17 +219,19 @@ class Recorder {
           // A sorted scatter: its index order first, into the kernel's scratch, read after its buffers.
           const kernel::Kernel& k = s.kernels[st.index];
           kernel::ScatterGeometry g = kernel::scatter_geometry(r, r.nodes[k.root]);
-          Loc order = arena + k.scratch_offset, indices = loc[static_cast<size_t>(g.indices)];
           if (!has[static_cast<size_t>(g.indices)])
             detail::fail("vulkan", "internal error: a scatter's indices have no storage");
+          Loc order = arena + k.scratch_offset, indices = loc[static_cast<size_t>(g.indices)];
           dispatch(ck.order_pipeline, {1, 1, 1}, {guard, indices, order}, {g.count, g.rows},
                    {range(guard, 1), range(indices, bytes(r.type(g.indices)))}, {range(order, k.scratch_bytes)},
                    name_of(ck.shader.name + " order"));
           pairs.push_back(order);
           reads.push_back(range(order, k.scratch_bytes));
         }
-        dispatch(ck.pipeline, ck.shader.groups, pairs, {}, reads, writes, name_of(ck.shader.name),
-                 kernel::product_flops(r, s.kernels[st.index]));
+        const kernel::Kernel* k = &s.kernels[st.index];
+        auto [cost, added] = costs_.try_emplace(k);
+        if (added) cost->second = kernel::kernel_cost(r, s, *k);
+        dispatch(ck.pipeline, ck.shader.groups, pairs, {}, reads, writes, name_of(ck.shader.name), &cost->second);
         continue;
       }
       const ir::Node& n = r.nodes[st.index];
@@ -529,6 +532,8 @@ class Recorder {
   std::vector<const ir::Node*>* while_loops_;
   Recording out_;
   std::map<size_t, size_t> started_;  // top-level collective node -> its Recording::collectives entry
+  // Each kernel's cost, from its first dispatch on (an unrolled loop dispatches its body's kernels every step).
+  std::map<const kernel::Kernel*, kernel::KernelCost> costs_;
   VkPipeline copy_words_, copy_bytes_, cond_guard_, while_step_;
   Loc one_;
   Loc iota_;

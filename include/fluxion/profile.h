@@ -21,10 +21,10 @@ struct KernelTime {
   double total_us = 0;  // device time (CPU: wall time of the kernel, all its threads together)
   double mean_us = 0;
   // What its runs moved and computed in all, to set against the device's limits: the bytes of
-  // the arrays each run read or wrote (each once: a lower bound on its memory traffic; Vulkan
-  // counts the buffer ranges of its dispatches), and the FLOPs of its matrix product or
-  // convolution (2 per multiply-add; 0 for other kernels). 0 where not known (a program loaded
-  // from an artifact).
+  // the arrays each run read or wrote (each once: a lower bound on its memory traffic; a Vulkan
+  // helper dispatch, such as a copy, counts the buffer ranges it touches), and the FLOPs of its
+  // matrix product or convolution (2 per multiply-add; 0 for other kernels). 0 where not known
+  // (a program loaded from an artifact).
   double bytes = 0;
   double flops = 0;
 };
