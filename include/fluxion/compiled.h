@@ -1,7 +1,7 @@
 // A compiled program, whether traced and compiled in this process (fluxion::jit, compile_flat)
 // or loaded from a file that Compiled::save wrote (fluxion::load). The runtime-only library
-// (fluxion::runtime, docs/deploy.md) provides this header, array.h and error.h, and nothing
-// that traces or compiles.
+// (fluxion::runtime, docs/deploy.md) provides this header, array.h, error.h, safetensors.h (the
+// weights) and data.h, and nothing that traces or compiles.
 #pragma once
 
 #include <cstdint>
@@ -11,6 +11,7 @@
 
 #include "fluxion/array.h"
 #include "fluxion/backend.h"
+#include "fluxion/error.h"
 
 namespace fluxion {
 

@@ -114,7 +114,7 @@ int run(int argc, char** argv) {
       ms_since(compile_start), ms_since(start));
   step.save(out + "/mlp_step.fxa", {{"w1", "b1", "w2", "b2", "x", "y", "rate"}, {"w1", "b1", "w2", "b2", "loss"}});
   classify.save(out + "/mlp_classify.fxa", {{"w1", "b1", "w2", "b2", "x"}, {"label"}});
-  deploy::write_arrays(out + "/mlp_data.bin", data);
+  deploy::write_arrays(out + "/mlp_data.safetensors", data);
   double loss = deploy::train(step, trained, 1, steps - 1);
   std::map<std::string, Array> expected;
   for (const std::string& p : deploy::kParameters) expected[p] = trained.at(p);
@@ -144,7 +144,7 @@ int run(int argc, char** argv) {
   for (size_t i = 0; i < lstm.size(); ++i) expected["lstm_in" + std::to_string(i)] = lstm[i];
   for (size_t i = 0; i < lstm_out.size(); ++i) expected["lstm_out" + std::to_string(i)] = lstm_out[i];
   expected["steps"] = Array(std::vector<float>{static_cast<float>(steps)}, {});
-  deploy::write_arrays(out + "/expected.bin", expected);
+  deploy::write_arrays(out + "/expected.safetensors", expected);
   std::printf("deploy_export: wrote %s/{mlp_step,mlp_classify,lstm_step}.fxa and their data\n", out.c_str());
   return 0;
 }

@@ -1,7 +1,8 @@
 // Runs the programs deploy_export saved, linked against the runtime-only library
 // (fluxion::runtime: no LLVM, no glslang, no SPIRV-Tools): W6's LSTM training step once, then
 // the MLP's training step for as many steps as deploy_export ran and its classifier; each
-// result is checked bitwise against the one deploy_export computed in its own process.
+// result is checked bitwise against the one deploy_export computed in its own process. Programs
+// are .fxa artifacts, data and expected results safetensors files.
 //
 //   deploy_run [DIR]
 #include <fluxion/compiled.h>
@@ -27,7 +28,7 @@ int run(const std::string& dir) {
   auto start = std::chrono::steady_clock::now();
   fx::Compiled lstm = fx::load(dir + "/lstm_step.fxa");
   double loaded_ms = ms_since(start);
-  std::map<std::string, fx::Array> expected = deploy::read_arrays(dir + "/expected.bin");
+  std::map<std::string, fx::Array> expected = deploy::read_arrays(dir + "/expected.safetensors");
   std::vector<fx::Array> in;
   for (size_t i = 0; i < lstm.input_types().size(); ++i) in.push_back(expected.at("lstm_in" + std::to_string(i)));
   auto call = std::chrono::steady_clock::now();
@@ -48,7 +49,7 @@ int run(const std::string& dir) {
 
   auto mlp_start = std::chrono::steady_clock::now();
   fx::Compiled step = fx::load(dir + "/mlp_step.fxa"), classify = fx::load(dir + "/mlp_classify.fxa");
-  std::map<std::string, fx::Array> data = deploy::read_arrays(dir + "/mlp_data.bin");
+  std::map<std::string, fx::Array> data = deploy::read_arrays(dir + "/mlp_data.safetensors");
   auto steps = static_cast<int64_t>(expected.at("steps").to_doubles()[0]);
   deploy::train(step, data, 0, 1);
   std::printf("MLP: programs and data loaded and the first training step run in %.2f ms\n", ms_since(mlp_start));
@@ -65,7 +66,17 @@ int run(const std::string& dir) {
 
 int main(int argc, char** argv) {
   try {
-    return run(argc > 1 ? argv[1] : "deploy");
+    std::string dir = argc > 1 ? argv[1] : "deploy";
+    if (dir == "--help" || dir == "-h" || argc > 2) {
+      std::printf("usage: deploy_run [DIR]\n  runs the programs deploy_export --out DIR wrote (default DIR: deploy)\n");
+      return argc > 2 ? 2 : 0;
+    }
+    if (!std::filesystem::is_directory(dir)) {
+      std::fprintf(stderr, "deploy_run: error: no directory '%s' (run deploy_export --out %s first)\n", dir.c_str(),
+                   dir.c_str());
+      return 1;
+    }
+    return run(dir);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "deploy_run: error: %s\n", e.what());
     return 1;

@@ -36,6 +36,26 @@ TEST_F(Checkpoints, RoundTripResumesTrainingExactly) {
   EXPECT_EQ(nn::load_parameters(path("ck.safetensors"), model)[3].to_doubles(), saved_bias);
 }
 
+// The tutorial's way: a state built field by field, without Trainer::init, saves (at step 0 with
+// seed 0's key, which a Trainer then continues from) and loads back.
+TEST_F(Checkpoints, AStateBuiltByHandSavesAndLoads) {
+  nn::TrainState s;
+  s.params = model.init(4);
+  s.opt_state = opt.init(s.params);
+  nn::save_checkpoint(path("hand.safetensors"), model, opt, s);
+  nn::TrainState loaded = trainer.init(9);
+  nn::load_checkpoint(path("hand.safetensors"), model, opt, loaded);
+  EXPECT_EQ(loaded.params[0].to_doubles(), s.params[0].to_doubles());
+  EXPECT_EQ(loaded.step.to_doubles(), std::vector<double>{0});
+  EXPECT_EQ(loaded.key.to_doubles(), trainer.init(0).key.to_doubles());
+  trainer.step(loaded, x, y);
+  EXPECT_EQ(loaded.step.item(), 1);
+  // A state that lacks the optimizer's tensors is refused, saying how many of each it holds.
+  s.opt_state.clear();
+  std::string m = error_of([&] { nn::save_checkpoint(path("hand.safetensors"), model, opt, s); });
+  EXPECT_NE(m.find("the state holds 4 parameters, 0 optimizer tensors"), std::string::npos) << m;
+}
+
 TEST_F(Checkpoints, MismatchesAreListedAndTheStateIsUnchanged) {
   nn::TrainState s = trainer.init(1);
   nn::save_checkpoint(path("ck.safetensors"), model, opt, s);

@@ -21,8 +21,10 @@ struct TrainState {
   std::vector<Array> params;
   std::vector<Array> opt_state;    // Optimizer::init's layout (hyperparameters first)
   std::vector<Array> model_state;  // Model::state_specs()'s (batch norm's running statistics)
-  Array step;                      // i32 scalar: steps taken
-  Array key;                       // i32[2]: the run's random key; step k's is fold_in(key, k)
+  // A state built by hand (not by Trainer::init) starts at step 0 with seed 0's key, so that
+  // save_checkpoint accepts it.
+  Array step = Array::scalar(int32_t{0});              // i32 scalar: steps taken
+  Array key = Array(std::vector<int32_t>{0, 0}, {2});  // i32[2]: the run's random key; step k's is fold_in(key, k)
 };
 
 // loss(model output, target) -> float scalar.
