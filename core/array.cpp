@@ -95,8 +95,10 @@ template <class T>
 void Array::assign(std::span<const T> data, const std::source_location& loc) {
   int64_t n = checked_numel(type_.shape, &loc);
   if (static_cast<int64_t>(data.size()) != n) {
-    detail::fail("Array", std::to_string(data.size()) + " values given for shape " + shape_str(type_.shape) +
-                              ", which needs " + std::to_string(n), &loc);
+    detail::fail("Array",
+                 std::to_string(data.size()) + " values given for shape " + shape_str(type_.shape) + ", which needs " +
+                     std::to_string(n),
+                 &loc);
   }
   storage_ = std::make_shared<detail::ArrayStorage>();
   storage_->host = std::make_shared_for_overwrite<std::byte[]>(static_cast<size_t>(n * dtype_size(type_.dtype)));
@@ -111,13 +113,16 @@ void Array::assign(std::span<const T> data, const std::source_location& loc) {
 Array::Array(std::span<const float> data, Shape shape, std::source_location loc) : type_{DType::f32, std::move(shape)} {
   assign(data, loc);
 }
-Array::Array(std::span<const double> data, Shape shape, std::source_location loc) : type_{DType::f64, std::move(shape)} {
+Array::Array(std::span<const double> data, Shape shape, std::source_location loc)
+    : type_{DType::f64, std::move(shape)} {
   assign(data, loc);
 }
-Array::Array(std::span<const int32_t> data, Shape shape, std::source_location loc) : type_{DType::i32, std::move(shape)} {
+Array::Array(std::span<const int32_t> data, Shape shape, std::source_location loc)
+    : type_{DType::i32, std::move(shape)} {
   assign(data, loc);
 }
-Array::Array(const std::vector<bool>& data, Shape shape, std::source_location loc) : type_{DType::boolean, std::move(shape)} {
+Array::Array(const std::vector<bool>& data, Shape shape, std::source_location loc)
+    : type_{DType::boolean, std::move(shape)} {
   // std::vector<bool> is packed: copy to one bool per element first.
   std::unique_ptr<bool[]> unpacked(new bool[data.size()]);
   for (size_t i = 0; i < data.size(); ++i) unpacked[i] = data[i];
@@ -130,10 +135,11 @@ Array Array::scalar(int32_t v) { return Array(std::span<const int32_t>(&v, 1), {
 Array Array::scalar(bool v) { return Array(std::vector<bool>{v}, {}); }
 
 template <class T>
-std::vector<T> Array::to_vector() const {
+std::vector<T> Array::to_vector(std::source_location loc) const {
   if (dtype() != dtype_of<T>()) {
-    detail::fail("Array::to_vector", std::string("array is ") + type_.str() + ", asked for " +
-                                         dtype_name(dtype_of<T>()) + " elements");
+    detail::fail("Array::to_vector",
+                 std::string("array is ") + type_.str() + ", asked for " + dtype_name(dtype_of<T>()) + " elements",
+                 &loc);
   }
   std::vector<T> out(static_cast<size_t>(size()));
   if constexpr (std::is_same_v<T, bool>) {
@@ -144,28 +150,43 @@ std::vector<T> Array::to_vector() const {
   }
   return out;
 }
-template std::vector<float> Array::to_vector<float>() const;
-template std::vector<double> Array::to_vector<double>() const;
-template std::vector<int32_t> Array::to_vector<int32_t>() const;
-template std::vector<bool> Array::to_vector<bool>() const;
+template std::vector<float> Array::to_vector<float>(std::source_location) const;
+template std::vector<double> Array::to_vector<double>(std::source_location) const;
+template std::vector<int32_t> Array::to_vector<int32_t>(std::source_location) const;
+template std::vector<bool> Array::to_vector<bool>(std::source_location) const;
 
 std::vector<double> Array::to_doubles() const {
   std::vector<double> out(static_cast<size_t>(size()));
   const std::byte* p = host();
   for (size_t i = 0; i < out.size(); ++i) {
     switch (dtype()) {
-      case DType::f32: { float v; std::memcpy(&v, p + 4 * i, 4); out[i] = v; break; }
-      case DType::f64: { double v; std::memcpy(&v, p + 8 * i, 8); out[i] = v; break; }
-      case DType::i32: { int32_t v; std::memcpy(&v, p + 4 * i, 4); out[i] = v; break; }
+      case DType::f32: {
+        float v;
+        std::memcpy(&v, p + 4 * i, 4);
+        out[i] = v;
+        break;
+      }
+      case DType::f64: {
+        double v;
+        std::memcpy(&v, p + 8 * i, 8);
+        out[i] = v;
+        break;
+      }
+      case DType::i32: {
+        int32_t v;
+        std::memcpy(&v, p + 4 * i, 4);
+        out[i] = v;
+        break;
+      }
       case DType::boolean: out[i] = p[i] != std::byte{0} ? 1.0 : 0.0; break;
     }
   }
   return out;
 }
 
-double Array::item() const {
+double Array::item(std::source_location loc) const {
   if (size() != 1) {
-    detail::fail("Array::item", "array is " + type_.str() + ", expected exactly one element");
+    detail::fail("Array::item", "array is " + type_.str() + ", expected exactly one element", &loc);
   }
   return to_doubles()[0];
 }

@@ -180,6 +180,9 @@ Tensor stack(const std::vector<Tensor>& xs, int64_t axis, Loc loc) {
 Tensor gather(const Tensor& x, const Tensor& indices, int64_t axis, Loc loc) {
   require_valid(x, "gather", loc);
   require_valid(indices, "gather", loc);
+  if (indices.dtype() != DType::i32) {
+    detail::fail("gather", "indices must be i32, got " + indices.type().str() + " (x " + x.type().str() + ")", &loc);
+  }
   int64_t ax = detail::norm_axis(axis, x.rank(), "gather", loc);
   ir::Attrs a;
   a.axes = {ax};

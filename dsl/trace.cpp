@@ -124,6 +124,7 @@ Tensor splat(double value, const TensorType& t, const std::source_location& loc)
 }
 
 Tensor scalar_like(double value, const TensorType& like, const char* op, const std::source_location& loc) {
+  current_frame(op, loc);  // a Tensor kept past its trace is reported as the op it was used in
   if (like.dtype == DType::i32 && (value != static_cast<double>(static_cast<int32_t>(value)))) {
     fail(op,
          "the scalar " + std::to_string(value) + " cannot be mixed with an i32 operand " + like.str() +

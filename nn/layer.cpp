@@ -136,6 +136,7 @@ std::vector<std::string> Model::state_names() const {
 std::vector<Array> Model::init_state() const { return initial_values(state_specs(), 0); }
 
 Tensor Model::operator()(std::span<const Tensor> params, const Tensor& x, std::source_location loc) const {
+  fluxion::detail::CallSite site(loc, /*covers=*/true);  // errors of the layers' ops name the caller's line
   check_against(layer_->describe(), "parameter", params, param_specs(), loc);
   if (!state_specs().empty()) {
     fluxion::detail::fail("nn::Model",
@@ -148,6 +149,7 @@ Tensor Model::operator()(std::span<const Tensor> params, const Tensor& x, std::s
 
 Applied Model::apply(std::span<const Tensor> params, std::span<const Tensor> state, const Tensor& x,
                      const ApplyOptions& options, std::source_location loc) const {
+  fluxion::detail::CallSite site(loc, /*covers=*/true);  // errors of the layers' ops name the caller's line
   check_against(layer_->describe(), "parameter", params, param_specs(), loc);
   check_against(layer_->describe(), "state", state, state_specs(), loc);
   Context ctx{options.training, options.key, state, {}};

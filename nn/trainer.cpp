@@ -89,7 +89,8 @@ Compiled Trainer::step_program(const TrainState& state, const Array& x, const Ar
   return program;
 }
 
-Array Trainer::step(TrainState& state, const Array& x, const Array& y) const {
+Array Trainer::step(TrainState& state, const Array& x, const Array& y, std::source_location loc) const {
+  fluxion::detail::CallSite site(loc, /*covers=*/true);  // the layers' and the loss's errors name this line
   Compiled program = step_program(state, x, y);
   if (check_numerics()) {
     // The results are new arrays, which replace state's only after the call succeeded: a step
@@ -125,20 +126,26 @@ Array Trainer::step(TrainState& state, const Array& x, const Array& y) const {
   return loss;
 }
 
-Array Trainer::predict(const TrainState& state, const Array& x) const {
+Array Trainer::predict(const TrainState& state, const Array& x, std::source_location loc) const {
+  fluxion::detail::CallSite site(loc, /*covers=*/true);
   return predict_(state.params, state.model_state, x);
 }
 
-Array Trainer::predict(const std::vector<Array>& params, const Array& x) const {
+Array Trainer::predict(const std::vector<Array>& params, const Array& x, std::source_location loc) const {
+  fluxion::detail::CallSite site(loc, /*covers=*/true);
   expect_stateless(model_, "nn::Trainer::predict");
   return predict_(params, std::vector<Array>{}, x);
 }
 
-std::pair<Array, Array> Trainer::evaluate(const TrainState& state, const Array& x, const Array& y) const {
+std::pair<Array, Array> Trainer::evaluate(const TrainState& state, const Array& x, const Array& y,
+                                          std::source_location loc) const {
+  fluxion::detail::CallSite site(loc, /*covers=*/true);
   return evaluate_(state.params, state.model_state, x, y);
 }
 
-std::pair<Array, Array> Trainer::evaluate(const std::vector<Array>& params, const Array& x, const Array& y) const {
+std::pair<Array, Array> Trainer::evaluate(const std::vector<Array>& params, const Array& x, const Array& y,
+                                          std::source_location loc) const {
+  fluxion::detail::CallSite site(loc, /*covers=*/true);
   expect_stateless(model_, "nn::Trainer::evaluate");
   return evaluate_(params, std::vector<Array>{}, x, y);
 }

@@ -49,14 +49,16 @@ std::vector<std::string> names_to_save(const std::vector<std::string>& given, si
 
 Compiled::Compiled(std::shared_ptr<const detail::CompiledImpl> impl) : impl_(std::move(impl)) {}
 
-std::vector<Array> Compiled::run(const std::vector<Array>& inputs) const {
+std::vector<Array> Compiled::run(const std::vector<Array>& inputs, std::source_location loc) const {
+  detail::CallSite site(loc, /*covers=*/false);
   check_types(inputs, impl_->inputs, "input");
   std::vector<Array> outputs = impl_->executable().run(inputs);
   if (impl_->checks_numerics()) impl_->check_results(inputs, outputs);
   return outputs;
 }
 
-void Compiled::run_into(const std::vector<Array>& inputs, std::vector<Array>& outputs) const {
+void Compiled::run_into(const std::vector<Array>& inputs, std::vector<Array>& outputs, std::source_location loc) const {
+  detail::CallSite site(loc, /*covers=*/false);
   check_types(inputs, impl_->inputs, "input");
   check_types(outputs, impl_->outputs, "output");
   if (!impl_->checks_numerics()) {

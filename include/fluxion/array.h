@@ -74,13 +74,14 @@ class Array {
   int64_t rank() const { return type_.rank(); }
   int64_t size() const { return type_.numel(); }
 
-  // Reads the data back. T must match dtype() (float/double/int32_t/bool), else Error.
+  // Reads the data back. T must match dtype() (float/double/int32_t/bool), else Error (naming
+  // the caller's line).
   template <class T>
-  std::vector<T> to_vector() const;
+  std::vector<T> to_vector(std::source_location loc = std::source_location::current()) const;
   // Every element converted to double, whatever the dtype (handy in tests).
   std::vector<double> to_doubles() const;
   // The single element of a size-1 array converted to double; Error otherwise.
-  double item() const;
+  double item(std::source_location loc = std::source_location::current()) const;
 
   // Raw host bytes, row-major, dtype_size(dtype()) bytes per element (copied from the device
   // first when the array lives there). Writing through mutable_data() leaves the host copy the

@@ -113,6 +113,18 @@ struct AuxResult : std::false_type {};
 template <class Aux>
 struct AuxResult<std::pair<Tensor, Aux>> : std::true_type {};
 [[noreturn]] void fail_has_aux(bool has_aux, const std::source_location& loc);
+
+// grad, value_and_grad and vjp make functions of Tensors, called while tracing; called with
+// Arrays they say so in a sentence instead of a page of template errors.
+template <class... Args>
+inline constexpr bool traced_args = (tree::is_tree<Args, Tensor> && ...);
+template <class... Args>
+void diagnose_traced_args() {
+  static_assert(traced_args<Args...>,
+                "fluxion::grad, value_and_grad and vjp return functions of Tensors, which run while a function is "
+                "traced: jit the result, fluxion::jit(fluxion::grad(f))(arrays...), or call it inside a jitted "
+                "function");
+}
 }  // namespace detail
 
 // f's value and its gradient with respect to the arguments whose indices are in `wrt`.
@@ -130,6 +142,16 @@ class ValueAndGrad {
 
   template <class... Args>
   auto operator()(const Args&... args) const {
+    if constexpr (!detail::traced_args<Args...>) {
+      detail::diagnose_traced_args<Args...>();
+    } else {
+      return call(args...);
+    }
+  }
+
+ private:
+  template <class... Args>
+  auto call(const Args&... args) const {
     using Result = std::decay_t<std::invoke_result_t<const F&, const Args&...>>;
     constexpr bool aux = detail::AuxResult<Result>::value;
     if (aux != options_.has_aux) detail::fail_has_aux(options_.has_aux, loc_);
@@ -148,7 +170,6 @@ class ValueAndGrad {
     }
   }
 
- private:
   F f_;
   std::vector<int> wrt_;
   GradOptions options_;
@@ -167,11 +188,15 @@ template <class F>
 auto grad(F f, std::vector<int> wrt = {0}, GradOptions options = {},
           std::source_location loc = std::source_location::current()) {
   return [vg = ValueAndGrad<F>(std::move(f), std::move(wrt), options, loc)](const auto&... args) {
-    auto r = vg(args...);
-    if constexpr (std::tuple_size_v<decltype(r)> == 3) {
-      return std::make_pair(std::move(std::get<2>(r)), std::move(std::get<1>(r)));
+    if constexpr (!detail::traced_args<std::decay_t<decltype(args)>...>) {
+      detail::diagnose_traced_args<std::decay_t<decltype(args)>...>();
     } else {
-      return std::move(r.second);
+      auto r = vg(args...);
+      if constexpr (std::tuple_size_v<decltype(r)> == 3) {
+        return std::make_pair(std::move(std::get<2>(r)), std::move(std::get<1>(r)));
+      } else {
+        return std::move(r.second);
+      }
     }
   };
 }
@@ -182,11 +207,15 @@ auto grad(F f, std::vector<int> wrt = {0}, GradOptions options = {},
 template <class F>
 auto vjp(F f, std::vector<int> wrt = {0}, std::source_location loc = std::source_location::current()) {
   return [f = std::move(f), wrt = std::move(wrt), loc](const auto&... args) {
-    std::vector<Tensor> flat;
-    std::vector<bool> mask;
-    detail::flatten_marked(wrt, flat, mask, loc, args...);
-    std::unique_ptr<Tensor> traced;
-    return detail::vjp_flat(detail::flat_call(f, traced, args...), flat, mask, loc);
+    if constexpr (!detail::traced_args<std::decay_t<decltype(args)>...>) {
+      detail::diagnose_traced_args<std::decay_t<decltype(args)>...>();
+    } else {
+      std::vector<Tensor> flat;
+      std::vector<bool> mask;
+      detail::flatten_marked(wrt, flat, mask, loc, args...);
+      std::unique_ptr<Tensor> traced;
+      return detail::vjp_flat(detail::flat_call(f, traced, args...), flat, mask, loc);
+    }
   };
 }
 

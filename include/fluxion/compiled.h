@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <source_location>
 #include <string>
 #include <vector>
 
@@ -31,7 +32,9 @@ class Compiled {
  public:
   // Runs the program. Raises Error when `inputs` do not match input_types() (count, dtype or
   // shape) or a run-time check fails; the inputs are never modified.
-  std::vector<Array> run(const std::vector<Array>& inputs) const;
+  // Errors name `loc`, the caller's line (or, inside a jitted call, the jit's).
+  std::vector<Array> run(const std::vector<Array>& inputs,
+                         std::source_location loc = std::source_location::current()) const;
   // Runs the program writing its results into `outputs`, which must match output_types(): the
   // caller's preallocated buffers (gradients, updated parameters) are written in place, and on
   // the CPU backend a call this way allocates nothing on the heap. An output may be the same
@@ -39,7 +42,8 @@ class Compiled {
   // Vulkan each output's storage (which its copies share) becomes the result's device buffer,
   // so outputs end on the device, and a host pointer taken from one before is stale. Raises
   // Error when inputs or outputs do not match.
-  void run_into(const std::vector<Array>& inputs, std::vector<Array>& outputs) const;
+  void run_into(const std::vector<Array>& inputs, std::vector<Array>& outputs,
+                std::source_location loc = std::source_location::current()) const;
   const std::vector<TensorType>& input_types() const;
   const std::vector<TensorType>& output_types() const;
   // The names given to save (a loaded program's), else "" each.

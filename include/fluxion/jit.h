@@ -60,6 +60,28 @@ void signature(const T& t, std::string& out) {
     out += "]";
   }
 }
+
+// The number of parameters of a callable whose call operator is not a template (a lambda with
+// `auto` parameters has none to count).
+template <class F>
+struct Arity {
+  static constexpr bool known = false;
+};
+template <class F>
+requires requires { &F::operator(); }
+struct Arity<F> : Arity<decltype(&F::operator())> {};
+template <class C, class R, class... Ps>
+struct Arity<R (C::*)(Ps...) const> {
+  static constexpr bool known = true;
+  static constexpr size_t value = sizeof...(Ps);
+};
+template <class C, class R, class... Ps>
+struct Arity<R (C::*)(Ps...)> : Arity<R (C::*)(Ps...) const> {};
+template <class R, class... Ps>
+struct Arity<R (*)(Ps...)> {
+  static constexpr bool known = true;
+  static constexpr size_t value = sizeof...(Ps);
+};
 }  // namespace detail
 
 // A compiled function. Call it with Arrays (or trees of Arrays: vectors, arrays, pairs,
@@ -70,27 +92,40 @@ void signature(const T& t, std::string& out) {
 template <class F>
 class Jit {
  public:
-  explicit Jit(F f, Backend backend = default_backend()) : state_(std::make_shared<State>(std::move(f), backend)) {}
+  // `loc`, where jit was called, names errors of the calls that have no line of their own (a
+  // while loop over its max_iters, a run-time check).
+  explicit Jit(F f, Backend backend = default_backend(), std::source_location loc = std::source_location::current())
+      : state_(std::make_shared<State>(std::move(f), backend, loc)) {}
 
   template <class... Args>
   auto operator()(const Args&... args) const {
-    using R = Result<Args...>;
-    const Entry& e = entry(args...);  // may trace, and the trace may call other jitted functions
-    // Reused per thread so that a steady-state call allocates only its results.
-    thread_local std::vector<Array> flat;
-    struct Release {  // the buffer must not keep the caller's arrays alive, also when run throws
-      ~Release() { flat.clear(); }
-    } release;
-    (tree::flatten<Array>(args, flat), ...);
-    std::vector<Array> outs = e.compiled.run(flat);
-    const Array* it = outs.data();
-    return tree::rebuild<Tensor, Array>(std::any_cast<const R&>(e.out_like), it);
+    if constexpr (!callable<Args...>()) {
+      diagnose<Args...>();
+    } else {
+      using R = Result<Args...>;
+      const Entry& e = entry(args...);  // may trace, and the trace may call other jitted functions
+      // Reused per thread so that a steady-state call allocates only its results.
+      thread_local std::vector<Array> flat;
+      struct Release {  // the buffer must not keep the caller's arrays alive, also when run throws
+        ~Release() { flat.clear(); }
+      } release;
+      (tree::flatten<Array>(args, flat), ...);
+      detail::CallSite site(state_->loc, /*covers=*/false);
+      std::vector<Array> outs = e.compiled.run(flat);
+      const Array* it = outs.data();
+      return tree::rebuild<Tensor, Array>(std::any_cast<const R&>(e.out_like), it);
+    }
   }
 
   // The compiled program for these arguments (traced and compiled on first use).
   template <class... Args>
   Compiled lower(const Args&... args) const {
-    return entry(args...).compiled;
+    if constexpr (!callable<Args...>()) {
+      diagnose<Args...>();
+      return Compiled();
+    } else {
+      return entry(args...).compiled;
+    }
   }
 
   Backend backend() const { return state_->backend; }
@@ -104,14 +139,40 @@ class Jit {
   template <class... Args>
   using Result = std::invoke_result_t<const F&, tree::Rebind<Args, Array, Tensor>...>;
 
+  // Whether f takes Tensors shaped like these Arrays; when not, diagnose says why in a sentence
+  // instead of a page of template errors.
+  template <class... Args>
+  static constexpr bool callable() {
+    if constexpr ((tree::is_tree<Args, Array> && ...))
+      return std::is_invocable_v<const F&, tree::Rebind<Args, Array, Tensor>...>;
+    else return false;
+  }
+  template <class... Args>
+  static void diagnose() {
+    static_assert((tree::is_tree<Args, Array> && ...),
+                  "fluxion::jit: a jitted function is called with fluxion::Array arguments, or std::vector, "
+                  "std::array, std::pair or std::tuple trees of them; a std::vector<float> or a number is not an "
+                  "Array: make one, fluxion::Array(values, shape) or fluxion::Array::scalar(x)");
+    if constexpr ((tree::is_tree<Args, Array> && ...)) {
+      if constexpr (detail::Arity<F>::known)
+        static_assert(sizeof...(Args) == detail::Arity<F>::value,
+                      "fluxion::jit: the jitted function is called with another number of arguments than it "
+                      "takes (the comparison below reads: arguments given == parameters taken)");
+      static_assert(std::is_invocable_v<const F&, tree::Rebind<Args, Array, Tensor>...>,
+                    "fluxion::jit: the function cannot take these arguments as Tensors: each Array argument is "
+                    "passed as a fluxion::Tensor (a tree of Arrays as the same tree of Tensors), one per parameter");
+    }
+  }
+
   struct Entry {
     Compiled compiled;
     std::any out_like;  // the traced result: its tree structure rebuilds each call's outputs
   };
   struct State {
-    State(F f, Backend b) : f(std::move(f)), backend(b) {}
+    State(F f, Backend b, std::source_location l) : f(std::move(f)), backend(b), loc(l) {}
     F f;
     Backend backend;
+    std::source_location loc;
     mutable std::mutex mu;
     std::map<std::string, Entry> cache;
   };
@@ -142,7 +203,7 @@ class Jit {
       e.out_like = std::move(r);
       return outs;
     };
-    e.compiled = compile_flat(fn, types, state_->backend);
+    e.compiled = compile_flat(fn, types, state_->backend, state_->loc);
     std::lock_guard<std::mutex> lock(state_->mu);
     return state_->cache.emplace(std::move(key), std::move(e)).first->second;
   }
@@ -152,8 +213,9 @@ class Jit {
 
 // jit(f, backend): see Jit.
 template <class F>
-Jit<std::decay_t<F>> jit(F&& f, Backend backend = default_backend()) {
-  return Jit<std::decay_t<F>>(std::forward<F>(f), backend);
+Jit<std::decay_t<F>> jit(F&& f, Backend backend = default_backend(),
+                         std::source_location loc = std::source_location::current()) {
+  return Jit<std::decay_t<F>>(std::forward<F>(f), backend, loc);
 }
 
 }  // namespace fluxion

@@ -6,6 +6,7 @@
 #include <array>
 #include <cstddef>
 #include <tuple>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -37,6 +38,22 @@ struct RebindT<std::tuple<Us...>, From, To> {
 template <class T, class From, class To>
 using Rebind = typename RebindT<T, From, To>::type;
 
+// is_tree<T, Leaf>: whether T is a tree whose leaves are Leaf.
+template <class T, class Leaf>
+struct IsTreeT : std::false_type {};
+template <class Leaf>
+struct IsTreeT<Leaf, Leaf> : std::true_type {};
+template <class U, class Leaf>
+struct IsTreeT<std::vector<U>, Leaf> : IsTreeT<U, Leaf> {};
+template <class U, std::size_t N, class Leaf>
+struct IsTreeT<std::array<U, N>, Leaf> : IsTreeT<U, Leaf> {};
+template <class A, class B, class Leaf>
+struct IsTreeT<std::pair<A, B>, Leaf> : std::bool_constant<IsTreeT<A, Leaf>::value && IsTreeT<B, Leaf>::value> {};
+template <class... Us, class Leaf>
+struct IsTreeT<std::tuple<Us...>, Leaf> : std::bool_constant<(IsTreeT<Us, Leaf>::value && ...)> {};
+template <class T, class Leaf>
+inline constexpr bool is_tree = IsTreeT<T, Leaf>::value;
+
 // Appends the leaves of `t` to `out` in order.
 template <class Leaf, class T>
 void flatten(const T& t, std::vector<Leaf>& out) {
@@ -45,8 +62,8 @@ void flatten(const T& t, std::vector<Leaf>& out) {
   } else if constexpr (requires { std::tuple_size<T>::value; }) {
     std::apply([&](const auto&... xs) { (flatten<Leaf>(xs, out), ...); }, t);
   } else {
-    static_assert(requires { t.begin(); },
-                  "a tree is a leaf (Tensor or Array) or a vector/array/pair/tuple of trees");
+    static_assert(
+        requires { t.begin(); }, "a tree is a leaf (Tensor or Array) or a vector/array/pair/tuple of trees");
     for (const auto& x : t) flatten<Leaf>(x, out);
   }
 }
@@ -58,8 +75,7 @@ Rebind<T, From, To> rebuild(const T& like, const To*& it) {
   if constexpr (std::is_same_v<T, From>) {
     return *it++;
   } else if constexpr (requires { std::tuple_size<T>::value; }) {
-    return std::apply(
-        [&](const auto&... xs) { return Rebind<T, From, To>{rebuild<From, To>(xs, it)...}; }, like);
+    return std::apply([&](const auto&... xs) { return Rebind<T, From, To>{rebuild<From, To>(xs, it)...}; }, like);
   } else {
     Rebind<T, From, To> out;
     out.reserve(like.size());

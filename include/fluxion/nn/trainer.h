@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <source_location>
 #include <tuple>
 #include <utility>
 #include <vector>
@@ -52,6 +53,7 @@ class Trainer {
   // Parameters from the model's initialisers (seeded), fresh optimizer and model state, step 0
   // and the random key of `seed` (in data-parallel mode, rank 0's, on every rank).
   TrainState init(uint64_t seed) const;
+  // Errors raised by the model, the loss or the call name the caller's line (`loc`).
   // One compiled call: forward in training mode, loss, backward and update of `state` for the
   // batch (x, y). Layers draw their random numbers from fold_in(fold_in(key, step), layer) (and
   // the rank in data-parallel mode), so a run is reproducible and a resumed run continues the
@@ -59,16 +61,21 @@ class Trainer {
   // The state's arrays are updated in place (their storage is reused, so copies of them that
   // share it see the update: clone() what you keep; on Vulkan they stay on the device); when
   // the numerics check is on, the step's new arrays replace state's after the call succeeded.
-  Array step(TrainState& state, const Array& x, const Array& y) const;
+  Array step(TrainState& state, const Array& x, const Array& y,
+             std::source_location loc = std::source_location::current()) const;
   // The model's output for x in evaluation mode.
-  Array predict(const TrainState& state, const Array& x) const;
+  Array predict(const TrainState& state, const Array& x,
+                std::source_location loc = std::source_location::current()) const;
   // The same for a model without state.
-  Array predict(const std::vector<Array>& params, const Array& x) const;
+  Array predict(const std::vector<Array>& params, const Array& x,
+                std::source_location loc = std::source_location::current()) const;
   // In evaluation mode: the loss summed over the batch's rows (its mean times the batch size)
   // and the number of rows whose argmax matches the label (for classifiers; i32).
-  std::pair<Array, Array> evaluate(const TrainState& state, const Array& x, const Array& y) const;
+  std::pair<Array, Array> evaluate(const TrainState& state, const Array& x, const Array& y,
+                                   std::source_location loc = std::source_location::current()) const;
   // The same for a model without state.
-  std::pair<Array, Array> evaluate(const std::vector<Array>& params, const Array& x, const Array& y) const;
+  std::pair<Array, Array> evaluate(const std::vector<Array>& params, const Array& x, const Array& y,
+                                   std::source_location loc = std::source_location::current()) const;
   const Model& model() const { return model_; }
   const Optimizer& optimizer() const { return optimizer_; }
   Backend backend() const { return backend_; }
