@@ -90,13 +90,16 @@ namespace {
 
 // Each spec's initial values, drawn by the interpreter: the same numbers whatever backend
 // trains the model, and no native compilation for a program that runs once.
-std::vector<Array> initial_values(const std::vector<ParamSpec>& specs, uint64_t seed) {
+std::vector<Array> initial_values(const std::vector<ParamSpec>& specs, uint64_t seed, DType dtype, const char* what) {
+  if (!is_float(dtype)) fluxion::detail::fail(what, std::string("dtype must be f32 or f64, got ") + dtype_name(dtype));
   if (specs.empty()) return {};
   auto draw = [&](const std::vector<Tensor>&) {
     Tensor root = random::key(seed);
     std::vector<Tensor> values;
-    for (size_t i = 0; i < specs.size(); ++i)
-      values.push_back(initial_value(specs[i], random::fold_in(root, static_cast<int32_t>(i))));
+    for (size_t i = 0; i < specs.size(); ++i) {
+      Tensor v = initial_value(specs[i], random::fold_in(root, static_cast<int32_t>(i)));
+      values.push_back(v.dtype() == dtype ? v : cast(v, dtype));
+    }
     return values;
   };
   return compile_flat(draw, {}, Backend::Interp).run({});
@@ -125,7 +128,9 @@ void check_against(const std::string& layer, const char* what, std::span<const T
 
 }  // namespace
 
-std::vector<Array> Model::init(uint64_t seed) const { return initial_values(param_specs(), seed); }
+std::vector<Array> Model::init(uint64_t seed, DType dtype) const {
+  return initial_values(param_specs(), seed, dtype, "nn::Model::init");
+}
 
 std::vector<std::string> Model::state_names() const {
   std::vector<std::string> names;
@@ -133,7 +138,9 @@ std::vector<std::string> Model::state_names() const {
   return names;
 }
 
-std::vector<Array> Model::init_state() const { return initial_values(state_specs(), 0); }
+std::vector<Array> Model::init_state(DType dtype) const {
+  return initial_values(state_specs(), 0, dtype, "nn::Model::init_state");
+}
 
 Tensor Model::operator()(std::span<const Tensor> params, const Tensor& x, std::source_location loc) const {
   fluxion::detail::CallSite site(loc, /*covers=*/true);  // errors of the layers' ops name the caller's line

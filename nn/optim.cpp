@@ -37,12 +37,18 @@ GradientTransformation ending_with_rate(std::vector<GradientTransformation> link
   return chain(std::move(links));
 }
 
+// What a named optimizer's description shows after its hyperparameters: the schedule's shape
+// (its numbers are hyperparameters).
+std::string schedule_settings(const Schedule& schedule) {
+  return schedule.constant() ? std::string() : "schedule=" + schedule.structure();
+}
+
 }  // namespace
 
 Optimizer::Optimizer(GradientTransformation transformation) : Optimizer("", std::move(transformation)) {}
 
-Optimizer::Optimizer(std::string name, GradientTransformation transformation)
-    : name_(std::move(name)), transformation_(std::move(transformation)) {
+Optimizer::Optimizer(std::string name, GradientTransformation transformation, std::string settings)
+    : name_(std::move(name)), settings_(std::move(settings)), transformation_(std::move(transformation)) {
   if (!transformation_.update)
     fluxion::detail::fail("nn::Optimizer", "the transformation '" + transformation_.name + "' has no update");
 }
@@ -119,45 +125,46 @@ std::string Optimizer::describe() const {
   if (name_.empty()) return transformation_.describe();
   GradientTransformation named = transformation_;
   named.name = name_;
-  named.settings.clear();
+  named.settings = settings_;
   return named.describe();
 }
 
 Optimizer sgd(SgdOptions o) {
   std::vector<GradientTransformation> links = coupled_decay(o.weight_decay, o.decay_mask);
   if (o.momentum != 0) links.push_back(trace(o.momentum, o.nesterov));
-  return Optimizer(o.nesterov ? "sgd_nesterov" : "sgd", ending_with_rate(std::move(links), o.lr, o.schedule));
+  return Optimizer(o.nesterov ? "sgd_nesterov" : "sgd", ending_with_rate(std::move(links), o.lr, o.schedule),
+                   schedule_settings(o.schedule));
 }
 
 Optimizer adam(AdamOptions o) {
   std::vector<GradientTransformation> links = coupled_decay(o.weight_decay, o.decay_mask);
   links.push_back(scale_by_adam(o.beta1, o.beta2, o.eps));
-  return Optimizer("adam", ending_with_rate(std::move(links), o.lr, o.schedule));
+  return Optimizer("adam", ending_with_rate(std::move(links), o.lr, o.schedule), schedule_settings(o.schedule));
 }
 
 Optimizer adamw(AdamOptions o) {
   std::vector<GradientTransformation> links{scale_by_adam(o.beta1, o.beta2, o.eps)};
   links.push_back(add_decayed_weights(o.weight_decay, o.decay_mask));
-  return Optimizer("adamw", ending_with_rate(std::move(links), o.lr, o.schedule));
+  return Optimizer("adamw", ending_with_rate(std::move(links), o.lr, o.schedule), schedule_settings(o.schedule));
 }
 
 Optimizer rmsprop(RmsPropOptions o) {
   std::vector<GradientTransformation> links = coupled_decay(o.weight_decay, o.decay_mask);
   links.push_back(scale_by_rms(o.alpha, o.eps));
   if (o.momentum != 0) links.push_back(trace(o.momentum));
-  return Optimizer("rmsprop", ending_with_rate(std::move(links), o.lr, o.schedule));
+  return Optimizer("rmsprop", ending_with_rate(std::move(links), o.lr, o.schedule), schedule_settings(o.schedule));
 }
 
 Optimizer adagrad(AdagradOptions o) {
   std::vector<GradientTransformation> links = coupled_decay(o.weight_decay, o.decay_mask);
   links.push_back(scale_by_rss(o.eps, o.initial_accumulator));
-  return Optimizer("adagrad", ending_with_rate(std::move(links), o.lr, o.schedule));
+  return Optimizer("adagrad", ending_with_rate(std::move(links), o.lr, o.schedule), schedule_settings(o.schedule));
 }
 
 Optimizer lion(LionOptions o) {
   std::vector<GradientTransformation> links{scale_by_lion(o.beta1, o.beta2)};
   if (o.weight_decay != 0) links.push_back(add_decayed_weights(o.weight_decay, o.decay_mask));
-  return Optimizer("lion", ending_with_rate(std::move(links), o.lr, o.schedule));
+  return Optimizer("lion", ending_with_rate(std::move(links), o.lr, o.schedule), schedule_settings(o.schedule));
 }
 
 }  // namespace fluxion::nn

@@ -61,11 +61,11 @@ Trainer::Trainer(Model model, LossFn loss, Optimizer optimizer, Backend backend,
                 }),
                 backend) {}
 
-TrainState Trainer::init(uint64_t seed) const {
+TrainState Trainer::init(uint64_t seed, DType dtype) const {
   TrainState s;
-  s.params = model_.init(seed);
+  s.params = model_.init(seed, dtype);
   s.opt_state = optimizer_.init(s.params);
-  s.model_state = model_.init_state();
+  s.model_state = model_.init_state(dtype);
   s.step = Array::scalar(int32_t{0});
   // random::key's layout: the seed's two 32-bit halves.
   s.key = Array(std::vector<int32_t>{static_cast<int32_t>(static_cast<uint32_t>(seed)),

@@ -140,8 +140,10 @@ GradientTransformation scale_by_learning_rate(double lr, Schedule schedule) {
   GradientTransformation t;
   t.name = "scale_by_learning_rate";
   t.hyperparameters = {{"lr", lr}};
+  // The schedule's numbers follow the rate as hyperparameters ("lr.warmup"): data, not program.
+  for (const ScheduleParameter& p : schedule.parameters()) t.hyperparameters.push_back({"lr." + p.name, p.value});
   if (!schedule.constant()) {
-    t.settings = "schedule=" + schedule.describe();
+    t.settings = "schedule=" + schedule.structure();
     t.init = [](const std::vector<Array>&) { return std::vector<Array>{Array::scalar(int32_t{0})}; };
     t.state_names = [](const std::vector<std::string>&) { return std::vector<std::string>{"lr.step"}; };
   }
@@ -149,7 +151,8 @@ GradientTransformation scale_by_learning_rate(double lr, Schedule schedule) {
     Tensor rate = -in.hyper[0];
     Tensors state;
     if (!schedule.constant()) {
-      rate = rate * schedule(in.state[0], in.hyper[0].dtype());
+      rate = schedule.parameters().empty() ? rate * schedule(in.state[0], in.hyper[0].dtype())
+                                           : rate * schedule(in.state[0], in.hyper.subspan(1));
       state.push_back(in.state[0] + 1.0);
     }
     Tensors out;

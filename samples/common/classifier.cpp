@@ -185,6 +185,10 @@ int64_t RunCheckpoints::last_epoch() const {
 int64_t RunCheckpoints::start(nn::TrainState& state) {
   if (!opt_.load.empty()) {
     nn::load_checkpoint(opt_.load, model_, optimizer_, state);
+    // A loaded run starts over with this run's schedule (the checkpoint holds its own run's
+    // numbers: warm-up and total steps of its epochs).
+    for (const nn::Hyperparameter& h : optimizer_.hyperparameters())
+      if (h.name.starts_with("lr.")) optimizer_.set_hyperparameter(state.opt_state, h.name, h.value);
     std::printf("loaded %s\n", opt_.load.c_str());
   }
   if (opt_.resume.empty()) return 1;
@@ -205,8 +209,10 @@ int64_t RunCheckpoints::start(nn::TrainState& state) {
   }
   std::string flags = opt_.schedule + " over " + std::to_string(opt_.epochs) + " epochs";
   if (meta["sample.schedule"] != flags)
-    std::fprintf(stderr, "%s: warning: --resume %s: its run's schedule was %s, this run's is %s\n", program_.c_str(),
-                 opt_.resume.c_str(), meta["sample.schedule"].c_str(), flags.c_str());
+    std::fprintf(stderr,
+                 "%s: warning: --resume %s: its run's schedule was %s, this run's is %s (the run goes on with "
+                 "its schedule)\n",
+                 program_.c_str(), opt_.resume.c_str(), meta["sample.schedule"].c_str(), flags.c_str());
   if (meta["optimizer"] != optimizer_.describe())
     std::fprintf(stderr,
                  "%s: warning: --resume %s: its optimizer was %s, these flags make %s (its hyperparameters are used)\n",

@@ -199,6 +199,18 @@ TEST_P(Optimizers, SchedulesOnTheDeviceMatchTheirFormulas) {
       {nn::Schedule::piecewise({2, 5}, {1, 0.1, 0.01}), [](int s) { return s < 2   ? 1
                                                                            : s < 5 ? 0.1
                                                                                    : 0.01; }},
+      // PyTorch's LambdaLR warm-up (t + 1) / W for W = 4 steps, then a cosine from 1 to 0 over 8.
+      {nn::join_schedules({nn::Schedule::function("ramp", [](const Tensor& t) { return (t + 1.0) / 4.0; }),
+                           nn::Schedule::warmup_cosine(0, 8)},
+                          {4}),
+       [pi](int s) { return s < 4 ? (s + 1) / 4.0 : 0.5 * (1 + std::cos(pi * std::min(1.0, (s - 4) / 8.0))); }},
+      // Joins nest, and each part counts its steps from its own start.
+      {nn::join_schedules(
+           {nn::Schedule::exponential(0.5), nn::join_schedules({nn::Schedule::step(2, 0.1), nn::Schedule()}, {4})},
+           {3}),
+       [](int s) { return s < 3   ? std::pow(0.5, s)
+                          : s < 7 ? std::pow(0.1, (s - 3) / 2)
+                                  : 1.0; }},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.schedule.describe());
@@ -219,6 +231,45 @@ TEST_P(Optimizers, ScheduleCountsStepsInTheState) {
   // lr 1 and gradient 1: each step moves p by -factor(step).
   auto r = steps(nn::sgd({.lr = 1, .schedule = nn::Schedule::piecewise({2}, {1, 0.25})}), {0}, {{1}, {1}, {1}, {1}});
   expect_near({r[0][0], r[1][0], r[2][0], r[3][0]}, {-1, -2, -2.25, -2.5});
+}
+
+TEST_P(Optimizers, ScheduleNumbersAreHyperparameters) {
+  auto trainer_with = [&](nn::Schedule schedule) {
+    return nn::Trainer(
+        nn::Model(nn::Dense(3, 2)), [](const Tensor& o, const Tensor& y) { return nn::mse(o, y); },
+        nn::adam({.lr = 0.1, .schedule = std::move(schedule)}), backend());
+  };
+  Array x = make(DType::f32, {1, 2, 3, 4, 5, 6}, {2, 3}), y = make(DType::f32, {1, 0, 0, 1}, {2, 2});
+  nn::Trainer short_run = trainer_with(nn::Schedule::warmup_cosine(2, 10));
+  nn::TrainState a = short_run.init(0);
+  short_run.step(a, x, y);
+  // A longer run's schedule is the same program with other numbers: no compile.
+  fx::reset_counters();
+  nn::Trainer long_run = trainer_with(nn::Schedule::warmup_cosine(4, 40));
+  nn::TrainState b = long_run.init(0);
+  long_run.step(b, x, y);
+  EXPECT_EQ(fx::counters().compiles, 0u);
+  EXPECT_EQ(long_run.optimizer().hyperparameter(b.opt_state, "lr.total"), 40);
+  // Setting the numbers in a state changes the factor at once: a warm-up of a million steps
+  // from 0 leaves Adam's step (about lr per element) a millionth as long; none at all leaves it whole.
+  auto largest_move = [&] {
+    std::vector<double> before = a.params[0].to_doubles();
+    short_run.step(a, x, y);
+    std::vector<double> after = a.params[0].to_doubles();
+    double m = 0;
+    for (size_t i = 0; i < before.size(); ++i) m = std::max(m, std::abs(after[i] - before[i]));
+    return m;
+  };
+  const nn::Optimizer& opt = short_run.optimizer();
+  opt.set_hyperparameter(a.opt_state, "lr.warmup", 1e6);
+  opt.set_hyperparameter(a.opt_state, "lr.total", 2e6);
+  EXPECT_LT(largest_move(), 1e-6);
+  opt.set_hyperparameter(a.opt_state, "lr.warmup", 0);
+  EXPECT_GT(largest_move(), 0.01);
+  EXPECT_EQ(fx::counters().compiles, 0u);
+  EXPECT_EQ(nn::adam({.schedule = nn::Schedule::warmup_cosine(2, 10)}).describe(),
+            "adam(beta1=0.9, beta2=0.999, eps=1e-08, lr=0.001, lr.warmup=2, lr.total=10, lr.final=0, lr.start=0, "
+            "schedule=warmup_cosine)");
 }
 
 TEST_P(Optimizers, HyperparametersChangeWithoutRecompiling) {
@@ -251,7 +302,7 @@ TEST(OptimizersState, NamesAndErrors) {
             (std::vector<std::string>{"hyper.momentum", "hyper.lr", "momentum.w", "momentum.b"}));
   EXPECT_EQ(nn::sgd().state_names(names), (std::vector<std::string>{"hyper.lr"}));
   EXPECT_EQ(nn::sgd({.schedule = nn::Schedule::exponential(0.5)}).state_names(names),
-            (std::vector<std::string>{"hyper.lr", "lr.step"}));
+            (std::vector<std::string>{"hyper.lr", "hyper.lr.gamma", "lr.step"}));
   EXPECT_EQ(nn::adamw().describe(), "adamw(beta1=0.9, beta2=0.999, eps=1e-08, weight_decay=0.01, lr=0.001)");
   auto update = fx::jit(
       [](const std::vector<Tensor>& p, const std::vector<Tensor>& g) { return nn::adam().update(p, g, {}).first; },
@@ -263,6 +314,19 @@ TEST(OptimizersState, NamesAndErrors) {
   expect_error_containing([&] { nn::chain({nn::scale_by_adam(), nn::scale_by_lion()}); }, "'beta1'");
   expect_error_containing([] { nn::Schedule::warmup_cosine(10, 5); }, "warmup < total");
   expect_error_containing([] { nn::Schedule::piecewise({3, 1}, {1, 2, 3}); }, "increasing");
+  expect_error_containing(
+      [] {
+        nn::join_schedules({nn::Schedule(), nn::Schedule()}, {});
+      },
+      "2 schedules and 0 boundaries");
+  expect_error_containing([] { nn::join_schedules({nn::Schedule(), nn::Schedule()}, {0}); }, "positive increasing");
+  nn::Schedule vector_valued = nn::Schedule::function("ramp", [](const Tensor& t) { return fx::stack({t, t}); });
+  expect_error_containing(
+      [&] {
+        fx::jit([&](const Tensor& s) { return vector_valued(s, DType::f32); },
+                Backend::Interp)(Array::scalar(int32_t{0}));
+      },
+      "'ramp' returned f32[2], expected a float scalar");
   // f64 parameters get f64 hyperparameters: lr = 0.1 exactly.
   nn::Optimizer sgd = nn::sgd({.lr = 0.1});
   std::vector<Array> wide = sgd.init({Array(fx::f64, {2})});

@@ -74,6 +74,26 @@ TEST_P(StatefulLayers, TrainerUpdatesBatchNormStatisticsAndResumesBitwise) {
   for (size_t i = 0; i < alone.size(); ++i) EXPECT_NEAR(alone[i], all[i], 1e-5) << i;
 }
 
+TEST_P(StatefulLayers, AnF64ModelWithBatchNormTrainsInF64) {
+  nn::Model model(nn::Sequential{nn::Dense(6, 8), nn::BatchNorm1d(8), nn::ReLU(), nn::Dense(8, 3)});
+  auto loss = [](const Tensor& o, const Tensor& y) { return nn::softmax_cross_entropy(o, y); };
+  nn::Trainer trainer(model, loss, nn::adam({.lr = 1e-2}), backend());
+  Array x = make(DType::f64, random_doubles(16 * 6, -1, 1, 3), {16, 6});
+  Array y(std::vector<int32_t>{0, 1, 2, 0, 1, 2, 0, 1, 2, 0, 1, 2, 0, 1, 2, 0}, {16});
+  nn::TrainState s = trainer.init(1, DType::f64);
+  for (const Array& p : s.params) EXPECT_EQ(p.dtype(), DType::f64);
+  for (const Array& m : s.model_state) EXPECT_EQ(m.dtype(), DType::f64);
+  // The f64 values are the f32 model's, widened.
+  std::vector<Array> narrow = model.init(1);
+  for (size_t i = 0; i < narrow.size(); ++i) EXPECT_EQ(s.params[i].to_doubles(), narrow[i].to_doubles()) << i;
+  double first = trainer.step(s, x, y).item();
+  double last = first;
+  for (int i = 0; i < 20; ++i) last = trainer.step(s, x, y).item();
+  EXPECT_LT(last, first);
+  EXPECT_EQ(trainer.predict(s, x).dtype(), DType::f64);
+  expect_error_containing([&] { model.init_state(DType::i32); }, "dtype must be f32 or f64, got i32");
+}
+
 TEST(StatefulLayersErrors, WhatALayerNeedsIsNamed) {
   nn::Model bn(nn::BatchNorm1d(4));
   std::vector<Array> p = bn.init(0);

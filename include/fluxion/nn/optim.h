@@ -76,7 +76,8 @@ class Optimizer {
  public:
   // Any gradient transformation (a chain ending in scale_by_learning_rate, usually).
   Optimizer(GradientTransformation transformation);  // NOLINT(google-explicit-constructor)
-  Optimizer(std::string name, GradientTransformation transformation);
+  // `settings`: what describe() shows after the hyperparameters ("schedule=warmup_cosine").
+  Optimizer(std::string name, GradientTransformation transformation, std::string settings = {});
 
   // Fresh state for these parameters: the hyperparameters (scalars of the parameters' widest
   // float dtype) followed by the transformation's state.
@@ -107,6 +108,7 @@ class Optimizer {
   size_t hyper_index(const std::vector<Array>& state, const std::string& name, const char* op) const;
 
   std::string name_;
+  std::string settings_;
   GradientTransformation transformation_;
 };
 

@@ -51,8 +51,9 @@ class Trainer {
   Trainer(Model model, LossFn loss, Optimizer optimizer, Backend backend = default_backend(),
           TrainerOptions options = {});
   // Parameters from the model's initialisers (seeded), fresh optimizer and model state, step 0
-  // and the random key of `seed` (in data-parallel mode, rank 0's, on every rank).
-  TrainState init(uint64_t seed) const;
+  // and the random key of `seed` (in data-parallel mode, rank 0's, on every rank); parameters
+  // and model state in `dtype` (f32 or f64, the dtype of the inputs the model will see).
+  TrainState init(uint64_t seed, DType dtype = DType::f32) const;
   // Errors raised by the model, the loss or the call name the caller's line (`loc`).
   // One compiled call: forward in training mode, loss, backward and update of `state` for the
   // batch (x, y). Layers draw their random numbers from fold_in(fold_in(key, step), layer) (and

@@ -67,8 +67,9 @@ struct GradientTransformation {
 // hyperparameter of the same name.
 GradientTransformation chain(std::vector<GradientTransformation> links);
 
-// u -> -lr * schedule(step) * u: the last link of every optimizer. Hyperparameter "lr"; a
-// schedule other than the constant keeps its step count in the state ("lr.step", i32).
+// u -> -lr * schedule(step) * u: the last link of every optimizer. Hyperparameters "lr" and the
+// schedule's numbers ("lr.warmup", "lr.total", ...: Schedule::parameters()); a schedule other
+// than the constant keeps its step count in the state ("lr.step", i32).
 GradientTransformation scale_by_learning_rate(double lr, Schedule schedule = {});
 // PyTorch's momentum: v = momentum * v + u; u -> nesterov ? u + momentum * v : v.
 GradientTransformation trace(double momentum, bool nesterov = false);
