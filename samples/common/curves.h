@@ -1,5 +1,6 @@
-// Training curves: one row per epoch, written as CSV and as an SVG line plot (train loss and
-// test loss on the left axis, test accuracy on the right) that opens in any browser.
+// Training curves: one row per epoch, written as CSV and as an SVG line plot that opens in any
+// browser: train and test loss on the left axis, test accuracy on the right; rows without an
+// accuracy (a language model) plot train and validation loss and no right axis.
 #pragma once
 
 #include <string>

@@ -49,8 +49,7 @@ double train_language_model(const std::string& program, const TrainingOptions& o
   std::string csv = opt.csv.empty() ? program + "_curves.csv" : opt.csv;
   std::string svg = opt.svg.empty() ? program + "_curves.svg" : opt.svg;
   std::vector<EpochRecord> curves = checkpoints.resumed_curves(csv);
-  std::string title = program;
-  title += " on " + text_path;
+  std::string title = program + " on " + std::filesystem::path(text_path).filename().string();
   double valid_loss = std::nan("");
   for (int64_t epoch = first; epoch <= checkpoints.last_epoch(); ++epoch) {
     auto [train_loss, seconds] = train_epoch(trainer, state, loader, epoch);
