@@ -75,6 +75,7 @@ TEST_P(StatefulLayers, TrainerUpdatesBatchNormStatisticsAndResumesBitwise) {
 }
 
 TEST_P(StatefulLayers, AnF64ModelWithBatchNormTrainsInF64) {
+  FLUXION_REQUIRE_F64(backend());
   nn::Model model(nn::Sequential{nn::Dense(6, 8), nn::BatchNorm1d(8), nn::ReLU(), nn::Dense(8, 3)});
   auto loss = [](const Tensor& o, const Tensor& y) { return nn::softmax_cross_entropy(o, y); };
   nn::Trainer trainer(model, loss, nn::adam({.lr = 1e-2}), backend());
