@@ -144,7 +144,7 @@ Tensor Schedule::at(const Tensor& s, std::span<const Tensor> p, size_t& next) co
     case Kind::Constant: return scalar(1, s.dtype());
     case Kind::Function: {
       Tensor f = (*function_)(s);
-      if (f.shape() != Shape{} || !is_float(f.dtype())) {
+      if (!f.shape().empty() || !is_float(f.dtype())) {
         fluxion::detail::fail("nn::Schedule::function",
                               "'" + name_ + "' returned " + f.type().str() + ", expected a float scalar");
       }

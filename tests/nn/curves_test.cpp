@@ -42,11 +42,12 @@ double highest_point(const std::string& svg) {
 }
 
 TEST(Curves, TickLabelsAreRoundAndTheLegendIsClearOfTheLines) {
-  std::vector<samples::EpochRecord> rows = {{1, 0.718, 0.61, 0.79, 1}, {2, 0.538, 0.52, 0.83, 1}, {3, 0.47, 0.5, 0.85, 1}};
+  std::vector<samples::EpochRecord> rows = {
+      {1, 0.718, 0.61, 0.79, 1}, {2, 0.538, 0.52, 0.83, 1}, {3, 0.47, 0.5, 0.85, 1}};
   std::string svg = plot(rows, "fluxion_curves_classifier.svg");
   EXPECT_EQ(labels(svg, " text-anchor=\"end\""), (std::vector<std::string>{"0.0", "0.2", "0.4", "0.6", "0.8"}));
   EXPECT_EQ(labels(svg, " text-anchor=\"middle\""), (std::vector<std::string>{"1", "2", "3", "epoch"}));
-  EXPECT_NE(svg.find(">0.6</text>"), std::string::npos);           // the accuracy axis
+  EXPECT_NE(svg.find(">0.6</text>"), std::string::npos);  // the accuracy axis
   EXPECT_NE(svg.find("test accuracy (right axis)"), std::string::npos);
   // Every legend entry sits above the plot, whose top no point rises past.
   std::regex legend_text("<text x=\"[0-9.]+\" y=\"([0-9.]+)\">(train loss|test loss|test accuracy)");
