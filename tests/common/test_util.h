@@ -10,6 +10,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <exception>
 #include <initializer_list>
 #include <limits>
 #include <random>
@@ -280,6 +281,22 @@ inline ::testing::AssertionResult matches(const Array& got, DType dtype, const S
 inline ::testing::AssertionResult matches(const Array& got, const Shape& shape, const std::vector<double>& want,
                                           Tol tol = {}) {
   return matches(got, got.dtype(), shape, want, tol);
+}
+
+// The message of the fluxion::Error that `f` raises: "" after a test failure when it raises
+// none, or raises another exception (std::bad_alloc included: memory errors must be Errors).
+template <class F>
+std::string error_message(F f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.what();
+  } catch (const std::exception& e) {
+    ADD_FAILURE() << "an exception other than fluxion::Error: " << e.what();
+    return "";
+  }
+  ADD_FAILURE() << "no fluxion::Error raised";
+  return "";
 }
 
 // Runs f, which must raise fluxion::Error with `part` in its message.

@@ -10,6 +10,8 @@
 
 #include <fluxion/nn.h>
 
+#include "common/test_util.h"
+
 namespace fluxion::testing {
 
 class FileTest : public ::testing::Test {
@@ -33,13 +35,7 @@ class FileTest : public ::testing::Test {
   // The Error's message when `f` raises one, else a failure.
   template <class F>
   static std::string error_of(F f) {
-    try {
-      f();
-    } catch (const Error& e) {
-      return e.what();
-    }
-    ADD_FAILURE() << "no fluxion::Error raised";
-    return "";
+    return fluxion::testing::error_message(f);
   }
 
  private:

@@ -15,25 +15,6 @@ namespace {
 class AllocationErrors : public BackendTest {};
 FLUXION_INSTANTIATE_BACKENDS(AllocationErrors);
 
-// The message of the fluxion::Error that `call` raises ("" after a failure when it raises none;
-// any other exception, std::bad_alloc included, fails the test).
-template <class F>
-std::string error_of(F call) {
-  try {
-    call();
-  } catch (const fx::Error& e) {
-    return e.what();
-  } catch (const std::bad_alloc&) {
-    ADD_FAILURE() << "std::bad_alloc escaped instead of fluxion::Error";
-    return "";
-  } catch (const std::exception& e) {
-    ADD_FAILURE() << "an exception other than fluxion::Error: " << e.what();
-    return "";
-  }
-  ADD_FAILURE() << "no error";
-  return "";
-}
-
 void expect_contains(const std::string& m, const std::vector<std::string>& parts) {
   for (const std::string& p : parts) EXPECT_NE(m.find(p), std::string::npos) << "missing '" << p << "' in: " << m;
 }
@@ -54,7 +35,7 @@ TEST_P(AllocationErrors, ResultsOverTheLimitRaiseAndLeaveTheInputsIntact) {
   std::string m;
   {
     ScopedEnv limit("FLUXION_MEMORY_LIMIT", "100000");
-    m = error_of([&] { f(x); });
+    m = error_message([&] { f(x); });
   }
   // The results are 10^6 f32: 4000000 bytes.
   expect_contains(m, {"op 'call'", "program @main(f32[1000]) -> (f32[1000,1000])",
@@ -79,7 +60,7 @@ TEST_P(AllocationErrors, AnInPlaceUpdateOverTheLimitChangesNothing) {
   {
     // Below anything a run allocates on any backend (the CPU backend's arena alone is 64 bytes).
     ScopedEnv limit("FLUXION_MEMORY_LIMIT", "1");
-    m = error_of([&] { c.run_into(in, out); });
+    m = error_message([&] { c.run_into(in, out); });
   }
   expect_contains(m, {"program @main(f32[1000]) -> (f32[1000])", "over FLUXION_MEMORY_LIMIT=1"});
   EXPECT_EQ(x.to_vector<float>(), before);
@@ -92,7 +73,7 @@ TEST_P(AllocationErrors, ALimitThatIsNotANumberIsAnError) {
   auto f = jit([](Tensor x) { return x + 1.0; });
   Array x = ramp(4);
   ScopedEnv limit("FLUXION_MEMORY_LIMIT", "4GB");
-  expect_contains(error_of([&] { f(x); }), {"FLUXION_MEMORY_LIMIT", "'4GB' is not a number of bytes"});
+  expect_contains(error_message([&] { f(x); }), {"FLUXION_MEMORY_LIMIT", "'4GB' is not a number of bytes"});
 }
 
 TEST_P(AllocationErrors, ALargeEnoughLimitChangesNothing) {
@@ -110,7 +91,7 @@ TEST_P(AllocationErrors, ATrillionElementResultIsAnError) {
 #endif
   auto f = jit([](Tensor s) { return fx::broadcast_to(s, {1000000, 1000000}); });
   Array s = Array::scalar(2.0f);
-  std::string m = error_of([&] { f(s); });
+  std::string m = error_message([&] { f(s); });
   switch (backend()) {
     case Backend::Cpu:
       expect_contains(m, {"out of memory: cannot allocate 4000000000000 bytes of host memory for result 0 "
@@ -126,7 +107,8 @@ TEST_P(AllocationErrors, ATrillionElementResultIsAnError) {
   // With a limit, every backend that compiles it refuses it before trying.
   if (backend() != Backend::Vulkan) {
     ScopedEnv limit("FLUXION_MEMORY_LIMIT", "1000000000");
-    expect_contains(error_of([&] { f(s); }), {"4000000000000 for its results", "over FLUXION_MEMORY_LIMIT=1000000000"});
+    expect_contains(error_message([&] { f(s); }),
+                    {"4000000000000 for its results", "over FLUXION_MEMORY_LIMIT=1000000000"});
   }
 }
 
@@ -134,7 +116,7 @@ TEST_P(AllocationErrors, ATrillionElementResultIsAnError) {
 TEST(AllocationErrorsInterp, TheInterpretersValuesCount) {
   auto f = fx::jit([](Tensor x) { return fx::sum(fx::broadcast_to(x, {1000, 1000}) * 2.0); }, Backend::Interp);
   ScopedEnv limit("FLUXION_MEMORY_LIMIT", "1000000");
-  expect_contains(error_of([&] { f(ramp(1000)); }),
+  expect_contains(error_message([&] { f(ramp(1000)); }),
                   {"4 for its results", "for its values held as doubles, up to op 'broadcast'",
                    "over FLUXION_MEMORY_LIMIT=1000000"});
 }

@@ -8,22 +8,12 @@
 
 #include <fluxion/nn.h>
 
+#include "common/test_util.h"
+
 namespace fx = fluxion;
 namespace nn = fluxion::nn;
 
 namespace {
-
-// The message of the fx::Error `fn` raises ("" and a failure when none).
-template <class F>
-std::string error_of(F fn) {
-  try {
-    fn();
-  } catch (const fx::Error& e) {
-    return e.what();
-  }
-  ADD_FAILURE() << "no fluxion::Error raised";
-  return "";
-}
 
 std::string here(int line) { return "caller_line_test.cpp:" + std::to_string(line) + ")"; }
 
@@ -39,12 +29,12 @@ TEST(CallerLine, LayerErrorsNameTheModelCall) {
         return model(p, x);
       },
       fx::Backend::Interp);
-  std::string f64_input = error_of([&] { forward(params, fx::Array(fx::f64, {2, 784})); });
+  std::string f64_input = fluxion::testing::error_message([&] { forward(params, fx::Array(fx::f64, {2, 784})); });
   EXPECT_NE(f64_input.find("op 'matmul'"), std::string::npos) << f64_input;
   EXPECT_NE(f64_input.find("f64[2,784]"), std::string::npos) << f64_input;
   EXPECT_NE(f64_input.find(here(line)), std::string::npos) << f64_input;
   EXPECT_EQ(f64_input.find("layers.cpp"), std::string::npos) << f64_input;
-  std::string image = error_of([&] { forward(params, f32({2, 1, 28, 28})); });
+  std::string image = fluxion::testing::error_message([&] { forward(params, f32({2, 1, 28, 28})); });
   EXPECT_NE(image.find("Dense(784 -> 32)"), std::string::npos) << image;
   EXPECT_NE(image.find(here(line)), std::string::npos) << image;
 }
@@ -57,10 +47,10 @@ TEST(CallerLine, TrainerErrorsNameTheStepCall) {
   nn::TrainState state = trainer.init(0);
   fx::Array labels(std::vector<int32_t>{0, 1}, {2});
   int line = __LINE__ + 1;
-  std::string m = error_of([&] { trainer.step(state, f32({2, 5}), labels); });
+  std::string m = fluxion::testing::error_message([&] { trainer.step(state, f32({2, 5}), labels); });
   EXPECT_NE(m.find(here(line)), std::string::npos) << m;
   line = __LINE__ + 1;
-  m = error_of([&] { trainer.evaluate(state, f32({2, 5}), labels); });
+  m = fluxion::testing::error_message([&] { trainer.evaluate(state, f32({2, 5}), labels); });
   EXPECT_NE(m.find(here(line)), std::string::npos) << m;
 }
 
@@ -70,29 +60,29 @@ TEST(CallerLine, RunTimeErrorsNameTheJitOrTheRun) {
     return fx::while_loop([](const fx::Tensor& x) { return x > 1.0; }, [](const fx::Tensor& x) { return x * 0.9; }, x0,
                           /*max_iters=*/5);
   });
-  std::string m = error_of([&] { shrink(fx::Array::scalar(100.0f)); });
+  std::string m = fluxion::testing::error_message([&] { shrink(fx::Array::scalar(100.0f)); });
   EXPECT_NE(m.find("max_iters=5"), std::string::npos) << m;
   EXPECT_NE(m.find(here(jit_line)), std::string::npos) << m;
 
   fx::Compiled doubled = fx::jit([](const fx::Tensor& x) { return x * 2.0; }).lower(f32({3}));
   int line = __LINE__ + 1;
-  m = error_of([&] { doubled.run({}); });
+  m = fluxion::testing::error_message([&] { doubled.run({}); });
   EXPECT_NE(m.find("takes 1 input(s)"), std::string::npos) << m;
   EXPECT_NE(m.find(here(line)), std::string::npos) << m;
   std::vector<fx::Array> out = {f32({4})};
   line = __LINE__ + 1;
-  m = error_of([&] { doubled.run_into({f32({3})}, out); });
+  m = fluxion::testing::error_message([&] { doubled.run_into({f32({3})}, out); });
   EXPECT_NE(m.find(here(line)), std::string::npos) << m;
 }
 
 TEST(CallerLine, ArrayReadsNameTheirLine) {
   fx::Array a = f32({3});
   int line = __LINE__ + 1;
-  std::string m = error_of([&] { a.item(); });
+  std::string m = fluxion::testing::error_message([&] { a.item(); });
   EXPECT_NE(m.find("f32[3], expected exactly one element"), std::string::npos) << m;
   EXPECT_NE(m.find(here(line)), std::string::npos) << m;
   line = __LINE__ + 1;
-  m = error_of([&] { a.to_vector<int32_t>(); });
+  m = fluxion::testing::error_message([&] { a.to_vector<int32_t>(); });
   EXPECT_NE(m.find(here(line)), std::string::npos) << m;
 }
 
@@ -102,12 +92,12 @@ TEST(CallerLine, ATensorKeptPastItsTraceIsReportedAsTheOpUsingIt) {
     leaked = x;
     return x * 2.0;
   })(f32({3}));
-  std::string m = error_of([&] { fx::Tensor y = leaked * 3.0; });
+  std::string m = fluxion::testing::error_message([&] { fx::Tensor y = leaked * 3.0; });
   EXPECT_NE(m.find("op 'mul': no trace is active"), std::string::npos) << m;
 }
 
 TEST(CallerLine, GatherWithFloatIndicesShowsTheIndicesAsGiven) {
-  std::string m = error_of([] {
+  std::string m = fluxion::testing::error_message([] {
     fx::jit([](const fx::Tensor& x, const fx::Tensor& i) { return fx::gather(x, i, 0); }, fx::Backend::Interp)(
         f32({5, 2}), f32({3}));
   });
