@@ -183,7 +183,7 @@ ValueAndGrad<F> value_and_grad(F f, std::vector<int> wrt = {0}, GradOptions opti
 }
 
 // Only the gradients of value_and_grad: a std::vector<Tensor> (with has_aux, std::pair{grads,
-// aux}).
+// aux}). grad<I...>(f) below returns them shaped like the arguments instead.
 template <class F>
 auto grad(F f, std::vector<int> wrt = {0}, GradOptions options = {},
           std::source_location loc = std::source_location::current()) {
@@ -198,6 +198,100 @@ auto grad(F f, std::vector<int> wrt = {0}, GradOptions options = {},
         return std::move(r.second);
       }
     }
+  };
+}
+
+namespace detail {
+template <int... I>
+inline constexpr bool strictly_increasing = [] {
+  int indices[] = {I...};
+  for (size_t k = 1; k < sizeof...(I); ++k) {
+    if (indices[k] <= indices[k - 1]) return false;
+  }
+  return true;
+}();
+template <size_t Arity, int First, int... Rest>
+inline constexpr bool argnums_in_range = First >= 0 &&
+                                         ((Rest < static_cast<int>(Arity)) && ... && (First < static_cast<int>(Arity)));
+template <size_t Arity, int First, int... Rest>
+inline constexpr bool valid_argnums = argnums_in_range<Arity, First, Rest...>&& strictly_increasing<First, Rest...>;
+template <size_t Arity, int First, int... Rest>
+void diagnose_argnums() {
+  static_assert(argnums_in_range<Arity, First, Rest...>,
+                "fluxion::grad<I...> / value_and_grad<I...>: an argument index is not that of an argument the "
+                "function is called with");
+  static_assert(strictly_increasing<First, Rest...>,
+                "fluxion::grad<I...> / value_and_grad<I...>: list the argument indices in increasing order, each once");
+}
+// The flat gradients (one per leaf of the arguments First, Rest..., in order) as those arguments'
+// trees: one tree for one index, a std::tuple of them for several.
+template <int First, int... Rest, class... Args>
+auto shaped_like_arguments(const std::vector<Tensor>& grads, const Args&... args) {
+  auto all = std::forward_as_tuple(args...);
+  const Tensor* leaf = grads.data();
+  if constexpr (sizeof...(Rest) == 0) {
+    return tree::rebuild<Tensor, Tensor>(std::get<First>(all), leaf);
+  } else {
+    // Braces, not make_tuple: the leaves must be taken in argument order.
+    return std::tuple<std::decay_t<std::tuple_element_t<First, std::tuple<Args...>>>,
+                      std::decay_t<std::tuple_element_t<Rest, std::tuple<Args...>>>...>{
+        tree::rebuild<Tensor, Tensor>(std::get<First>(all), leaf),
+        tree::rebuild<Tensor, Tensor>(std::get<Rest>(all), leaf)...};
+  }
+}
+}  // namespace detail
+
+namespace detail {
+// body(args...) when the arguments are trees of Tensors and First, Rest... index them; otherwise
+// the sentence that says what is wrong, and a result jit can take, so that it is the only error.
+template <int First, int... Rest, class Body, class... Args>
+auto call_with_argnums(const Body& body, const Args&... args) {
+  if constexpr (!traced_args<Args...>) {
+    diagnose_traced_args<Args...>();
+    return Tensor();
+  } else if constexpr (!valid_argnums<sizeof...(Args), First, Rest...>) {
+    diagnose_argnums<sizeof...(Args), First, Rest...>();
+    return Tensor();
+  } else {
+    return body(args...);
+  }
+}
+}  // namespace detail
+
+// value_and_grad with the gradients shaped like the arguments, as JAX's argnums:
+// value_and_grad<0>(f)(params, x) returns {value, a tree like params}; value_and_grad<0, 2>(f)
+// returns {value, std::tuple of the trees of arguments 0 and 2}. With {.has_aux = true}:
+// std::tuple{value, aux, gradients}. The indices are given in increasing order.
+template <int First, int... Rest, class F>
+auto value_and_grad(F f, GradOptions options = {}, std::source_location loc = std::source_location::current()) {
+  return [vg = ValueAndGrad<F>(std::move(f), {First, Rest...}, options, loc)](const auto&... args) {
+    auto shaped = [&vg](const auto&... a) {
+      auto r = vg(a...);
+      if constexpr (std::tuple_size_v<decltype(r)> == 3) {
+        return std::make_tuple(std::move(std::get<0>(r)), std::move(std::get<1>(r)),
+                               detail::shaped_like_arguments<First, Rest...>(std::get<2>(r), a...));
+      } else {
+        return std::make_pair(std::move(r.first), detail::shaped_like_arguments<First, Rest...>(r.second, a...));
+      }
+    };
+    return detail::call_with_argnums<First, Rest...>(shaped, args...);
+  };
+}
+
+// Only the gradients of value_and_grad<I...>: a tree like argument I (a std::tuple of trees for
+// several indices; with has_aux, std::pair{gradients, aux}).
+template <int First, int... Rest, class F>
+auto grad(F f, GradOptions options = {}, std::source_location loc = std::source_location::current()) {
+  return [vg = value_and_grad<First, Rest...>(std::move(f), options, loc)](const auto&... args) {
+    auto gradients = [&vg](const auto&... a) {
+      auto r = vg(a...);
+      if constexpr (std::tuple_size_v<decltype(r)> == 3) {
+        return std::make_pair(std::move(std::get<2>(r)), std::move(std::get<1>(r)));
+      } else {
+        return std::move(r.second);
+      }
+    };
+    return detail::call_with_argnums<First, Rest...>(gradients, args...);
   };
 }
 

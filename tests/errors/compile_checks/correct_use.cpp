@@ -14,5 +14,6 @@ int main() {
   fx::Array x = fx::Array::scalar(1.0f);
   add(x, x);
   fx::jit(fx::grad(loss))(x);
+  fx::jit(fx::grad<0>(loss))(x);
   first(std::vector<fx::Array>{x});
 }
