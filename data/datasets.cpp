@@ -1,8 +1,12 @@
+#include <algorithm>
 #include <cstring>
 #include <fstream>
+#include <iterator>
 #include <sstream>
 
+#include "data/char_vocab.h"
 #include "data/idx_file.h"
+#include "data/rows.h"
 #include "fluxion/data.h"
 #include "fluxion/error.h"
 #include "support/settings.h"
@@ -21,15 +25,20 @@ Shape with_rows(const Array& a, int64_t rows) {
   return s;
 }
 
-// Copies rows `rows` of a into a fresh array.
-Array gather_rows(const Array& a, const int64_t* rows, int64_t count) {
+}  // namespace
+
+Array gather_rows(const Array& a, std::span<const int64_t> rows) {
+  auto count = static_cast<int64_t>(rows.size());
   Array out = Array::empty(a.dtype(), with_rows(a, count));
   int64_t rb = row_bytes(a);
   const auto* src = static_cast<const std::byte*>(a.data());
   auto* dst = static_cast<std::byte*>(out.mutable_data());
-  for (int64_t i = 0; i < count; ++i) std::memcpy(dst + i * rb, src + rows[i] * rb, static_cast<size_t>(rb));
+  for (int64_t i = 0; i < count; ++i)
+    std::memcpy(dst + i * rb, src + rows[static_cast<size_t>(i)] * rb, static_cast<size_t>(rb));
   return out;
 }
+
+namespace {
 
 uint64_t splitmix64(uint64_t x) {
   x += 0x9e3779b97f4a7c15ull;
@@ -49,7 +58,7 @@ Dataset subset(const Dataset& d, int64_t begin, int64_t end) {
                                               ") of a dataset of " + std::to_string(d.size()));
   std::vector<int64_t> rows;
   for (int64_t i = begin; i < end; ++i) rows.push_back(i);
-  return {gather_rows(d.inputs, rows.data(), end - begin), gather_rows(d.targets, rows.data(), end - begin)};
+  return {gather_rows(d.inputs, rows), gather_rows(d.targets, rows)};
 }
 
 std::string fashion_mnist_dir() { return support::text(support::Setting::fashion_mnist); }
@@ -99,55 +108,15 @@ std::vector<int64_t> permutation(int64_t n, uint64_t seed, uint64_t stream) {
   return p;
 }
 
-Loader::Loader(const Dataset& data, Options opt) : data_(data), opt_(opt) {
-  if (opt_.batch_size < 1) fluxion::detail::fail("data::Loader", "batch size " + std::to_string(opt_.batch_size) + ": expected >= 1");
-  if (opt_.ranks < 1 || opt_.rank < 0 || opt_.rank >= opt_.ranks || opt_.batch_size % opt_.ranks != 0)
-    fluxion::detail::fail("data::Loader",
-                          "rank " + std::to_string(opt_.rank) + " of " + std::to_string(opt_.ranks) +
-                              " with batch size " + std::to_string(opt_.batch_size) +
-                              ": expected 0 <= rank < ranks and a batch size that is a multiple of ranks");
-  if (data_.inputs.rank() == 0 || data_.targets.rank() == 0 || data_.inputs.shape()[0] != data_.targets.shape()[0])
-    fluxion::detail::fail("data::Loader", "inputs " + data_.inputs.type().str() + " and targets " +
-                                              data_.targets.type().str() + ": expected the same number of rows");
-  set_epoch(0);
-}
-
-int64_t Loader::size() const {
-  // A last batch too short to give every rank a row is dropped.
-  int64_t n = data_.size(), full = n / opt_.batch_size;
-  return opt_.drop_last || n % opt_.batch_size < opt_.ranks ? full : full + 1;
-}
-
-void Loader::set_epoch(int64_t epoch) {
-  if (opt_.shuffle) {
-    order_ = permutation(data_.size(), opt_.seed, static_cast<uint64_t>(epoch));
-  } else {
-    order_.resize(static_cast<size_t>(data_.size()));
-    for (size_t i = 0; i < order_.size(); ++i) order_[i] = static_cast<int64_t>(i);
-  }
-}
-
-std::pair<Array, Array> Loader::batch(int64_t i) const {
-  if (i < 0 || i >= size())
-    fluxion::detail::fail("data::Loader::batch", "batch " + std::to_string(i) + " of " + std::to_string(size()));
-  int64_t begin = i * opt_.batch_size;
-  int64_t count = std::min(opt_.batch_size, data_.size() - begin) / opt_.ranks;
-  const int64_t* rows = order_.data() + begin + opt_.rank * count;
-  return {gather_rows(data_.inputs, rows, count), gather_rows(data_.targets, rows, count)};
-}
-
 CharText CharText::from_string(std::string text) {
   if (text.size() < 2)
     fluxion::detail::fail("data::CharText", "a text of " + std::to_string(text.size()) + " characters: need at least 2");
   CharText t;
-  bool seen[256] = {};
-  for (char c : text) seen[static_cast<unsigned char>(c)] = true;
-  for (int c = 0; c < 256; ++c) {
-    t.index_[c] = seen[c] ? static_cast<int32_t>(t.vocab_.size()) : -1;
-    if (seen[c]) t.vocab_ += static_cast<char>(c);
-  }
+  CharVocab vocab = CharVocab::of(text);
+  t.vocab_ = vocab.bytes;
+  std::copy(std::begin(vocab.token), std::end(vocab.token), std::begin(t.index_));
   t.tokens_.reserve(text.size());
-  for (char c : text) t.tokens_.push_back(t.index_[static_cast<unsigned char>(c)]);
+  for (char c : text) t.tokens_.push_back(vocab[c]);
   return t;
 }
 

@@ -68,7 +68,9 @@ std::string gunzip(const std::string& bytes, const std::string& name, int64_t ma
   return out;
 }
 
-int64_t element_size(uint8_t type) {
+}  // namespace
+
+int64_t idx_element_bytes(uint8_t type) {
   switch (type) {
     case 0x08: case 0x09: return 1;
     case 0x0B: return 2;
@@ -77,6 +79,8 @@ int64_t element_size(uint8_t type) {
     default: return 0;
   }
 }
+
+namespace {
 
 uint64_t big_endian(const unsigned char* p, int64_t bytes) {
   uint64_t v = 0;
@@ -88,18 +92,16 @@ uint64_t big_endian(const unsigned char* p, int64_t bytes) {
 
 IdxFile read_idx_file(const std::string& path) { return decode_idx(read_file(path), path); }
 
-IdxFile decode_idx(const std::string& file, const std::string& path, int64_t max_bytes) {
-  bool gzip = file.size() >= 2 && static_cast<unsigned char>(file[0]) == 0x1f && static_cast<unsigned char>(file[1]) == 0x8b;
-  std::string bytes = gzip ? gunzip(file, path, max_bytes) : file;
+IdxLayout parse_idx_layout(std::string_view bytes, const std::string& path) {
   const auto* b = reinterpret_cast<const unsigned char*>(bytes.data());
   if (bytes.size() < 4) bad_file(path, "truncated: " + std::to_string(bytes.size()) + " bytes, shorter than the IDX header");
-  if (b[0] != 0 || b[1] != 0 || element_size(b[2]) == 0) {
+  if (b[0] != 0 || b[1] != 0 || idx_element_bytes(b[2]) == 0) {
     char magic[32];
     std::snprintf(magic, sizeof magic, "%02x %02x %02x %02x", b[0], b[1], b[2], b[3]);
     bad_file(path, std::string("bad magic number ") + magic +
                        ": expected 00 00, a type byte (08 u8, 09 i8, 0B i16, 0C i32, 0D f32, 0E f64) and a rank");
   }
-  IdxFile f;
+  IdxLayout f;
   f.type = b[2];
   size_t rank = b[3];
   size_t header = 4 + 4 * rank;
@@ -111,46 +113,49 @@ IdxFile decode_idx(const std::string& file, const std::string& path, int64_t max
     if (__builtin_mul_overflow(count, dim, &count) || count > static_cast<int64_t>(bytes.size()))
       bad_file(path, "dimensions " + shape_str(f.shape) + "... need more data than the file holds (truncated?)");
   }
-  int64_t want = count * element_size(f.type);
+  int64_t want = count * idx_element_bytes(f.type);
   int64_t have = static_cast<int64_t>(bytes.size() - header);
   if (have < want)
     bad_file(path, "truncated: shape " + shape_str(f.shape) + " needs " + std::to_string(want) + " data bytes, found " +
                        std::to_string(have));
   if (have > want)
     bad_file(path, std::to_string(have - want) + " unexpected bytes after the data of shape " + shape_str(f.shape));
-  f.payload = bytes.substr(header);
+  f.payload_offset = static_cast<int64_t>(header);
   return f;
+}
+
+IdxFile decode_idx(const std::string& file, const std::string& path, int64_t max_bytes) {
+  bool gzip =
+      file.size() >= 2 && static_cast<unsigned char>(file[0]) == 0x1f && static_cast<unsigned char>(file[1]) == 0x8b;
+  std::string bytes = gzip ? gunzip(file, path, max_bytes) : file;
+  IdxLayout layout = parse_idx_layout(bytes, path);
+  return {layout.type, layout.shape, bytes.substr(static_cast<size_t>(layout.payload_offset))};
+}
+
+DType idx_dtype(uint8_t type) { return type == 0x0D ? f32 : type == 0x0E ? f64 : i32; }
+
+void convert_idx_elements(uint8_t type, const unsigned char* src, int64_t n, void* dst) {
+  int64_t size = idx_element_bytes(type);
+  auto* out = static_cast<unsigned char*>(dst);
+  for (int64_t i = 0; i < n; ++i) {
+    uint64_t v = big_endian(src + i * size, size);
+    if (type == 0x0E) {
+      std::memcpy(out + i * 8, &v, 8);
+      continue;
+    }
+    // f32 keeps its bits; the integers are sign- or zero-extended to i32.
+    auto word = static_cast<uint32_t>(v);
+    if (type == 0x09) word = static_cast<uint32_t>(static_cast<int32_t>(static_cast<int8_t>(v)));
+    if (type == 0x0B) word = static_cast<uint32_t>(static_cast<int32_t>(static_cast<int16_t>(v)));
+    std::memcpy(out + i * 4, &word, 4);
+  }
 }
 
 Array read_idx(const std::string& path) {
   IdxFile f = read_idx_file(path);
-  const auto* p = reinterpret_cast<const unsigned char*>(f.payload.data());
-  int64_t n = numel(f.shape), size = element_size(f.type);
-  if (f.type == 0x0D || f.type == 0x0E) {
-    Array out(f.type == 0x0D ? f32 : f64, f.shape);
-    auto* dst = static_cast<unsigned char*>(out.mutable_data());
-    for (int64_t i = 0; i < n; ++i) {
-      uint64_t v = big_endian(p + i * size, size);
-      if (size == 4) {
-        auto u = static_cast<uint32_t>(v);
-        std::memcpy(dst + i * 4, &u, 4);
-      } else {
-        std::memcpy(dst + i * 8, &v, 8);
-      }
-    }
-    return out;
-  }
-  Array out(i32, f.shape);
-  auto* dst = static_cast<int32_t*>(out.mutable_data());
-  for (int64_t i = 0; i < n; ++i) {
-    uint64_t v = big_endian(p + i * size, size);
-    switch (f.type) {
-      case 0x08: dst[i] = static_cast<int32_t>(v); break;
-      case 0x09: dst[i] = static_cast<int8_t>(v); break;
-      case 0x0B: dst[i] = static_cast<int16_t>(v); break;
-      default: dst[i] = static_cast<int32_t>(static_cast<uint32_t>(v)); break;
-    }
-  }
+  Array out(idx_dtype(f.type), f.shape);
+  convert_idx_elements(f.type, reinterpret_cast<const unsigned char*>(f.payload.data()), numel(f.shape),
+                       out.mutable_data());
   return out;
 }
 

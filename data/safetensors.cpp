@@ -5,12 +5,11 @@
 #include <cstdint>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <set>
-#include <sstream>
 #include <utility>
 
 #include "data/json.h"
+#include "data/mapped_file.h"
 #include "data/safetensors_bytes.h"
 #include "fluxion/error.h"
 #include "support/files.h"
@@ -48,6 +47,7 @@ struct Origin {
   const std::string& path;
   const std::string& name;
   const char* code;
+  int64_t first = 0;  // the index of the first element decoded
 };
 
 template <class T>
@@ -82,8 +82,9 @@ void read_int(const char* src, int64_t n, void* dst, const Origin& from) {
   for (int64_t i = 0; i < n; ++i) {
     T v = read_at<T>(src, i);
     if (!std::in_range<int32_t>(v))
-      bad_file(from.path, "tensor '" + from.name + "' holds " + std::to_string(v) + " at element " + std::to_string(i) +
-                              ", outside i32's range (Fluxion reads " + from.code + " as i32)");
+      bad_file(from.path, "tensor '" + from.name + "' holds " + std::to_string(v) + " at element " +
+                              std::to_string(from.first + i) + ", outside i32's range (Fluxion reads " + from.code +
+                              " as i32)");
     write_at(dst, i, static_cast<int32_t>(v));
   }
 }
@@ -135,7 +136,7 @@ struct Entry {
   std::string name;
   TensorType type;  // as Fluxion reads it
   const Stored* stored = nullptr;
-  int64_t begin = 0, end = 0;
+  int64_t begin = 0, end = 0;  // from the start of the data
 };
 
 Entry parse_entry(const std::string& path, const std::string& name, const data::json::Value& v) {
@@ -219,15 +220,12 @@ void save_safetensors(const std::string& path, const NamedArrays& tensors,
 NamedArrays load_safetensors(const std::string& path, std::map<std::string, std::string>* metadata) {
   std::error_code ec;
   if (!std::filesystem::is_regular_file(path, ec)) bad_file(path, "no such file");
-  std::ifstream in(path, std::ios::binary);
-  if (!in) bad_file(path, "cannot open");
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return data::parse_safetensors(ss.str(), path, metadata);
+  data::MappedFile file(path, "load_safetensors");
+  return data::parse_safetensors(file.bytes(), path, metadata);
 }
 
-NamedArrays data::parse_safetensors(const std::string& file, const std::string& path,
-                                    std::map<std::string, std::string>* metadata) {
+std::vector<data::StoredTensor> data::parse_safetensors_layout(std::string_view file, const std::string& path,
+                                                               std::map<std::string, std::string>* metadata) {
   if (file.size() < 8) bad_file(path, "truncated: " + std::to_string(file.size()) + " bytes, no header length");
   uint64_t header_size = 0;
   std::memcpy(&header_size, file.data(), 8);
@@ -236,7 +234,7 @@ NamedArrays data::parse_safetensors(const std::string& file, const std::string& 
                        std::to_string(file.size() - 8) + " remaining bytes (truncated or not a safetensors file)");
   data::json::Value header;
   try {
-    header = data::json::parse(std::string_view(file).substr(8, header_size));
+    header = data::json::parse(file.substr(8, header_size));
   } catch (const data::json::JsonError& e) {
     bad_file(path, std::string("malformed JSON header: ") + e.what());
   }
@@ -277,13 +275,29 @@ NamedArrays data::parse_safetensors(const std::string& file, const std::string& 
   if (covered != data_size)
     bad_file(path, "the tensors cover " + std::to_string(covered) + " data bytes but the file holds " +
                        std::to_string(data_size) + (covered > data_size ? " (truncated)" : ""));
+  std::vector<data::StoredTensor> out;
+  for (const Entry& e : entries)
+    out.push_back({e.name, e.type, e.stored->code, e.stored->size, static_cast<int64_t>(8 + header_size) + e.begin});
+  return out;
+}
+
+void data::StoredTensor::read(std::string_view file, int64_t first, int64_t n, void* dst,
+                              const std::string& path) const {
+  if (n > 0) {
+    // The layout checked that the tensor's bytes lie inside the file: n elements are there.
+    std::string_view elements = file.substr(static_cast<size_t>(offset + first * element_bytes));
+    stored_from_code(code)->decode(elements.data(), n, dst,  // NOLINT(bugprone-suspicious-stringview-data-usage)
+                                   Origin{path, name, code.c_str(), first});
+  }
+}
+
+NamedArrays data::parse_safetensors(std::string_view file, const std::string& path,
+                                    std::map<std::string, std::string>* metadata) {
   NamedArrays out;
-  const char* data = file.data() + 8 + header_size;
-  for (const Entry& e : entries) {
-    Array a = Array::empty(e.type.dtype, e.type.shape);
-    if (a.size() > 0)
-      e.stored->decode(data + e.begin, a.size(), a.mutable_data(), Origin{path, e.name, e.stored->code});
-    out.emplace_back(e.name, std::move(a));
+  for (const StoredTensor& t : parse_safetensors_layout(file, path, metadata)) {
+    Array a = Array::empty(t.type.dtype, t.type.shape);
+    t.read(file, 0, a.size(), a.mutable_data(), path);
+    out.emplace_back(t.name, std::move(a));
   }
   return out;
 }

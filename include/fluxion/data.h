@@ -1,10 +1,13 @@
 // Data loading: IDX files (Fashion-MNIST, MNIST, any IDX a user gives; gzipped or not),
-// datasets held in host memory, seeded shuffling and batching, and a character-level text
-// dataset. A missing, truncated or corrupt file raises fluxion::Error naming the file and what
-// is wrong with it.
+// datasets held in host memory, datasets read from memory-mapped shards as batches need their
+// rows (larger than memory), seeded shuffling, batching with read-ahead on a background thread,
+// and a character-level text dataset. A missing, truncated or corrupt file raises fluxion::Error naming the file and
+// what is wrong with it.
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <memory>
 #include <span>
 #include <string>
 #include <string_view>
@@ -12,6 +15,7 @@
 #include <vector>
 
 #include "fluxion/array.h"
+#include "fluxion/dtype.h"
 
 namespace fluxion::data {
 
@@ -42,7 +46,42 @@ const std::vector<std::string>& fashion_mnist_classes();
 // on every platform (no dependence on the standard library's distributions).
 std::vector<int64_t> permutation(int64_t n, uint64_t seed, uint64_t stream = 0);
 
-// Batches of a dataset, in a seeded random order per epoch (or in order).
+// A dataset whose rows stay in their files until a batch reads them: the files are mapped into
+// memory, so the operating system reads the pages a batch touches and may drop them again, and
+// a dataset larger than memory trains like one in memory. Rows are numbered across the shards in
+// the order given; every shard's rows have the same dtypes and shapes. Copies share the files.
+class ShardedDataset {
+ public:
+  // safetensors files, each holding a tensor named `inputs` and one named `targets` with the
+  // same number of rows (their leading dimension). Stored dtypes convert as load_safetensors's.
+  static ShardedDataset safetensors(const std::vector<std::string>& paths, const std::string& inputs = "inputs",
+                                    const std::string& targets = "targets");
+  // Uncompressed IDX files, an (inputs, targets) pair per shard; elements convert as read_idx's
+  // (bytes to i32: scale or cast them in the program). A gzipped file is an Error (it cannot
+  // be read in place: gunzip it once).
+  static ShardedDataset idx(const std::vector<std::pair<std::string, std::string>>& shards);
+  // The windows of a text file as CharText::sequences makes them (i32 [seq_len] inputs, the
+  // next characters as targets), the vocabulary found by one pass over the file.
+  static ShardedDataset text(const std::string& path, int64_t seq_len);
+
+  int64_t size() const;
+  // One row's dtype and shape.
+  const TensorType& input_type() const;
+  const TensorType& target_type() const;
+  // A text dataset's vocabulary (CharText's: the bytes that occur, in byte order); else empty.
+  const std::string& vocab() const;
+  // The rows `rows` (each in [0, size())), read from the files into fresh Arrays.
+  Dataset rows(std::span<const int64_t> rows) const;
+
+  struct Source;
+
+ private:
+  explicit ShardedDataset(std::shared_ptr<const Source> source) : source_(std::move(source)) {}
+  std::shared_ptr<const Source> source_;
+};
+
+// Batches of a dataset, in a seeded random order per epoch (or in order). The batches are the
+// same whatever the read-ahead: batch i depends on the seed, the epoch, i and the rank only.
 class Loader {
  public:
   struct Options {
@@ -57,8 +96,15 @@ class Loader {
     // the rows a single process with the same seed and batch size sees.
     int rank = 0;
     int ranks = 1;
+    // Batches read ahead on background threads: batch(i) starts reading batches i+1 ..
+    // i+prefetch, which batch(i+1) then finds read (0: each batch is read when asked for).
+    int prefetch = 2;
   };
   Loader(const Dataset& data, Options opt);
+  Loader(const ShardedDataset& data, Options opt);
+  Loader(const Loader& other);
+  Loader& operator=(const Loader& other);
+  ~Loader();
   // Batches per epoch.
   int64_t size() const;
   // Fixes the order of the epoch's batches: permutation(n, seed, epoch) when shuffling.
@@ -67,10 +113,17 @@ class Loader {
   // (the last may be shorter).
   std::pair<Array, Array> batch(int64_t i) const;
 
+  struct ReadAhead;
+
  private:
-  Dataset data_;
+  Loader(std::function<Dataset(std::span<const int64_t>)> gather, int64_t rows, Options opt);
+  std::vector<int64_t> rows_of(int64_t i) const;
+
+  std::function<Dataset(std::span<const int64_t>)> gather_;  // rows of the dataset, thread-safe
+  int64_t rows_ = 0;
   Options opt_;
   std::vector<int64_t> order_;
+  std::unique_ptr<ReadAhead> read_ahead_;
 };
 
 // A character-level text corpus: the vocabulary is the set of bytes that occur, in byte
