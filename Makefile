@@ -65,8 +65,10 @@ test-sanitize: deps
 	LP_NUM_THREADS=$(LP_NUM_THREADS) ctest --preset sanitize -j $(JOBS)
 
 # The concurrency tests (8 threads tracing, compiling and running at once, CPU and Vulkan) under
-# ThreadSanitizer; the preset builds only their executable, runs the tests labelled concurrency
-# and sets TSAN_OPTIONS=halt_on_error=1, so any reported race fails the run.
+# ThreadSanitizer; the preset builds only their executable and the installed libraries, which it
+# builds static (FLUXION_SHARED=OFF): it runs the tests labelled concurrency and the install test
+# (labelled package: static archives consumed from a scratch prefix), and sets
+# TSAN_OPTIONS=halt_on_error=1, so any reported race fails the run.
 test-tsan: deps
 	cmake --preset tsan $(CMAKE_FLAGS)
 	cmake --build --preset tsan -j $(JOBS)

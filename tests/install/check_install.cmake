@@ -4,7 +4,8 @@
 # prints no warning and (shared libraries) finds no dependency's package, the runtime-only program
 # loads neither LLVM nor glslang nor SPIRV-Tools nor MPI, and only the distributed one loads MPI.
 # Variables: BUILD_DIR (the Fluxion build), CONSUMER_DIR (sources), WORK_DIR (scratch),
-# EXPECT_DISTRIBUTED (the build has fluxion::distributed), SHARED (FLUXION_SHARED).
+# EXPECT_DISTRIBUTED (the build has fluxion::distributed), SHARED (FLUXION_SHARED),
+# CONSUMER_FLAGS (compile and link flags of the consumers: a sanitizer's).
 cmake_minimum_required(VERSION 3.25)
 file(REMOVE_RECURSE ${WORK_DIR})
 function(run)
@@ -33,7 +34,8 @@ if(SHARED)
   endforeach()
 endif()
 run(${CMAKE_COMMAND} --no-warn-unused-cli -S ${CONSUMER_DIR} -B ${WORK_DIR}/build -G Ninja -DCMAKE_PREFIX_PATH=${WORK_DIR}/prefix
-    -DEXPECT_DISTRIBUTED=${EXPECT_DISTRIBUTED} ${unfindable})
+    -DEXPECT_DISTRIBUTED=${EXPECT_DISTRIBUTED} "-DCMAKE_CXX_FLAGS=${CONSUMER_FLAGS}"
+    "-DCMAKE_EXE_LINKER_FLAGS=${CONSUMER_FLAGS}" ${unfindable})
 if(run_output MATCHES "(CMake Warning|Could NOT find|CMake Deprecation)[^\n]*")
   message(FATAL_ERROR "the consumer's configure printed '${CMAKE_MATCH_0}':\n${run_output}")
 endif()
