@@ -3,8 +3,8 @@
 
 #include <vector>
 
-#include "driver/pipeline.h"
 #include "fluxion/array.h"
+#include "jit/pipeline.h"
 
 namespace fluxion::detail {
 

@@ -4,11 +4,11 @@
 
 #include <string>
 
-#include "driver/pipeline.h"
 #include "dsl/check_numerics.h"
 #include "dsl/trace.h"
 #include "fluxion/error.h"
 #include "fluxion/runtime.h"
+#include "jit/pipeline.h"
 #include "runtime/compiled_impl.h"
 #include "runtime/counters.h"
 #include "runtime/load.h"

@@ -73,9 +73,8 @@ class ShardedDataset {
   // The rows `rows` (each in [0, size())), read from the files into fresh Arrays.
   Dataset rows(std::span<const int64_t> rows) const;
 
-  struct Source;
-
  private:
+  struct Source;
   explicit ShardedDataset(std::shared_ptr<const Source> source) : source_(std::move(source)) {}
   std::shared_ptr<const Source> source_;
 };
@@ -113,9 +112,8 @@ class Loader {
   // (the last may be shorter).
   std::pair<Array, Array> batch(int64_t i) const;
 
-  struct ReadAhead;
-
  private:
+  struct ReadAhead;
   Loader(std::function<Dataset(std::span<const int64_t>)> gather, int64_t rows, Options opt);
   std::vector<int64_t> rows_of(int64_t i) const;
 

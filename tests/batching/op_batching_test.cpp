@@ -7,9 +7,9 @@
 
 #include "common/op_samples.h"
 #include "common/test_names.h"
-#include "driver/pipeline.h"
 #include "eval/interpreter.h"
 #include "ir/ir.h"
+#include "jit/pipeline.h"
 #include "transforms/batching/vmap.h"
 
 namespace ir = fluxion::ir;

@@ -10,9 +10,9 @@
 #include <filesystem>
 
 #include "common/finite_differences.h"
-#include "driver/pipeline.h"
 #include "eval/interpreter.h"
 #include "ir/ir.h"
+#include "jit/pipeline.h"
 
 namespace fluxion::difffuzz {
 

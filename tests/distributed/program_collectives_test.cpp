@@ -17,8 +17,8 @@
 #include <vector>
 
 #include "common/test_util.h"
-#include "driver/pipeline.h"
 #include "ir/ir.h"
+#include "jit/pipeline.h"
 
 namespace fx = fluxion;
 namespace dist = fluxion::distributed;

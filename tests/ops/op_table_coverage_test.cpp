@@ -14,9 +14,9 @@
 #include "common/finite_differences.h"
 #include "common/op_samples.h"
 #include "common/test_names.h"
-#include "driver/pipeline.h"
 #include "eval/interpreter.h"
 #include "ir/ir.h"
+#include "jit/pipeline.h"
 #include "transforms/autodiff/autodiff.h"
 
 namespace ir = fluxion::ir;

@@ -1,4 +1,4 @@
-#include "driver/compile_cache.h"
+#include "jit/compile_cache.h"
 
 #include <future>
 #include <map>

@@ -1,9 +1,9 @@
-#include "driver/pipeline.h"
+#include "jit/pipeline.h"
 
 #include <cstdio>
 #include <string>
 
-#include "driver/compile_cache.h"
+#include "jit/compile_cache.h"
 #include "kernel/plan_rules.h"
 #include "support/settings.h"
 #include "transforms/passes/passes.h"
