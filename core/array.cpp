@@ -207,9 +207,10 @@ Array Array::clone() const {
   return out;
 }
 
-std::string Array::str() const {
+std::string Array::str() const { return type_.str() + " " + values_str(); }
+
+std::string Array::values_str() const {
   std::ostringstream os;
-  os << type_.str() << " ";
   std::vector<double> v = to_doubles();
   const Shape& s = shape();
   std::vector<int64_t> st = row_major_strides(s);

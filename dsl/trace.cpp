@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <string>
 
+#include "dsl/eager.h"
 #include "fluxion/error.h"
 
 namespace fluxion::detail {
@@ -75,6 +76,7 @@ std::vector<Tensor> emit(ir::Op op, const std::vector<Tensor>& operands, ir::Att
   for (const Tensor& t : operands) ids.push_back(use(*f, t, ir::op_name(op), loc));
   const std::vector<ir::ValueId>& res =
       f->region.add(op, std::move(ids), std::move(attrs), std::move(declared), std::move(regions), &loc);
+  if (f->eager) evaluate_recorded(*f);
   std::vector<Tensor> out;
   for (ir::ValueId v : res) out.push_back(TensorAccess::make(f, v));
   return out;

@@ -14,6 +14,8 @@
 
 namespace fluxion::detail {
 
+struct EagerValues;  // dsl/eager.h
+
 // One region being recorded. A Tensor of an enclosing frame used here is captured: it becomes
 // an extra parameter of this region, and the op that owns the region passes it as an operand.
 struct Frame {
@@ -22,6 +24,8 @@ struct Frame {
   bool active = true;
   // (parent's value id, this region's parameter id) for each captured value, in capture order.
   std::vector<std::pair<ir::ValueId, ir::ValueId>> captures;
+  // The values of an eager trace's top-level frame (fluxion::eager), else null.
+  std::shared_ptr<EagerValues> eager;
 };
 
 struct TensorAccess {

@@ -10,6 +10,7 @@
 
 #include "eval/buffer.h"
 #include "fluxion/error.h"
+#include "runtime/debug_print.h"
 #include "runtime/host_memory.h"
 
 namespace fluxion::eval {
@@ -73,6 +74,19 @@ Array to_array(const Buffer& b) {
 
 namespace {
 
+// debug_print: the operands printed through the runtime, as compiled programs print them.
+void eval_print(const ir::Node& n, const std::vector<Value>& in) {
+  runtime::PrintCall call{n.attrs.text, {}};
+  std::vector<Array> arrays;
+  std::vector<const void*> data;
+  for (const Value& v : in) {
+    call.types.push_back(v->type);
+    arrays.push_back(to_array(*v));
+  }
+  for (const Array& a : arrays) data.push_back(a.data());
+  runtime::emit_print(runtime::format_print(call, data.data()));
+}
+
 std::vector<Value> eval_node(const ir::Node& n, const std::vector<Value>& in, const std::vector<TensorType>& out) {
   auto one = [](Buffer b) { return std::vector<Value>{std::make_shared<const Buffer>(std::move(b))}; };
   switch (ir::op_info(n.op).cls) {
@@ -102,6 +116,7 @@ std::vector<Value> eval_node(const ir::Node& n, const std::vector<Value>& in, co
     case ir::OpClass::Random:
     case ir::OpClass::RngFold: return one(eval_random(n, in, out[0]));
     case ir::OpClass::Collective: return one(eval_collective(n, in, out[0]));
+    case ir::OpClass::Debug: eval_print(n, in); return {};
     case ir::OpClass::Scan:
     case ir::OpClass::While:
     case ir::OpClass::Cond:
@@ -194,6 +209,8 @@ std::vector<Value> eval_region(const ir::Region& r, const std::vector<Value>& ar
   std::vector<Value> env(r.types.size());
   for (size_t i = 0; i < r.params.size(); ++i) env[static_cast<size_t>(r.params[i])] = args[i];
   for (const ir::Node& n : r.nodes) {
+    // A replay that looks for a non-finite value does not print again what its run printed.
+    if (search && ir::is_effect(n.op)) continue;
     std::vector<Value> in;
     in.reserve(n.operands.size());
     for (ir::ValueId v : n.operands) in.push_back(env[static_cast<size_t>(v)]);

@@ -5,8 +5,9 @@
 //
 // The order is the post-order of a depth-first walk from the region's results (the first,
 // then the others from the last), each node's dependencies visited before it: first, for an ordered node (a collective,
-// or a region op holding one), the ordered node before it in the stored order (every rank must
-// meet the collectives in the same order, so their relative order is part of the program);
+// an effect, or a region op holding one), the ordered node before it in the stored order (every
+// rank must meet the collectives in the same order, and effects happen in program order, so
+// their relative order is part of the program);
 // then the producers of its operands, left to right. Nodes no result depends on (dead code,
 // before DCE) come after, walked from the last ordered node, then from each node nothing uses,
 // in the order of a key hashing its whole upstream graph (op, attributes, result types, the
@@ -38,7 +39,7 @@ uint64_t mix(uint64_t h, const std::string& s) {
 }
 
 bool is_ordered(const Node& n) {
-  if (is_collective(n.op)) return true;
+  if (is_collective(n.op) || has_effects(n)) return true;
   for (const Region& inner : n.regions) {
     if (has_collectives(inner)) return true;
   }

@@ -1,6 +1,7 @@
 // The op table and the Region builder.
 #include "ir/ir.h"
 
+#include <algorithm>
 #include <array>
 #include <string>
 
@@ -41,6 +42,7 @@ OpRole op_role(Op op) {
     case OpClass::Random:
     case OpClass::RngFold: return OpRole::Gathering;
     case OpClass::Collective: return OpRole::Collective;
+    case OpClass::Debug: return OpRole::Effect;
     case OpClass::Reshape:
     case OpClass::Transpose:
     case OpClass::Broadcast:
@@ -67,6 +69,24 @@ bool has_collectives(const Region& r) {
     }
   }
   return false;
+}
+
+bool has_effects(const Node& n) {
+  if (is_effect(n.op)) return true;
+  return std::any_of(n.regions.begin(), n.regions.end(), [](const Region& sub) { return has_effects(sub); });
+}
+
+bool has_effects(const Region& r) {
+  return std::any_of(r.nodes.begin(), r.nodes.end(), [](const Node& n) { return has_effects(n); });
+}
+
+void remove_effects(Region& r, size_t first) {
+  auto from = r.nodes.begin() + static_cast<std::ptrdiff_t>(std::min(first, r.nodes.size()));
+  r.nodes.erase(std::remove_if(from, r.nodes.end(), [](const Node& n) { return is_effect(n.op); }), r.nodes.end());
+  for (auto n = r.nodes.begin() + static_cast<std::ptrdiff_t>(std::min(first, r.nodes.size())); n != r.nodes.end();
+       ++n) {
+    for (Region& sub : n->regions) remove_effects(sub);
+  }
 }
 
 bool op_from_name(std::string_view name, Op* out) {

@@ -48,6 +48,7 @@ enum class OpClass : uint8_t {
   Random,
   RngFold,
   Collective,
+  Debug,
   Scan,
   While,
   Cond,
@@ -93,7 +94,9 @@ bool op_from_name(std::string_view name, Op* out);
 //   a kernel of its own, whose schedule gives each result element to one thread or invocation.
 // Control: a loop or branch with regions.
 // Collective: an exchange between the ranks of a job, run by the host between kernels.
-enum class OpRole : uint8_t { Elementwise, Creation, Reduce, Gathering, View, Scatter, Control, Collective };
+// Effect: something the host does between kernels that the program's results do not show
+//   (debug_print): kept by dead-code elimination and run in program order.
+enum class OpRole : uint8_t { Elementwise, Creation, Reduce, Gathering, View, Scatter, Control, Collective, Effect };
 OpRole op_role(Op op);
 
 inline bool is_elementwise(Op op) { return op_role(op) == OpRole::Elementwise; }
@@ -102,6 +105,7 @@ inline bool is_view(Op op) { return op_role(op) == OpRole::View; }
 inline bool is_gathering(Op op) { return op_role(op) == OpRole::Gathering; }
 inline bool is_scatter(Op op) { return op_role(op) == OpRole::Scatter; }
 inline bool is_collective(Op op) { return op_role(op) == OpRole::Collective; }
+inline bool is_effect(Op op) { return op_role(op) == OpRole::Effect; }
 // Elementwise ops cheap enough to recompute in a later kernel instead of storing the result.
 inline bool is_cheap(Op op) { return op_info(op).cost == 1; }
 inline bool is_differentiable(Op op) { return op_info(op).derivative == Derivative::Grad; }
@@ -126,6 +130,7 @@ struct Attrs {
   int64_t ranks = 1;              // collectives: the job size the program was traced for
   int64_t root = 0;               // broadcast_from: the rank whose operand every rank gets
   std::vector<double> data;       // constant: one value (splat) or numel values, row-major
+  std::string text;               // debug_print: the format
   friend bool operator==(const Attrs&, const Attrs&) = default;
 };
 
@@ -182,6 +187,14 @@ struct Region {
 
 // Whether r or a region nested in it holds a collective.
 bool has_collectives(const Region& r);
+// Whether r or a region nested in it holds an effect (debug_print).
+bool has_effects(const Region& r);
+// Whether node n is an effect or an op whose regions hold one: such a node stays, and stays in
+// order with the others, whether or not its results are used.
+bool has_effects(const Node& n);
+// Removes the effects of r's nodes from index `first` on, in their regions too: a derivative
+// rule that recomputes a loop's or a branch's forward values must not print them a second time.
+void remove_effects(Region& r, size_t first = 0);
 
 // Appends copies of r's nodes to `target`, with r's parameters bound to `args` (ids of target),
 // and returns r's results as ids of target. Source locations are kept. When `node_index` is

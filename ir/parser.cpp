@@ -122,6 +122,34 @@ class Parser {
     return v;
   }
 
+  // A string as the printer writes it (put_quoted): in double quotes, with \\, \" and \xHH.
+  std::string quoted() {
+    expect("\"");
+    std::string out;
+    for (;;) {
+      if (pos_ >= text_.size()) error("the string has no closing quote");
+      char c = text_[pos_++];
+      if (c == '"') return out;
+      if (c != '\\') {
+        out += c;
+        continue;
+      }
+      if (pos_ < text_.size() && (text_[pos_] == '"' || text_[pos_] == '\\')) {
+        out += text_[pos_++];
+        continue;
+      }
+      unsigned value = 0;
+      bool hex = pos_ + 3 <= text_.size() && text_[pos_] == 'x';
+      if (hex) {
+        auto [p, ec] = std::from_chars(text_.data() + pos_ + 1, text_.data() + pos_ + 3, value, 16);
+        hex = ec == std::errc() && p == text_.data() + pos_ + 3;
+      }
+      if (!hex) error("expected \\\\, \\\" or \\xHH in a string, found " + found());
+      out += static_cast<char>(value);
+      pos_ += 3;
+    }
+  }
+
   // A double as the printer writes it: shortest round-trip decimal, or inf, -inf, nan.
   double number() {
     skip_space();
@@ -235,6 +263,7 @@ class Parser {
       else if (key == "root") a.root = integer();
       else if (key == "reverse") a.reverse = boolean();
       else if (key == "data") a.data = list<double>([&] { return number(); });
+      else if (key == "text") a.text = quoted();
       else error("unknown attribute '" + key + "'");
     } while (accept(","));
     expect("}");

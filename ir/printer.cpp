@@ -39,6 +39,27 @@ void put_list(std::string& out, const std::vector<T>& v) {
   out += "]";
 }
 
+// A string in double quotes: '"' and '\\' escaped with a backslash, other bytes outside the
+// printable ASCII range as \xHH, so that IR text stays one line per node.
+void put_quoted(std::string& out, std::string_view text) {
+  constexpr char kHex[] = "0123456789abcdef";
+  out += '"';
+  for (char c : text) {
+    auto u = static_cast<unsigned char>(c);
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += c;
+    } else if (u < 0x20 || u >= 0x7f) {
+      out += "\\x";
+      out += kHex[u >> 4];
+      out += kHex[u & 15];
+    } else {
+      out += c;
+    }
+  }
+  out += '"';
+}
+
 void put_attrs(std::string& out, const Attrs& a) {
   const Attrs d;
   std::string s;
@@ -66,6 +87,7 @@ void put_attrs(std::string& out, const Attrs& a) {
   num("root", a.root, d.root);
   if (a.reverse) sep(), s += "reverse=true";
   if (!a.data.empty()) sep(), s += "data=", put_list(s, a.data);
+  if (!a.text.empty()) sep(), s += "text=", put_quoted(s, a.text);
   if (!s.empty()) out += " " + s + "}";
 }
 

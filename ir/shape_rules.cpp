@@ -4,6 +4,7 @@
 #include <string>
 
 #include "fluxion/error.h"
+#include "ir/debug_format.h"
 #include "ir/ir.h"
 
 namespace fluxion::ir {
@@ -570,6 +571,16 @@ std::vector<TensorType> rule(const Ctx& c) {
       c.require(in[0] == kKeyType && in[1] == kI32Scalar, "expected rng_fold(i32[2], i32[])");
       return {kKeyType};
     case OpClass::Collective: return collective(c);
+    case OpClass::Debug: {
+      c.require(attrs.text.find('\0') == std::string::npos, "the format holds a NUL character");
+      std::string wrong;
+      int64_t fields = format_fields(attrs.text, &wrong);
+      c.require(fields >= 0, wrong);
+      c.require(fields == static_cast<int64_t>(in.size()), "the format \"" + attrs.text + "\" has " +
+                                                               std::to_string(fields) + " field(s) for " +
+                                                               std::to_string(in.size()) + " operand(s)");
+      return {};
+    }
     case OpClass::Scan: return scan(c);
     case OpClass::While: return while_loop(c);
     case OpClass::Cond: return cond(c);

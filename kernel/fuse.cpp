@@ -37,8 +37,9 @@ constexpr int kMaxRecomputedNodes = 6;
 Role role_of(const ir::Region& r, const ir::Node& n) {
   if (n.op == Op::Constant) return n.attrs.data.size() == 1 ? Role::Inline : Role::Global;
   if (ir::is_view(n.op)) return Role::View;
-  // Collectives run on the host between kernels, like a control-flow step without regions.
-  if (has_regions(n.op) || ir::is_collective(n.op)) return Role::Control;
+  // Collectives and effects run on the host between kernels, like a control-flow step without
+  // regions.
+  if (has_regions(n.op) || ir::is_collective(n.op) || ir::is_effect(n.op)) return Role::Control;
   bool is_float_result = is_float(r.type(n.results[0]).dtype);
   if (n.op == Op::MatMul) return is_float_result ? Role::MatMul : Role::Gathering;
   // Convolutions without groups run as the MatMul kernel, reading their input as im2col.
@@ -269,12 +270,17 @@ class Fuser {
     }
   }
 
-  // A control-flow node is a step of its own; its operands are stored.
+  // A control-flow node is a step of its own; its operands are stored. A step holding an effect
+  // comes after the one before it, so that prints keep program order.
   void add_control_step(size_t i) {
     int g = new_group(KernelKind::Loop, {});
     groups_[static_cast<size_t>(g)].control_node = static_cast<int>(i);
     for (ValueId o : region_.nodes[i].operands) {
       for (int d : need_buffer(o)) groups_[static_cast<size_t>(g)].preds.insert(d);
+    }
+    if (ir::has_effects(region_.nodes[i])) {
+      if (last_effect_ >= 0) groups_[static_cast<size_t>(g)].preds.insert(last_effect_);
+      last_effect_ = g;
     }
     group_of_[i] = g;
   }
@@ -701,6 +707,7 @@ class Fuser {
   std::vector<bool> must_;
   std::vector<int> group_of_;
   std::vector<Group> groups_;
+  int last_effect_ = -1;  // the group of the last step holding an effect
   RegionSchedule probe_;  // provisional storage, for strided_view
 };
 

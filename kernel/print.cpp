@@ -55,7 +55,8 @@ std::string print(const ir::Region& r, const RegionSchedule& s, int indent) {
       out << pad << "wait for " << ir::op_name(r.nodes[st.index].op) << "\n";
       continue;
     }
-    if (st.kind == Step::Kind::Control && ir::is_collective(r.nodes[st.index].op)) {
+    if (st.kind == Step::Kind::Control &&
+        (ir::is_collective(r.nodes[st.index].op) || ir::is_effect(r.nodes[st.index].op))) {
       out << pad << ir::op_name(r.nodes[st.index].op) << " on the host\n";
       continue;
     }
@@ -86,7 +87,7 @@ void walk_kernels(const ir::Region& r, Schedule& s, const std::string& where, co
       continue;
     }
     const ir::Node& n = r.nodes[st.index];
-    if (st.kind == Step::Kind::Wait || ir::is_collective(n.op)) continue;
+    if (st.kind == Step::Kind::Wait || ir::is_collective(n.op) || ir::is_effect(n.op)) continue;
     auto names = ir::region_names(n.op);
     auto& subs = s.nested.at(st.index);
     for (size_t i = 0; i < subs.size(); ++i) {

@@ -12,6 +12,7 @@ namespace {
 
 // Scalar operations node n costs in a straight-line kernel, or -1 when it cannot be in one.
 int64_t straight_line_work(const ir::Region& r, const ir::Node& n) {
+  if (n.results.size() != 1) return -1;  // a loop, or a print (a step of the host's)
   for (ir::ValueId v : n.results) {
     if (r.type(v).numel() > kMaxStraightLineElements) return -1;
   }

@@ -7,6 +7,7 @@
 
 #include "fluxion/error.h"
 #include "ir/ir.h"
+#include "runtime/debug_print.h"
 
 namespace fluxion::runtime {
 namespace {
@@ -146,11 +147,20 @@ std::string recording_bytes(const runtime::VulkanCode& v) {
     b.i64(c.in_bytes);
     b.i64(c.out_bytes);
   }
+  b.i64(static_cast<int64_t>(r.prints.size()));
+  for (const vulkan::HostPrint& p : r.prints) {
+    std::string call = runtime::encode_print(p.call);
+    b.i64(static_cast<int64_t>(call.size()));
+    for (char c : call) b.u8(static_cast<unsigned char>(c));
+    put_loc(b, p.guard);
+    b.i64(static_cast<int64_t>(p.operands.size()));
+    for (const vulkan::Loc& l : p.operands) put_loc(b, l);
+  }
   b.i64(static_cast<int64_t>(r.host_steps.size()));
   for (const vulkan::HostStep& h : r.host_steps) {
     b.u8(static_cast<uint8_t>(h.kind));
     b.i64(static_cast<int64_t>(h.dispatch));
-    b.i64(static_cast<int64_t>(h.collective));
+    b.i64(static_cast<int64_t>(h.index));
   }
   b.i64(static_cast<int64_t>(r.args.size()));
   for (int64_t a : r.args) b.i64(a);
@@ -360,7 +370,7 @@ VulkanCode vulkan_code(const Fields& f, const Artifact& a) {
     vulkan::Loc l;
     int64_t io = r.i64();
     l.off = r.i64();
-    if (io < 0 || io >= entries || l.off < 0) f.bad("a collective's operand lies outside the program's memory");
+    if (io < 0 || io >= entries || l.off < 0) f.bad("a host step's operand lies outside the program's memory");
     l.io = static_cast<int32_t>(io);
     return l;
   };
@@ -380,17 +390,33 @@ VulkanCode vulkan_code(const Fields& f, const Artifact& a) {
     c.out_bytes = r.i64();
     if (c.in_bytes < 0 || c.out_bytes < 0 || c.call.count < 0) f.bad("a collective has a negative size");
   }
+  rec.prints.resize(count_of(r, 40, f, "vulkan.recording"));
+  for (vulkan::HostPrint& p : rec.prints) {
+    std::string call(count_of(r, 1, f, "vulkan.recording"), '\0');
+    for (char& c : call) c = static_cast<char>(r.u8());
+    try {
+      p.call = runtime::decode_print(call);
+    } catch (const Error&) {
+      f.bad("a print's description is malformed");
+    }
+    p.guard = loc();
+    p.operands.resize(count_of(r, 16, f, "vulkan.recording"));
+    if (p.operands.size() != p.call.types.size()) f.bad("a print's operands do not match its description");
+    for (vulkan::Loc& l : p.operands) l = loc();
+  }
   rec.host_steps.resize(count_of(r, 17, f, "vulkan.recording"));
   for (vulkan::HostStep& h : rec.host_steps) {
     uint64_t kind = r.u8();
-    int64_t dispatch = r.i64(), collective = r.i64();
-    if (kind > 1 || dispatch < 0 || static_cast<uint64_t>(dispatch) > rec.dispatches.size() || collective < 0 ||
-        static_cast<uint64_t>(collective) >= rec.collectives.size()) {
+    int64_t dispatch = r.i64(), index = r.i64();
+    size_t steps =
+        kind == static_cast<uint64_t>(vulkan::HostStep::Kind::Print) ? rec.prints.size() : rec.collectives.size();
+    if (kind > 2 || dispatch < 0 || static_cast<uint64_t>(dispatch) > rec.dispatches.size() || index < 0 ||
+        static_cast<uint64_t>(index) >= steps) {
       f.bad("a host step points outside the recording");
     }
     h.kind = static_cast<vulkan::HostStep::Kind>(kind);
     h.dispatch = static_cast<size_t>(dispatch);
-    h.collective = static_cast<size_t>(collective);
+    h.index = static_cast<size_t>(index);
   }
   rec.args.resize(count_of(r, 8, f, "vulkan.recording"));
   for (int64_t& x : rec.args) x = r.i64();

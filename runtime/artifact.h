@@ -20,7 +20,7 @@ namespace fluxion::runtime {
 
 // The payload's layout and meaning. A reader refuses any other version: a change that an older
 // reader would misread bumps it.
-inline constexpr uint32_t kArtifactFormat = 1;
+inline constexpr uint32_t kArtifactFormat = 2;  // 2: Vulkan recordings hold prints
 
 // The CPU backend's compiled form.
 struct CpuCode {

@@ -8,6 +8,7 @@
 #include "backends/cpu/native.h"
 #include "fluxion/error.h"
 #include "runtime/collective.h"
+#include "runtime/debug_print.h"
 
 namespace fluxion::cpu {
 
@@ -135,6 +136,10 @@ class ProgramEmitter {
       const ir::Node& n = r.nodes[st.index];
       if (ir::is_collective(n.op)) {
         collective(r, n, ptr, slot.count(st.index) ? slot.at(st.index) : -1);
+        continue;
+      }
+      if (ir::is_effect(n.op)) {
+        debug_print(r, n, ptr);
         continue;
       }
       Value* sub_arena = builder_.CreateConstInBoundsGEP1_64(builder_.getInt8Ty(), arena,
@@ -270,6 +275,22 @@ class ProgramEmitter {
     return_on_failure(builder_.CreateCall(
         module_.getOrInsertFunction("fx_collective", llvm::FunctionType::get(builder_.getInt32Ty(), params, false)),
         args));
+  }
+
+  // debug_print node n through the runtime (fx_debug_print), given the node's description as a
+  // constant string and its operands' addresses; the entry point returns the error code of a
+  // print handler that raised.
+  void debug_print(const ir::Region& r, const ir::Node& n, const std::vector<Value*>& ptr) {
+    Value* text = builder_.CreateGlobalString(runtime::encode_print(runtime::print_call(n, r)), "debug_print");
+    Value* operands = entry_alloca(builder_.getPtrTy(), std::max<uint64_t>(1, n.operands.size()));
+    for (size_t i = 0; i < n.operands.size(); ++i) {
+      Value* p = ptr[static_cast<size_t>(n.operands[i])];
+      if (!p) detail::fail("cpu codegen", "internal error: a printed value has no storage");
+      builder_.CreateStore(p, builder_.CreateConstInBoundsGEP1_64(builder_.getPtrTy(), operands, i));
+    }
+    auto print =
+        module_.getOrInsertFunction("fx_debug_print", builder_.getInt32Ty(), builder_.getPtrTy(), builder_.getPtrTy());
+    return_on_failure(builder_.CreateCall(print, {text, operands}));
   }
 
   // Returns error code `rc` from the entry point unless it is kOk.

@@ -243,6 +243,10 @@ class Recorder {
         start_collective(r, n, st.index, loc, has, top);
         continue;
       }
+      if (ir::is_effect(n.op)) {
+        host_print(r, n, loc, has, guard);
+        continue;
+      }
       Loc sub_arena = arena + s.nested_offset.at(st.index);
       const auto& subs = s.nested.at(st.index);
       if (use_loop_kernel(n, subs)) {
@@ -296,6 +300,19 @@ class Recorder {
     });
     if (!waited) out_.host_steps.push_back({HostStep::Kind::Finish, out_.dispatches.size(), out_.collectives.size()});
     out_.collectives.push_back(h);
+  }
+
+  // debug_print node n: the host prints after the dispatches recorded so far, when `guard`, the
+  // flag of the dispatches around it, is set.
+  void host_print(const ir::Region& r, const ir::Node& n, const std::vector<Loc>& loc, const std::vector<bool>& has,
+                  Loc guard) {
+    HostPrint p{runtime::print_call(n, r), guard, {}};
+    for (ir::ValueId v : n.operands) {
+      if (!has[static_cast<size_t>(v)]) detail::fail("vulkan", "internal error: a printed value has no storage");
+      p.operands.push_back(loc[static_cast<size_t>(v)]);
+    }
+    out_.host_steps.push_back({HostStep::Kind::Print, out_.dispatches.size(), out_.prints.size()});
+    out_.prints.push_back(std::move(p));
   }
 
   int name_of(const std::string& name) {
@@ -359,7 +376,8 @@ class Recorder {
   bool use_loop_kernel(const ir::Node& n, const std::vector<RegionSchedule>& subs) {
     if (!options_.loop_kernels || !fits_one_workgroup(n, subs)) return false;
     for (const ir::Region& sub : n.regions) {
-      if (ir::has_collectives(sub)) return false;  // recorded iteration by iteration, which reports them
+      // Recorded iteration by iteration, which reports collectives and runs prints.
+      if (ir::has_collectives(sub) || ir::has_effects(sub)) return false;
     }
     if (n.op == ir::Op::Scan) return true;
     // An unbounded loop in one dispatch could run past a GPU driver's watchdog (device lost):

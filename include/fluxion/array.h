@@ -103,6 +103,8 @@ class Array {
   Array clone() const;
   // "f32[2,2] [[1, 2], [3, 4]]", eliding the middle of large arrays.
   std::string str() const;
+  // The values alone, as str() writes them: "[[1, 2], [3, 4]]", or "0.5" for a scalar.
+  std::string values_str() const;
 
  private:
   Array(TensorType type, std::shared_ptr<std::byte[]> bytes);

@@ -5,6 +5,7 @@
 #include "fluxion/autodiff.h"
 #include "fluxion/backend.h"
 #include "fluxion/control.h"
+#include "fluxion/debug.h"
 #include "fluxion/dtype.h"
 #include "fluxion/error.h"
 #include "fluxion/jit.h"

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 
 namespace fluxion {
@@ -58,5 +59,12 @@ void reset_counters();
 // `where` discarding it) leaves the results finite and is not reported.
 void set_check_numerics(bool on);
 bool check_numerics();
+
+// Where the lines of fluxion::debug::print (fluxion/debug.h) go: the handler is called with each
+// line, without its newline, on the thread that runs the program. The default (an empty handler)
+// writes the line and a newline to standard output and flushes it. Returns the handler it
+// replaces. Loaded programs (fluxion/compiled.h) print through it too.
+using PrintHandler = std::function<void(const std::string& line)>;
+PrintHandler set_print_handler(PrintHandler handler);
 
 }  // namespace fluxion

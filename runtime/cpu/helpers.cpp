@@ -19,6 +19,7 @@
 #include "fluxion/runtime.h"
 #include "runtime/collective.h"
 #include "runtime/counters.h"
+#include "runtime/debug_print.h"
 #include "runtime/philox.h"
 #include "support/settings.h"
 
@@ -247,6 +248,12 @@ extern "C" int32_t fx_collective(int32_t op, int32_t dtype, int64_t count, int64
   });
 }
 
+// debug_print: `encoded` is the node's description (runtime::encode_print), operands[i] the
+// address of operand i.
+extern "C" int32_t fx_debug_print(const char* encoded, const void* const* operands) {
+  return reported([&] { runtime::emit_print(runtime::format_print(runtime::decode_print(encoded), operands)); });
+}
+
 // rng_uniform (kind 0: f32, 1: f64) and rng_normal (kind 2) element `index` for `key`: the
 // recipes of docs/ir.md, as the interpreter computes them.
 extern "C" double fx_rng(int32_t k0, int32_t k1, int64_t index, int32_t kind) {
@@ -306,6 +313,7 @@ const std::vector<RuntimeSymbol>& runtime_symbols() {
       {"fx_profile_mark", reinterpret_cast<void*>(&fx_profile_mark)},
       {"fx_rng", reinterpret_cast<void*>(&fx_rng)},
       {"fx_rng_fold", reinterpret_cast<void*>(&fx_rng_fold)},
+      {"fx_debug_print", reinterpret_cast<void*>(&fx_debug_print)},
   };
   return symbols;
 }

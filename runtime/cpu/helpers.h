@@ -19,7 +19,7 @@ enum ErrorCode : int32_t { kOk = 0, kWhileMaxIters = 1, kCollectiveFailed = -1 }
 // signatures, the error codes and the entry point's signature. An exported CPU program records
 // the version it was generated against and loads only into a library of the same version, so a
 // change to any of them must increase it (tests/runtime pins the list of helpers).
-inline constexpr uint32_t kHelpersAbi = 1;
+inline constexpr uint32_t kHelpersAbi = 2;  // 2: fx_debug_print
 
 struct RuntimeSymbol {
   const char* name;
@@ -37,7 +37,7 @@ void parallel_for(KernelFn fn, void** bufs, int64_t n, int64_t work_per_item);
 // depend on the thread count (split kernels: kernel/kernel_ir.h).
 void parallel_parts(KernelFn fn, void** parts, int64_t buffers, int64_t n, int64_t count);
 
-// What the calling thread's last failed fx_collective raised (generated code then returns
+// What the calling thread's last failed fx_collective or fx_debug_print raised (generated code then returns
 // kCollectiveFailed), taken: the next call returns nullptr until another fails.
 std::exception_ptr take_collective_failure();
 // Waits for the calling thread's asynchronous collectives that are still running (a program

@@ -4,10 +4,10 @@
 // A call copies the inputs into the program's device buffers, submits the one command buffer
 // (uploads, every dispatch with barriers only where a dispatch reads or overwrites what an
 // earlier one wrote, readbacks), waits once, and copies the results out. A program with
-// collectives is one command buffer per segment between its host steps, which start each
-// collective (on the communication thread, while the next segments run) and finish it before
-// the first segment that reads its result. The user's arrays are written only after the
-// device reports success. The JIT's executable and a loaded artifact run through this class.
+// collectives or prints is one command buffer per segment between its host steps, which start
+// each collective (on the communication thread, while the next segments run) and finish it
+// before the first segment that reads its result, or read a print's values back. The user's arrays are written only
+// after the device reports success. The JIT's executable and a loaded artifact run through this class.
 #include "runtime/vulkan/program.h"
 
 #include <algorithm>
@@ -20,6 +20,7 @@
 #include "fluxion/error.h"
 #include "fluxion/profile.h"
 #include "runtime/counters.h"
+#include "runtime/debug_print.h"
 #include "runtime/host_memory.h"
 #include "runtime/profiler.h"
 #include "runtime/vulkan/device_array.h"
@@ -142,6 +143,10 @@ class VulkanProgram::State {
       int32_t status = kStatusOk;
       size_t segment = 0;
       HostCollectives exchanges(recording_.collectives.size());
+      // The lines of this run's prints, printed when the run is over: a run that stops to record
+      // more while-loop iterations runs again, and prints them then.
+      std::vector<std::string> printed;
+      bool exchanged = false;
       for (; segment < cmds_.size(); ++segment) {
         // A segment between two host steps at the same place holds nothing to submit.
         bool empty = segment > 0 && segment < recording_.host_steps.size() &&
@@ -149,7 +154,16 @@ class VulkanProgram::State {
         if (!empty) submit_and_wait(segment == 0 ? uploads_ : VK_NULL_HANDLE, cmds_[segment]);
         std::memcpy(&status, status_->mapped, 4);
         if (status != kStatusOk || segment == recording_.host_steps.size()) break;
-        run_host_step(recording_.host_steps[segment], exchanges, resident, results);
+        const HostStep& step = recording_.host_steps[segment];
+        if (step.kind == HostStep::Kind::Print) {
+          print(recording_.prints[step.index], resident, results, printed);
+          continue;
+        }
+        exchanged = true;
+        run_host_step(step, exchanges, resident, results);
+      }
+      if (status >= 0) {
+        for (const std::string& line : printed) runtime::emit_print(line);
       }
       c.native_calls++;
       c.kernel_launches += recording_.dispatches.size();
@@ -165,7 +179,7 @@ class VulkanProgram::State {
                                        " iterations (raise max_iters, or check the loop condition)");
       }
       // Running again would repeat the collectives already run, which the other ranks do not.
-      if (segment > 0) {
+      if (exchanged) {
         detail::fail("while_loop",
                      "an unbounded while loop ran out of recorded iterations after a collective had run; "
                      "give it max_iters to run it with collectives on the Vulkan backend");
@@ -216,9 +230,9 @@ class VulkanProgram::State {
   void run_host_step(const HostStep& step, HostCollectives& x,
                      const std::vector<std::shared_ptr<const VulkanBuffer>>& resident,
                      const std::vector<std::shared_ptr<VulkanBuffer>>& results) const {
-    const HostCollective& h = recording_.collectives[step.collective];
-    std::vector<std::byte>& in = x.in[step.collective];
-    std::vector<std::byte>& out = x.out[step.collective];
+    const HostCollective& h = recording_.collectives[step.index];
+    std::vector<std::byte>& in = x.in[step.index];
+    std::vector<std::byte>& out = x.out[step.index];
     if (step.kind == HostStep::Kind::Start) {
       try {
         in.resize(static_cast<size_t>(std::max<int64_t>(h.in_bytes, 1)));
@@ -229,15 +243,33 @@ class VulkanProgram::State {
       }
       if (h.in_bytes > 0)
         download(ctx_, located(h.in, h.in_bytes, resident, results), in.data(), static_cast<size_t>(h.in_bytes));
-      x.running[step.collective] = runtime::start_collective(h.call, in.data(), out.data());
+      x.running[step.index] = runtime::start_collective(h.call, in.data(), out.data());
       return;
     }
     {
       runtime::WaitTimer timer;
-      x.running[step.collective].get();
+      x.running[step.index].get();
     }
     if (h.out_bytes > 0)
       upload(ctx_, located(h.out, h.out_bytes, resident, results), out.data(), static_cast<size_t>(h.out_bytes));
+  }
+
+  // A print's line, added to `printed` when its guard byte is set.
+  void print(const HostPrint& p, const std::vector<std::shared_ptr<const VulkanBuffer>>& resident,
+             const std::vector<std::shared_ptr<VulkanBuffer>>& results, std::vector<std::string>& printed) const {
+    std::byte guard{};
+    download(ctx_, located(p.guard, 1, resident, results), &guard, 1);
+    if (guard == std::byte{0}) return;
+    std::vector<std::vector<std::byte>> bytes(p.operands.size());
+    std::vector<const void*> data;
+    for (size_t i = 0; i < p.operands.size(); ++i) {
+      const TensorType& t = p.call.types[i];
+      int64_t n = t.numel() * dtype_size(t.dtype);
+      bytes[i].resize(static_cast<size_t>(std::max<int64_t>(n, 1)));
+      if (n > 0) download(ctx_, located(p.operands[i], n, resident, results), bytes[i].data(), static_cast<size_t>(n));
+      data.push_back(bytes[i].data());
+    }
+    printed.push_back(runtime::format_print(p.call, data.data()));
   }
 
   void release() const {

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "runtime/collective.h"
+#include "runtime/debug_print.h"
 
 namespace fluxion::vulkan {
 
@@ -57,21 +58,31 @@ struct HostCollective {
   int64_t in_bytes = 0, out_bytes = 0;
 };
 
+// A debug_print the host runs for the program: when the byte at `guard` (the flag of the
+// dispatches around it: a branch not taken or a loop iteration past the end has 0) is set, it
+// reads `operands` back and formats the line.
+struct HostPrint {
+  runtime::PrintCall call;
+  Loc guard;
+  std::vector<Loc> operands;
+};
+
 // Where the host steps in between the dispatches before `dispatch` and the rest: the executable
-// submits the dispatches in segments and, between two, starts collective `collective` (reads
-// its operand back and hands it to the communication thread) or finishes it (waits for it and
-// writes its result). The segments in between run on the device meanwhile.
+// submits the dispatches in segments and, between two, starts collective `index` (reads its
+// operand back and hands it to the communication thread), finishes it (waits for it and writes
+// its result), or runs print `index`. The segments in between run on the device meanwhile.
 struct HostStep {
-  enum class Kind : uint8_t { Start, Finish };
+  enum class Kind : uint8_t { Start, Finish, Print };
   Kind kind = Kind::Start;
   size_t dispatch = 0;
-  size_t collective = 0;  // into Recording::collectives
+  size_t index = 0;  // into Recording::collectives, or Recording::prints for a Print
 };
 
 struct Recording {
   std::vector<int64_t> args;  // every dispatch's argument table, concatenated
   std::vector<Dispatch> dispatches;
   std::vector<HostCollective> collectives;
+  std::vector<HostPrint> prints;
   std::vector<HostStep> host_steps;  // in dispatch order
   std::vector<Access> accesses;      // per dispatch, when RecordOptions::keep_accesses
   std::vector<DispatchCost> costs;   // per dispatch; empty in an exported program

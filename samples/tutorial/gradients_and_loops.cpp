@@ -54,4 +54,15 @@ int main() {
                           [](const fx::Tensor& x) { return x * 0.5; }, x0, /*max_iters=*/100);
   });
   std::printf("%g\n", halve(fx::Array::scalar(37.0f)).item());  // 0.578125
+
+  // Looking inside a compiled loop: the print runs when the program runs, once per iteration.
+  auto halve_loudly = fx::jit([](const fx::Tensor& x0) {
+    return fx::while_loop([](const fx::Tensor& x) { return x > 1.0; },
+                          [](const fx::Tensor& x) {
+                            fx::debug::print("x = {}", x);  // x = 37, x = 18.5, ..., x = 1.15625
+                            return x * 0.5;
+                          },
+                          x0, /*max_iters=*/100);
+  });
+  halve_loudly(fx::Array::scalar(37.0f));
 }

@@ -289,6 +289,10 @@ inline std::vector<Sample> samples() {
                "%1"),
        {uniform(-3, 3)},
        Tol::trans()},
+      // An effect: prints its operand (the sample's runs print a line each) and returns nothing.
+      {"debug_print",
+       program("%0: f64[2,3]", "f64[2,3]", "  = debug_print %0 {text=\"op table sample {}\"} :\n", "%0"),
+       {any}},
   };
   return s;
 }

@@ -16,7 +16,7 @@ using namespace ir_test;
 namespace {
 
 bool ordered(const ir::Node& n) {
-  if (ir::is_collective(n.op)) return true;
+  if (ir::is_collective(n.op) || ir::has_effects(n)) return true;
   for (const ir::Region& inner : n.regions) {
     if (ir::has_collectives(inner)) return true;
   }

@@ -283,7 +283,11 @@ std::vector<ValueId> emit_jvp(ir::Region& target, const ir::Region& f, const std
     }
     if (!any) continue;
     ir::Node n = target.nodes[node_index[k]];  // a copy: rules append to target.nodes
+    size_t first = target.nodes.size();
     std::vector<ValueId> rt = jvp_node(b, n, t);
+    // The primal copy above printed; a rule's recomputation does not (a custom_jvp's tangent
+    // region is the user's, and prints what it says).
+    if (n.op != Op::CustomJvp && ir::has_effects(n)) ir::remove_effects(target, first);
     for (size_t j = 0; j < rt.size() && j < fn.results.size(); ++j) tan[static_cast<size_t>(fn.results[j])] = rt[j];
   }
   std::vector<ValueId> out;

@@ -162,10 +162,14 @@ std::vector<ir::ValueId> emit_vjp(ir::Region& target, const ir::Region& f, const
     // A copy: rules append to target.nodes, which would invalidate a reference into it.
     ir::Node n = target.nodes[node_index[k]];
     bool is_collective = ir::is_collective(n.op);
+    size_t first = target.nodes.size();
     std::vector<ir::ValueId> grads =
         is_collective
             ? vjp_collective(b, n, adjoints[0], !fn.operands.empty() && invariant[static_cast<size_t>(fn.operands[0])])
             : vjp(b, n, node_index[k], adjoints, want);
+    // The forward pass above printed; a rule's recomputation does not (a custom_vjp's backward
+    // region is the user's, and prints what it says).
+    if (n.op != ir::Op::CustomVjp && ir::has_effects(n)) ir::remove_effects(target, first);
     for (size_t j = 0; j < grads.size(); ++j) {
       if (grads[j] < 0) continue;
       // An invariant operand of a varying computation was used on every rank: its adjoint is

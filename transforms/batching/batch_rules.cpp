@@ -260,6 +260,13 @@ std::vector<Batched> batch_node(Builder& b, const ir::Node& n, const std::vector
         return batched(move_axis(b, r, 1, 0));
       }
       return same_op(b, n, types, {ops[0].id}, a, size);
+    case ir::OpClass::Debug: {
+      // The whole batch is printed, each batched operand with the batch as its first axis.
+      std::vector<ValueId> ids;
+      for (const Batched& o : ops) ids.push_back(o.id);
+      b.region().add(n.op, ids, a);
+      return {};
+    }
     default: break;
   }
   detail::fail("vmap", std::string("no batching rule for op ") + ir::op_name(n.op));

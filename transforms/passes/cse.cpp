@@ -76,7 +76,8 @@ bool eliminate_common_subexpressions(ir::Region& r) {
     for (ir::Region& inner : n.regions) changed = eliminate_common_subexpressions(inner) || changed;
     std::vector<size_t>& bucket = buckets[bucket_key(r, n)];
     const ir::Node* twin = nullptr;
-    for (size_t k : bucket) {
+    // Two prints of one value print twice; a loop holding one is not merged with its twin.
+    for (size_t k : ir::has_effects(n) ? std::vector<size_t>{} : bucket) {
       if (same_node(r, kept[k], n)) {
         twin = &kept[k];
         break;

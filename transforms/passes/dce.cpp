@@ -1,5 +1,6 @@
-// Dead-code elimination: removes nodes none of whose results is used. Every op is pure (a
-// random op is a function of its key), so an unused result can never be observed. Region
+// Dead-code elimination: removes nodes none of whose results is used, and which hold no effect
+// (debug_print). Every other op is pure (a random op is a function of its key), so an unused
+// result can never be observed. Region
 // parameters and results are kept: they are the region's signature, which the enclosing op's
 // shape rule checks.
 #include <vector>
@@ -16,6 +17,7 @@ bool eliminate_dead_code(ir::Region& r) {
   // Backwards: a node is live when one of its results is; then its operands are.
   for (size_t i = r.nodes.size(); i-- > 0;) {
     ir::Node& n = r.nodes[i];
+    keep[i] = ir::has_effects(n);
     for (ir::ValueId v : n.results) keep[i] = keep[i] || live[static_cast<size_t>(v)];
     if (!keep[i]) continue;
     for (ir::ValueId v : n.operands) live[static_cast<size_t>(v)] = true;
