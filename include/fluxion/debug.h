@@ -2,9 +2,9 @@
 // which runs a function op by op as it traces it, like jax.disable_jit.
 #pragma once
 
+#include <any>
 #include <concepts>
 #include <functional>
-#include <optional>
 #include <source_location>
 #include <string_view>
 #include <tuple>
@@ -77,18 +77,18 @@ class Eager {
     using R = std::invoke_result_t<const F&, tree::Rebind<Args, Array, Tensor>...>;
     std::vector<Array> flat;
     (tree::flatten<Array>(args, flat), ...);
-    std::optional<R> like;
+    std::any like;  // the traced result: its tree structure rebuilds the outputs
     auto fn = [&](const std::vector<Tensor>& params) {
       [[maybe_unused]] const Tensor* p = params.data();  // unused for a function of no arguments
       std::tuple<tree::Rebind<Args, Array, Tensor>...> targs{tree::rebuild<Array, Tensor>(args, p)...};
-      like.emplace(std::apply(f_, targs));
+      like = std::apply(f_, targs);
       std::vector<Tensor> outs;
-      tree::flatten<Tensor>(*like, outs);
+      tree::flatten<Tensor>(std::any_cast<const R&>(like), outs);
       return outs;
     };
     std::vector<Array> outs = detail::run_eagerly(fn, flat, loc_);
     const Array* it = outs.data();
-    return tree::rebuild<Tensor, Array>(*like, it);
+    return tree::rebuild<Tensor, Array>(std::any_cast<const R&>(like), it);
   }
 
  private:
