@@ -1,10 +1,13 @@
 #include "jit/pipeline.h"
 
+#include <chrono>
 #include <cstdio>
 #include <string>
 
 #include "jit/compile_cache.h"
 #include "kernel/plan_rules.h"
+#include "runtime/host_memory.h"
+#include "runtime/profiler.h"
 #include "support/settings.h"
 #include "transforms/passes/passes.h"
 
@@ -21,9 +24,28 @@ void checkpoint(const ir::Program& p, const char* step) {
   }
 }
 
+// Records a compile for fluxion::compile_times() and, when it took long, says so on stderr: a
+// user waiting for a large model's first step should know that it is compiling.
+void report(const ir::Program& p, Backend backend, const backends::Executable& e, double seconds) {
+  runtime::CompileSummary summary = e.compile_summary();
+  CompileTime c{"program @" + p.name + runtime::traced_from(p),
+                backend_name(backend),
+                seconds,
+                summary.kernels,
+                summary.compiled,
+                summary.threads};
+  if (support::enabled(support::Setting::compile_notices) &&
+      seconds >= support::seconds(support::Setting::compile_notice_seconds)) {
+    std::fprintf(stderr, "fluxion: compiled %s (FLUXION_COMPILE_NOTICES=off hides this line)\n",
+                 runtime::compile_text(c).c_str());
+  }
+  runtime::report_compile(std::move(c));
+}
+
 }  // namespace
 
 CompiledProgram compile(ir::Program traced, Backend backend) {
+  auto start = std::chrono::steady_clock::now();
   CompiledProgram out;
   checkpoint(traced, "trace");
   out.optimized = traced;
@@ -37,7 +59,15 @@ CompiledProgram compile(ir::Program traced, Backend backend) {
   // graph, so they are part of it.
   std::string key = std::string(backend_name(backend)) + "\n" + backends::compile_settings(backend) +
                     kernel::plan_rules_text() + ir::print(out.optimized);
-  out.executable = cached_compile(key, [&] { return ExecutablePtr(backends::compile(out.optimized, backend)); });
+  bool compiled = false;
+  out.executable = cached_compile(key, [&] {
+    compiled = true;
+    return ExecutablePtr(backends::compile(out.optimized, backend));
+  });
+  if (compiled) {
+    report(out.optimized, backend, *out.executable,
+           std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  }
   out.traced = std::move(traced);
   return out;
 }

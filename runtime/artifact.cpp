@@ -81,6 +81,10 @@ class Bytes {
   void u8(uint64_t v) { put(v, 1); }
   void u32(uint64_t v) { put(v, 4); }
   void i64(int64_t v) { put(static_cast<uint64_t>(v), 8); }
+  void bytes(std::string_view b) {
+    i64(static_cast<int64_t>(b.size()));
+    s_ += b;
+  }
   const std::string& str() const { return s_; }
 
  private:
@@ -97,6 +101,13 @@ class BytesReader {
   uint64_t u8() { return get(1); }
   uint64_t u32() { return get(4); }
   int64_t i64() { return static_cast<int64_t>(get(8)); }
+  std::string_view bytes() {
+    uint64_t n = get(8);
+    if (n > left()) bad_("it is cut off");
+    std::string_view out = b_.substr(at_, n);
+    at_ += n;
+    return out;
+  }
   bool done() const { return at_ == b_.size(); }
   size_t left() const { return b_.size() - at_; }
 
@@ -164,6 +175,13 @@ std::string recording_bytes(const runtime::VulkanCode& v) {
   }
   b.i64(static_cast<int64_t>(r.args.size()));
   for (int64_t a : r.args) b.i64(a);
+  return b.str();
+}
+
+std::string objects_bytes(const std::vector<std::string>& objects) {
+  Bytes b;
+  b.i64(static_cast<int64_t>(objects.size()));
+  for (const std::string& o : objects) b.bytes(o);
   return b.str();
 }
 
@@ -453,7 +471,7 @@ std::string encode_artifact(const Artifact& a) {
     put_field(p, "cpu.arena_bytes", std::to_string(a.cpu.layout.arena_bytes));
     put_field(p, "cpu.output_slots", slots_text(a.cpu.layout.output_slots));
     put_field(p, "cpu.label", a.cpu.layout.label);
-    put_field(p, "cpu.object", a.cpu.object);
+    put_field(p, "cpu.objects", objects_bytes(a.cpu.objects));
   }
   if (a.compiled && a.backend == Backend::Vulkan) {
     const VulkanCode& v = a.vulkan;
@@ -522,7 +540,11 @@ Artifact decode_artifact(std::string_view bytes, const std::string& source) {
     a.cpu.layout.arena_bytes = f.integer("cpu.arena_bytes");
     a.cpu.layout.output_slots = f.integers("cpu.output_slots");
     a.cpu.layout.label = f.text("cpu.label");
-    a.cpu.object = f.text("cpu.object");
+    BytesReader objects(f.text("cpu.objects"), [&](const std::string& w) { f.bad("field 'cpu.objects': " + w); });
+    a.cpu.objects.resize(count_of(objects, 8, f, "cpu.objects"));
+    for (std::string& o : a.cpu.objects) o = objects.bytes();
+    if (a.cpu.objects.empty()) f.bad("field 'cpu.objects' holds no object");
+    if (!objects.done()) f.bad("field 'cpu.objects' has bytes left over");
     if (a.cpu.layout.output_slots.size() != a.outputs.size())
       f.bad("field 'cpu.output_slots' does not list every output");
     if (a.cpu.layout.arena_bytes < 0) f.bad("field 'cpu.arena_bytes' is negative");

@@ -20,11 +20,14 @@ namespace fluxion::runtime {
 
 // The payload's layout and meaning. A reader refuses any other version: a change that an older
 // reader would misread bumps it.
-inline constexpr uint32_t kArtifactFormat = 2;  // 2: Vulkan recordings hold prints
+// 2: Vulkan recordings hold prints; CPU code is several objects.
+inline constexpr uint32_t kArtifactFormat = 2;
 
 // The CPU backend's compiled form.
 struct CpuCode {
-  std::string object;  // relocatable x86-64 ELF object code, entry point fx_entry
+  // Relocatable x86-64 ELF objects, linked in order: each may call functions the ones before it
+  // define; the last defines the entry point fx_entry.
+  std::vector<std::string> objects;
   std::string arch = "x86_64";
   std::string cpu;                    // LLVM's name of the CPU it was tuned for (informative)
   std::string llvm_features;          // every LLVM subtarget feature it was generated with (informative)

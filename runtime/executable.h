@@ -11,6 +11,15 @@ namespace fluxion::runtime {
 
 struct Artifact;
 
+// What compiling a program took, besides time: its kernels, and how many units of code (CPU:
+// LLVM modules; 0 where the backend does not say) were compiled for it on how many threads,
+// the others' code being shared with another kernel or found in the on-disk cache.
+struct CompileSummary {
+  size_t kernels = 0;
+  size_t compiled = 0;
+  int threads = 1;
+};
+
 class Executable {
  public:
   virtual ~Executable() = default;
@@ -27,6 +36,7 @@ class Executable {
   // Fills `a`'s backend part (its compiled form) for Compiled::save; false when this backend has
   // no compiled form (the interpreter: the file then holds the program's IR alone).
   virtual bool export_to(Artifact& /*a*/) const { return false; }
+  virtual CompileSummary compile_summary() const { return {}; }
 };
 
 }  // namespace fluxion::runtime

@@ -15,15 +15,15 @@ std::string program_label(const ir::Program& p) {
     for (size_t i = 0; i < ts.size(); ++i) s += (i ? ", " : "") + ts[i].str();
     return s;
   };
-  std::string s =
-      "program @" + p.name + "(" + list(p.body.param_types()) + ") -> (" + list(p.body.result_types()) + ")";
+  return "program @" + p.name + "(" + list(p.body.param_types()) + ") -> (" + list(p.body.result_types()) + ")" +
+         traced_from(p);
+}
+
+std::string traced_from(const ir::Program& p) {
   for (auto it = p.body.nodes.rbegin(); it != p.body.nodes.rend(); ++it) {
-    if (it->line != 0) {
-      s += " (traced from " + std::string(it->file) + ":" + std::to_string(it->line) + ")";
-      break;
-    }
+    if (it->line != 0) return " (traced from " + std::string(it->file) + ":" + std::to_string(it->line) + ")";
   }
-  return s;
+  return "";
 }
 
 int64_t host_bytes(const std::vector<TensorType>& types) {

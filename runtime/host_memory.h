@@ -21,6 +21,8 @@ int64_t host_memory_limit();
 // function computed its last op, e.g. "program @main(f32[]) -> (f32[1000,1000]) (traced from
 // f.cpp:12)".
 std::string program_label(const ir::Program& p);
+// Its last part: " (traced from f.cpp:12)", or "" when no node has a line.
+std::string traced_from(const ir::Program& p);
 
 // Bytes the arrays of `types` take in host memory.
 int64_t host_bytes(const std::vector<TensorType>& types);

@@ -51,8 +51,8 @@ class LoadedCpuExecutable final : public Executable {
  public:
   LoadedCpuExecutable(const CpuCode& code, std::string kernels, const std::string& path)
       : code_(code), kernels_(std::move(kernels)), calls_(code.layout) {
-    object_ = cpu::link_object(code_.object, resolve, path);
-    entry_ = reinterpret_cast<cpu::EntryFn>(object_->symbol("fx_entry"));
+    objects_ = cpu::link_objects(code_.objects, resolve, path);
+    if (!objects_.empty()) entry_ = reinterpret_cast<cpu::EntryFn>(objects_.back()->symbol("fx_entry"));
     if (!entry_) detail::fail("load", path + ": its object code has no entry point fx_entry");
   }
   std::vector<Array> run(const std::vector<Array>& inputs) const override { return calls_.run(inputs, entry_); }
@@ -69,7 +69,7 @@ class LoadedCpuExecutable final : public Executable {
   CpuCode code_;
   std::string kernels_;
   cpu::CpuProgram calls_;
-  std::unique_ptr<cpu::LinkedObject> object_;
+  std::vector<std::unique_ptr<cpu::LinkedObject>> objects_;
   cpu::EntryFn entry_ = nullptr;
 };
 

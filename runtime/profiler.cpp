@@ -5,6 +5,7 @@
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
+#include <deque>
 #include <map>
 #include <mutex>
 #include <set>
@@ -29,7 +30,10 @@ struct Store {
   std::map<std::string, KernelTime> totals;
   std::vector<Event> last_call;
   std::set<std::string> untimed;  // why calls went untimed (a device without timestamps)
+  std::deque<CompileTime> compiles;
 };
+
+constexpr size_t kMaxCompiles = 1000;
 
 Store& store() {
   static auto* s = new Store();  // used from an atexit handler: never destroyed
@@ -110,6 +114,7 @@ std::string kernel_time_table() {
   out << line;
   std::lock_guard<std::mutex> lock(store().mu);
   for (const std::string& why : store().untimed) out << "not timed: " << why << "\n";
+  for (const CompileTime& c : store().compiles) out << "compiled " << runtime::compile_text(c) << "\n";
   return out.str();
 }
 
@@ -118,6 +123,12 @@ void reset_kernel_times() {
   store().totals.clear();
   store().last_call.clear();
   store().untimed.clear();
+  store().compiles.clear();
+}
+
+std::vector<CompileTime> compile_times() {
+  std::lock_guard<std::mutex> lock(store().mu);
+  return {store().compiles.begin(), store().compiles.end()};
 }
 
 void write_chrome_trace(const std::string& path) {
@@ -151,6 +162,23 @@ void report_profile(const std::vector<TimedDispatch>& dispatches) {
     t.flops += d.flops;
     store().last_call.push_back({*d.name, d.start_us, d.duration_us});
   }
+}
+
+std::string compile_text(const CompileTime& c) {
+  char seconds[32];
+  std::snprintf(seconds, sizeof seconds, "%.2f", c.seconds);
+  std::string out =
+      c.program + " for " + c.backend + " in " + seconds + " s: " + std::to_string(c.kernels) + " kernels";
+  if (c.compiled > 0)
+    out += ", " + std::to_string(c.compiled) + (c.compiled == 1 ? " module" : " modules") + " compiled on " +
+           std::to_string(c.threads) + (c.threads == 1 ? " thread" : " threads");
+  return out;
+}
+
+void report_compile(CompileTime compile) {
+  std::lock_guard<std::mutex> lock(store().mu);
+  if (store().compiles.size() == kMaxCompiles) store().compiles.pop_front();
+  store().compiles.push_back(std::move(compile));
 }
 
 void report_untimed(const std::string& why) {

@@ -1,6 +1,7 @@
-// Kernel IR to LLVM IR (docs/cpu.md). One module per program: a function per kernel, and one
-// entry point that runs every step of the top-level region, loops included, so that a call of
-// the program is a single call into native code.
+// Kernel IR to LLVM IR (docs/cpu.md). A function per kernel, and one entry point that runs every
+// step of the top-level region, loops included, so that a call of the program is a single call
+// into native code. Small kernels are functions of the entry point's module; the others are
+// modules of their own (kernel_modules.h), compiled in parallel and once per distinct code.
 #pragma once
 
 #include <cstdint>
@@ -29,8 +30,12 @@ struct ModuleInfo {
   int64_t arena_bytes = 0;
 };
 
-// Emits the module for program `p` with the top-level schedule `s`.
-ModuleInfo emit_program(const ir::Program& p, const kernel::RegionSchedule& s, const Target& target, llvm::Module& m);
+class KernelModules;
+
+// Emits the entry point's module `m` for program `p` with the top-level schedule `s`, and adds
+// the modules of its larger kernels to `kernels`.
+ModuleInfo emit_program(const ir::Program& p, const kernel::RegionSchedule& s, const Target& target, llvm::Module& m,
+                        KernelModules& kernels);
 
 using Index = std::vector<llvm::Value*>;
 

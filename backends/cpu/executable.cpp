@@ -1,6 +1,7 @@
 // A program compiled for the CPU: its schedule and its native code, run through CpuProgram.
 #include "backends/cpu/executable.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <mutex>
@@ -54,12 +55,20 @@ class CpuExecutable final : public backends::Executable {
   }
 
   std::string describe() const override { return kernel::print(program_.body, schedule_); }
+  runtime::CompileSummary compile_summary() const override {
+    runtime::CompileSummary out;
+    out.kernels = kernel::kernel_lines(program_.body, schedule_).size();
+    // The entry point's module and the kernel modules not found in the disk cache.
+    if (!code_->from_disk_cache) out.compiled = 1 + code_->modules - code_->modules_from_disk_cache;
+    out.threads = std::max(1, code_->threads);
+    return out;
+  }
   std::string kernel_containing(const std::vector<size_t>& path) const override {
     return kernel::kernel_containing(program_.body, schedule_, path);
   }
 
   bool export_to(runtime::Artifact& a) const override {
-    a.cpu.object = code_->object;
+    a.cpu.objects = code_->objects;
     a.cpu.cpu = host().cpu;
     a.cpu.llvm_features = host().features;
     a.cpu.required = cpu::required_cpu_features(host().features);
@@ -104,7 +113,8 @@ class CpuExecutable final : public backends::Executable {
                       support::cache_key_settings() + ir::print(program_) +
                       // The plans (plan rules may change them): the code renders them.
                       kernel::print(program_.body, schedule_);
-    auto code = build_native(key, [&](llvm::Module& m) { emit_program(program_, schedule_, target, m); });
+    auto code = build_native(
+        key, [&](llvm::Module& m, KernelModules& kernels) { emit_program(program_, schedule_, target, m, kernels); });
     (code->from_disk_cache ? runtime::counters().disk_cache_hits : runtime::counters().compiles)++;
     return code;
   }

@@ -16,12 +16,17 @@
 #include <llvm/TargetParser/SubtargetFeature.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdlib>
 #include <deque>
+#include <exception>
 #include <fstream>
 #include <mutex>
 #include <sstream>
+#include <thread>
 
+#include "backends/cpu/kernel_modules.h"
+#include "codegen_version.h"
 #include "fluxion/error.h"
 #include "fluxion/runtime.h"
 #include "runtime/cpu/helpers.h"
@@ -169,6 +174,93 @@ int64_t cache_bytes(int level) {
   return 0;
 }
 
+// Whether a function of a compiled module is called from outside it: the entry point and the
+// kernel modules' functions. Everything else (scalar_math's functions) becomes internal before
+// code generation, so that the modules' objects define no symbol twice.
+bool exported(llvm::StringRef name) {
+  return name == "fx_entry" || name.starts_with(kernel_symbol("")) || name.starts_with(combine_symbol(""));
+}
+
+// Object code for module m: verified, optimised and compiled on the calling thread, with a
+// target machine of its own (one is not shared between threads).
+std::string compile_module(llvm::Module& m) {
+  std::string err;
+  llvm::raw_string_ostream es(err);
+  if (llvm::verifyModule(m, &es)) detail::fail("cpu backend", "internal error: invalid LLVM IR generated: " + es.str());
+  auto tm = target_machine();
+  optimize(m, *tm);
+  for (llvm::Function& f : m) {
+    if (!f.isDeclaration() && !exported(f.getName())) f.setLinkage(llvm::GlobalValue::InternalLinkage);
+  }
+  if (support::enabled(support::Setting::dump_llvm)) {
+    static std::mutex dump_mu;
+    std::lock_guard<std::mutex> lock(dump_mu);
+    llvm::errs() << "; ---- optimized LLVM IR of module " << m.getModuleIdentifier() << "\n" << m << "\n";
+  }
+  return object_code(m, *tm);
+}
+
+// Runs task(0) ... task(n - 1) on up to fluxion::num_threads() threads, the calling one among
+// them, and returns how many; the first exception a task throws is rethrown once all have stopped.
+int for_each_in_parallel(size_t n, const std::function<void(size_t)>& task) {
+  std::atomic<size_t> next{0};
+  std::exception_ptr failure;
+  std::mutex failure_mu;
+  auto work = [&] {
+    for (size_t i = next++; i < n; i = next++) {
+      try {
+        task(i);
+      } catch (...) {
+        std::lock_guard<std::mutex> lock(failure_mu);
+        if (!failure) failure = std::current_exception();
+      }
+    }
+  };
+  size_t threads = std::min(n, static_cast<size_t>(std::max(1, fluxion::num_threads())));
+  std::vector<std::thread> helpers;
+  for (size_t t = 1; t < threads; ++t) helpers.emplace_back(work);
+  work();
+  for (std::thread& t : helpers) t.join();
+  if (failure) std::rethrow_exception(failure);
+  return static_cast<int>(threads);
+}
+
+// A list of objects as one disk cache entry: a count, then each object's size and bytes.
+std::string encode_objects(const std::vector<std::string>& objects) {
+  auto put = [](std::string& out, uint64_t v) {
+    for (int i = 0; i < 8; ++i) out += static_cast<char>((v >> (8 * i)) & 0xff);
+  };
+  std::string out;
+  put(out, objects.size());
+  for (const std::string& o : objects) {
+    put(out, o.size());
+    out += o;
+  }
+  return out;
+}
+
+// False for an entry encode_objects did not write (a damaged file, an older layout).
+bool decode_objects(std::string_view blob, std::vector<std::string>* objects) {
+  size_t at = 0;
+  auto get = [&](uint64_t* v) {
+    if (blob.size() - at < 8) return false;
+    *v = 0;
+    for (int i = 0; i < 8; ++i) *v |= static_cast<uint64_t>(static_cast<unsigned char>(blob[at + i])) << (8 * i);
+    at += 8;
+    return true;
+  };
+  uint64_t count = 0;
+  if (!get(&count) || count == 0 || count > blob.size()) return false;
+  objects->clear();
+  for (uint64_t i = 0; i < count; ++i) {
+    uint64_t size = 0;
+    if (!get(&size) || size > blob.size() - at) return false;
+    objects->emplace_back(blob.substr(at, size));
+    at += size;
+  }
+  return at == blob.size();
+}
+
 class OrcCode final : public NativeCode {
  public:
   std::unique_ptr<llvm::orc::LLJIT> jit;
@@ -254,28 +346,45 @@ llvm::Function* scalar_math(llvm::Module& m, const std::string& name, llvm::Type
   return f;
 }
 
-std::unique_ptr<NativeCode> build_native(const std::string& key, const std::function<void(llvm::Module&)>& emit) {
+std::unique_ptr<NativeCode> build_native(const std::string& key, const EmitModules& emit) {
   init_llvm();
-  std::string full_key = key + "\nllvm " LLVM_VERSION_STRING "\ncpu " + host().cpu + "\n" + host().features;
-  bool cached = false;
-  std::string object = runtime::disk_cache_load(full_key, &cached);
-  if (!cached) {
+  std::string host_key = "\nllvm " LLVM_VERSION_STRING "\ncpu " + host().cpu + "\n" + host().features;
+  std::string full_key = key + host_key;
+  auto code = std::make_unique<OrcCode>();
+  std::string blob = runtime::disk_cache_load(full_key, &code->from_disk_cache);
+  if (code->from_disk_cache && !decode_objects(blob, &code->objects)) code->from_disk_cache = false;
+  if (!code->from_disk_cache) {
     auto tm = target_machine();
     llvm::LLVMContext ctx;
-    llvm::Module m("fluxion", ctx);
-    m.setDataLayout(tm->createDataLayout());
-    m.setTargetTriple(tm->getTargetTriple().str());
-    emit(m);
-    std::string err;
-    llvm::raw_string_ostream es(err);
-    if (llvm::verifyModule(m, &es))
-      detail::fail("cpu backend", "internal error: invalid LLVM IR generated: " + es.str());
-    optimize(m, *tm);
-    if (support::enabled(support::Setting::dump_llvm)) {
-      llvm::errs() << "; ---- optimized LLVM IR\n" << m << "\n";
-    }
-    object = object_code(m, *tm);
-    runtime::disk_cache_store(full_key, object);
+    llvm::Module entry("fluxion", ctx);
+    entry.setDataLayout(tm->createDataLayout());
+    entry.setTargetTriple(tm->getTargetTriple().str());
+    KernelModules kernels(entry.getDataLayout(), entry.getTargetTriple());
+    emit(entry, kernels);
+    std::vector<KernelModules::Unique>& modules = kernels.modules();
+    code->module_kernels = kernels.added();
+    code->modules = modules.size();
+    // The kernel modules, then the entry point: its calls of the kernels link against them.
+    code->objects.resize(modules.size() + 1);
+    std::vector<std::string> module_keys(modules.size());
+    std::atomic<size_t> found{0};
+    code->threads = for_each_in_parallel(modules.size() + 1, [&](size_t i) {
+      if (i == modules.size()) {
+        code->objects[i] = compile_module(entry);
+        return;
+      }
+      module_keys[i] = "fluxion kernel module " FLUXION_CODEGEN_HASH "\n" + modules[i].text + host_key;
+      bool cached = false;
+      code->objects[i] = runtime::disk_cache_load(module_keys[i], &cached);
+      if (cached) {
+        ++found;
+        return;
+      }
+      code->objects[i] = compile_module(*modules[i].module);
+      runtime::disk_cache_store(module_keys[i], code->objects[i]);
+    });
+    code->modules_from_disk_cache = found.load();
+    runtime::disk_cache_store(full_key, encode_objects(code->objects));
   }
   auto jit = llvm::orc::LLJITBuilder().create();
   if (!jit) fail_llvm("cannot create the JIT", jit.takeError());
@@ -297,14 +406,13 @@ std::unique_ptr<NativeCode> build_native(const std::string& key, const std::func
   }
   if (auto e = lib.define(llvm::orc::absoluteSymbols(std::move(helpers))))
     fail_llvm("cannot register runtime helpers", std::move(e));
-  if (auto e = (*jit)->addObjectFile(llvm::MemoryBuffer::getMemBufferCopy(object)))
-    fail_llvm("cannot load object code", std::move(e));
+  for (const std::string& object : code->objects) {
+    if (auto e = (*jit)->addObjectFile(llvm::MemoryBuffer::getMemBufferCopy(object)))
+      fail_llvm("cannot load object code", std::move(e));
+  }
   auto sym = (*jit)->lookup("fx_entry");
   if (!sym) fail_llvm("cannot link the program", sym.takeError());
-  auto code = std::make_unique<OrcCode>();
   code->entry = sym->toPtr<EntryFn>();
-  code->from_disk_cache = cached;
-  code->object = std::move(object);
   code->jit = std::move(*jit);
   return code;
 }

@@ -20,13 +20,21 @@ class Type;
 
 namespace fluxion::cpu {
 
+class KernelModules;
+
 // Linked code of one program; the entry point stays valid while this lives.
 class NativeCode {
  public:
   virtual ~NativeCode() = default;
   EntryFn entry = nullptr;
-  std::string object;                   // the object code linked (what Compiled::save exports)
+  // The object code linked (what Compiled::save exports): one object per kernel module, the
+  // entry point's last.
+  std::vector<std::string> objects;
   bool from_disk_cache = false;
+  // Of the kernels with modules of their own: how many, how many distinct modules they make,
+  // and how many of those were found compiled in the on-disk cache.
+  size_t module_kernels = 0, modules = 0, modules_from_disk_cache = 0;
+  int threads = 0;  // that compiled the modules (0: none compiled)
 };
 
 // Facts about the host the generated code is specialised for, and the cache key part they form:
@@ -63,8 +71,11 @@ std::string libmvec_variant(const std::string& name, int lanes, int elem_bytes, 
 llvm::Function* scalar_math(llvm::Module& m, const std::string& name, llvm::Type* ty, int args);
 
 // Produces native code for the program whose cache key is `key`: from the on-disk cache when it
-// holds the object, otherwise by calling `emit` to fill a module, optimising it (O3, host CPU)
-// and generating code, which is then stored in the cache. Raises Error on failure.
-std::unique_ptr<NativeCode> build_native(const std::string& key, const std::function<void(llvm::Module&)>& emit);
+// holds the objects, otherwise by calling `emit` to fill the entry point's module and the kernel
+// modules, then optimising (O3, or O2 for large modules; host CPU) and generating code for each
+// module on up to fluxion::num_threads() threads, a kernel module found in the cache (compiled
+// for another program) excepted. Raises Error on failure.
+using EmitModules = std::function<void(llvm::Module& entry, KernelModules& kernels)>;
+std::unique_ptr<NativeCode> build_native(const std::string& key, const EmitModules& emit);
 
 }  // namespace fluxion::cpu

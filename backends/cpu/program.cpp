@@ -5,6 +5,7 @@
 #include <map>
 
 #include "backends/cpu/codegen.h"
+#include "backends/cpu/kernel_modules.h"
 #include "backends/cpu/native.h"
 #include "fluxion/error.h"
 #include "runtime/collective.h"
@@ -20,8 +21,15 @@ namespace {
 
 class ProgramEmitter {
  public:
-  ProgramEmitter(const ir::Program& p, const RegionSchedule& s, const Target& target, llvm::Module& m)
-      : program_(p), schedule_(s), target_(target), module_(m), context_(m.getContext()), builder_(context_) {}
+  ProgramEmitter(const ir::Program& p, const RegionSchedule& s, const Target& target, llvm::Module& m,
+                 KernelModules& kernels)
+      : program_(p),
+        schedule_(s),
+        target_(target),
+        module_(m),
+        kernels_(kernels),
+        context_(m.getContext()),
+        builder_(context_) {}
 
   ModuleInfo run() {
     auto* fty = llvm::FunctionType::get(builder_.getInt32Ty(),
@@ -160,47 +168,99 @@ class ProgramEmitter {
     return results;
   }
 
+  // A kernel's function, and a split kernel's combination of its parts, as the entry point
+  // calls them, with the values whose pointers each takes (KernelEmitter::buffers).
+  struct KernelFunctions {
+    llvm::FunctionCallee kernel, combine;
+    std::vector<ir::ValueId> buffers, combine_buffers;
+  };
+
+  // Emits kernel k into the entry point's module when it is small, else into a module of its own
+  // (KernelModules), which the entry point calls by its exported name.
+  KernelFunctions kernel_functions(const ir::Region& r, const RegionSchedule& s, const kernel::Kernel& k,
+                                   int64_t work) {
+    KernelFunctions out;
+    bool split = k.split_chunks > 1;
+    std::string number = std::to_string(kernel_count_ - 1);
+    if (k.kind == kernel::KernelKind::StraightLine || work < kOwnModuleMinWork) {
+      llvm::IRBuilder<> kb(context_);
+      KernelEmitter ke(r, s, k, target_, module_, kb);
+      out.kernel = ke.emit("kernel" + number);
+      out.buffers = ke.buffers();
+      if (split) {
+        llvm::IRBuilder<> cb(context_);
+        KernelEmitter ce(r, s, k, target_, module_, cb);
+        out.combine = ce.emit_combine("combine" + number);
+        out.combine_buffers = ce.buffers();
+      }
+      return out;
+    }
+    auto [context, module] = kernels_.make();
+    {
+      llvm::IRBuilder<> kb(*context);
+      KernelEmitter ke(r, s, k, target_, *module, kb);
+      ke.emit(kModuleKernel);
+      out.buffers = ke.buffers();
+    }
+    if (split) {
+      llvm::IRBuilder<> cb(*context);
+      KernelEmitter ce(r, s, k, target_, *module, cb);
+      ce.emit_combine(kModuleCombine);
+      out.combine_buffers = ce.buffers();
+    }
+    std::string suffix = kernels_.add(std::move(context), std::move(module));
+    llvm::Type* ptr = builder_.getPtrTy();
+    out.kernel = module_.getOrInsertFunction(kernel_symbol(suffix), builder_.getVoidTy(), ptr, builder_.getInt64Ty(),
+                                             builder_.getInt64Ty());
+    if (split) out.combine = module_.getOrInsertFunction(combine_symbol(suffix), builder_.getVoidTy(), ptr, ptr);
+    return out;
+  }
+
+  Value* pointer_table(const std::vector<ir::ValueId>& values, const std::vector<Value*>& ptr) {
+    Value* table = entry_alloca(builder_.getPtrTy(), std::max<uint64_t>(1, values.size()));
+    for (size_t i = 0; i < values.size(); ++i) {
+      Value* p = ptr[static_cast<size_t>(values[i])];
+      if (!p) detail::fail("cpu codegen", "internal error: kernel reads a value without storage");
+      builder_.CreateStore(p, builder_.CreateConstInBoundsGEP1_64(builder_.getPtrTy(), table, i));
+    }
+    return table;
+  }
+
   void call_kernel(const ir::Region& r, const RegionSchedule& s, size_t ki, const std::vector<Value*>& ptr,
                    Value* arena) {
     const kernel::Kernel& k = s.kernels[ki];
-    llvm::IRBuilder<> kb(context_);
-    KernelEmitter ke(r, s, k, target_, module_, kb);
-    llvm::Function* fn = ke.emit("kernel" + std::to_string(kernel_count_++));
-    const auto& bufs = ke.buffers();
-    Value* args = entry_alloca(builder_.getPtrTy(), std::max<uint64_t>(1, bufs.size()));
-    for (size_t i = 0; i < bufs.size(); ++i) {
-      Value* p = ptr[static_cast<size_t>(bufs[i])];
-      if (!p) detail::fail("cpu codegen", "internal error: kernel reads a value without storage");
-      builder_.CreateStore(p, builder_.CreateConstInBoundsGEP1_64(builder_.getPtrTy(), args, i));
-    }
+    int32_t id = kernel_count_++;
     int64_t n0 = k.space.empty() ? 1 : k.space[0];
     int64_t work = kernel::kernel_work(r, k);
+    KernelFunctions fns = kernel_functions(r, s, k, work);
+    Value* fn = fns.kernel.getCallee();
     Value* count = builder_.CreateLoad(builder_.getInt64Ty(), launches_);
     builder_.CreateStore(builder_.CreateAdd(count, builder_.getInt64(1)), launches_);
-    auto mark = [&](int32_t id) {
+    auto mark = [&] {
       if (target_.profile)
         builder_.CreateCall(module_.getOrInsertFunction("fx_profile_mark", builder_.getVoidTy(), builder_.getInt32Ty()),
                             {builder_.getInt32(static_cast<uint32_t>(id))});
     };
-    int32_t id = kernel_count_ - 1;
-    mark(id);
+    mark();
     if (k.split_chunks > 1) {
-      split_call(r, s, k, fn, bufs, ptr, n0, arena);
+      split_call(r, s, k, fns, ptr, n0, arena);
     } else if (k.parallel && work >= kernel::kMinParallelWork && n0 > 1) {
       auto pf = module_.getOrInsertFunction("fx_parallel_for", builder_.getVoidTy(), builder_.getPtrTy(),
                                             builder_.getPtrTy(), builder_.getInt64Ty(), builder_.getInt64Ty());
-      builder_.CreateCall(pf, {fn, args, builder_.getInt64(static_cast<uint64_t>(n0)),
+      builder_.CreateCall(pf, {fn, pointer_table(fns.buffers, ptr), builder_.getInt64(static_cast<uint64_t>(n0)),
                                builder_.getInt64(static_cast<uint64_t>(work / n0))});
     } else {
-      builder_.CreateCall(fn, {args, builder_.getInt64(0), builder_.getInt64(static_cast<uint64_t>(n0))});
+      builder_.CreateCall(fns.kernel, {pointer_table(fns.buffers, ptr), builder_.getInt64(0),
+                                       builder_.getInt64(static_cast<uint64_t>(n0))});
     }
-    mark(id);
+    mark();
   }
 
   // Runs split kernel k (Kernel::split_chunks) as its parts, each with the folded reductions'
   // pointers moved to its own partial results in the arena, then combines the parts in order.
-  void split_call(const ir::Region& r, const RegionSchedule& s, const kernel::Kernel& k, llvm::Function* fn,
-                  const std::vector<ir::ValueId>& bufs, const std::vector<Value*>& ptr, int64_t n0, Value* arena) {
+  void split_call(const ir::Region& r, const RegionSchedule& s, const kernel::Kernel& k, KernelFunctions& fns,
+                  const std::vector<Value*>& ptr, int64_t n0, Value* arena) {
+    const std::vector<ir::ValueId>& bufs = fns.buffers;
     kernel::SplitLayout layout = kernel::split_layout(r, k);
     // Where each kernel buffer that is a folded reduction's result starts in a part's partial
     // results (-1: every part shares the buffer). The buffers are the values that hold the bytes.
@@ -221,6 +281,7 @@ class ProgramEmitter {
                        ? ptr[static_cast<size_t>(bufs[i])]
                        : builder_.CreateConstInBoundsGEP1_64(builder_.getInt8Ty(), partials,
                                                              static_cast<uint64_t>(c * layout.part_bytes + partial[i]));
+        if (!p) detail::fail("cpu codegen", "internal error: kernel reads a value without storage");
         builder_.CreateStore(
             p, builder_.CreateConstInBoundsGEP1_64(builder_.getPtrTy(), parts, static_cast<uint64_t>(c) * nb + i));
       }
@@ -228,17 +289,10 @@ class ProgramEmitter {
     auto pc =
         module_.getOrInsertFunction("fx_parallel_parts", builder_.getVoidTy(), builder_.getPtrTy(), builder_.getPtrTy(),
                                     builder_.getInt64Ty(), builder_.getInt64Ty(), builder_.getInt64Ty());
-    builder_.CreateCall(pc, {fn, parts, builder_.getInt64(nb), builder_.getInt64(static_cast<uint64_t>(n0)),
-                             builder_.getInt64(static_cast<uint64_t>(k.split_chunks))});
-    llvm::IRBuilder<> cb(context_);
-    KernelEmitter ce(r, s, k, target_, module_, cb);
-    llvm::Function* combine = ce.emit_combine("combine" + std::to_string(kernel_count_ - 1));
-    Value* cargs = entry_alloca(builder_.getPtrTy(), std::max<uint64_t>(1, ce.buffers().size()));
-    for (size_t i = 0; i < ce.buffers().size(); ++i) {
-      builder_.CreateStore(ptr[static_cast<size_t>(ce.buffers()[i])],
-                           builder_.CreateConstInBoundsGEP1_64(builder_.getPtrTy(), cargs, i));
-    }
-    builder_.CreateCall(combine, {cargs, partials});
+    builder_.CreateCall(
+        pc, {fns.kernel.getCallee(), parts, builder_.getInt64(nb), builder_.getInt64(static_cast<uint64_t>(n0)),
+             builder_.getInt64(static_cast<uint64_t>(k.split_chunks))});
+    builder_.CreateCall(fns.combine, {pointer_table(fns.combine_buffers, ptr), partials});
   }
 
   // Collective node n through the runtime: started on the communication thread when it has a
@@ -439,6 +493,7 @@ class ProgramEmitter {
   const RegionSchedule& schedule_;
   Target target_;
   llvm::Module& module_;
+  KernelModules& kernels_;
   llvm::LLVMContext& context_;
   llvm::IRBuilder<> builder_;
   llvm::Function* entry_ = nullptr;
@@ -449,8 +504,9 @@ class ProgramEmitter {
 
 }  // namespace
 
-ModuleInfo emit_program(const ir::Program& p, const RegionSchedule& s, const Target& target, llvm::Module& m) {
-  return ProgramEmitter(p, s, target, m).run();
+ModuleInfo emit_program(const ir::Program& p, const RegionSchedule& s, const Target& target, llvm::Module& m,
+                        KernelModules& kernels) {
+  return ProgramEmitter(p, s, target, m, kernels).run();
 }
 
 }  // namespace fluxion::cpu

@@ -107,6 +107,11 @@ class VulkanExecutable final : public backends::Executable {
   std::string kernel_containing(const std::vector<size_t>& path) const override {
     return kernel::kernel_containing(program_.body, schedule_, path);
   }
+  runtime::CompileSummary compile_summary() const override {
+    runtime::CompileSummary out;
+    out.kernels = kernels_.size() + loops_.size();
+    return out;
+  }
   bool export_to(runtime::Artifact& a) const override {
     export_recording(calls_->recording(), calls_->layout(), ctx_.shaders, a);
     return true;

@@ -1,7 +1,6 @@
-// Per-kernel times: on the Vulkan backend from timestamp queries around every dispatch
-// (docs/vulkan.md, "Profiling"), on the CPU backend from the clock read before and after every
-// kernel by a separately compiled copy of the program (docs/cpu.md). Off by default:
-// timestamps cost a little per kernel.
+// Compile times, every compile recorded. Per-kernel times: on the Vulkan backend from timestamp queries around every
+// dispatch (docs/vulkan.md, "Profiling"), on the CPU backend from the clock read before and after every kernel by a
+// separately compiled copy of the program (docs/cpu.md). Off by default: timestamps cost a little per kernel.
 #pragma once
 
 #include <cstdint>
@@ -37,6 +36,23 @@ std::vector<KernelTime> kernel_times();
 // calls went untimed (a Vulkan device without timestamps).
 std::string kernel_time_table();
 void reset_kernel_times();
+// One compile of a program by a backend (a program found in the in-process compile cache is
+// not compiled again and not listed): from the traced program to runnable code.
+struct CompileTime {
+  std::string program;  // "program @main (traced from f.cpp:12)"
+  std::string backend;  // "cpu", "vulkan", "interp"
+  double seconds = 0;
+  size_t kernels = 0;
+  // CPU: the LLVM modules compiled (the entry point's and one per distinct larger kernel not
+  // found in the on-disk cache) and on how many threads; 0 where the backend does not say.
+  size_t compiled = 0;
+  int threads = 0;
+};
+
+// Every compile since the last reset_kernel_times (at most the latest 1,000), oldest first,
+// whether profiling is on or not. kernel_time_table() lists them after the kernels.
+std::vector<CompileTime> compile_times();
+
 // Writes the dispatches of the last profiled call as a Chrome trace (chrome://tracing,
 // Perfetto), atomically (a temporary file, then rename). Raises Error when it cannot write.
 void write_chrome_trace(const std::string& path);

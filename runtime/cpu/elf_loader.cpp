@@ -331,4 +331,17 @@ std::unique_ptr<LinkedObject> link_object(std::string_view elf, const SymbolReso
   return Linker(elf, resolve, source).link();
 }
 
+std::vector<std::unique_ptr<LinkedObject>> link_objects(const std::vector<std::string>& elfs,
+                                                        const SymbolResolver& resolve, const std::string& source) {
+  std::vector<std::unique_ptr<LinkedObject>> linked;
+  auto earlier_first = [&](const std::string& name) -> void* {
+    for (const std::unique_ptr<LinkedObject>& o : linked) {
+      if (void* p = o->symbol(name)) return p;
+    }
+    return resolve(name);
+  };
+  for (const std::string& elf : elfs) linked.push_back(link_object(elf, earlier_first, source));
+  return linked;
+}
+
 }  // namespace fluxion::cpu

@@ -10,6 +10,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace fluxion::cpu {
 
@@ -36,5 +37,11 @@ using SymbolResolver = std::function<void*(const std::string& name)>;
 // find, offsets outside the file. Never reads or writes outside `elf` and its mapping.
 std::unique_ptr<LinkedObject> link_object(std::string_view elf, const SymbolResolver& resolve,
                                           const std::string& source);
+
+// Links `elfs` in order, as a program compiled in several objects: an object's undefined symbols
+// are looked up first among the global symbols of the objects linked before it, then through
+// `resolve`. Raises Error as link_object does.
+std::vector<std::unique_ptr<LinkedObject>> link_objects(const std::vector<std::string>& elfs,
+                                                        const SymbolResolver& resolve, const std::string& source);
 
 }  // namespace fluxion::cpu

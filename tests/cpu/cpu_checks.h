@@ -6,6 +6,7 @@
 
 #include <fluxion/fluxion.h>
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 #include <vector>
@@ -42,11 +43,25 @@ std::string optimised_ir(F f, const A&... args) {
 
 // The text of function `name` in IR printed by optimised_ir ("" if absent).
 inline std::string function_ir(const std::string& ir, const std::string& name) {
-  size_t begin = ir.find("@" + name + "(");
-  if (begin == std::string::npos) return "";
-  begin = ir.rfind("define", begin);
-  size_t end = ir.find("\n}", begin);
-  return ir.substr(begin, end == std::string::npos ? std::string::npos : end - begin);
+  for (size_t at = ir.find("@" + name + "("); at != std::string::npos; at = ir.find("@" + name + "(", at + 1)) {
+    size_t line = ir.rfind('\n', at);
+    line = line == std::string::npos ? 0 : line + 1;
+    if (ir.compare(line, 6, "define") != 0) continue;  // a declaration or a call
+    size_t end = ir.find("\n}", line);
+    return ir.substr(line, end == std::string::npos ? std::string::npos : end - line);
+  }
+  return "";
+}
+
+// The text of the first kernel the entry point calls (kernel 0, in the entry point's module
+// or a module of its own) in IR printed by optimised_ir ("" if absent).
+inline std::string kernel0_ir(const std::string& ir) {
+  std::string entry = function_ir(ir, "fx_entry");
+  size_t inlined = entry.find("@kernel0"), own = entry.find("@fx_kernel_");
+  size_t at = std::min(inlined, own);
+  if (at == std::string::npos) return "";
+  size_t end = entry.find_first_of("(), ", at);
+  return function_ir(ir, entry.substr(at + 1, end - at - 1));
 }
 
 }  // namespace fluxion::testing

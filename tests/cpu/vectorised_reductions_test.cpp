@@ -18,7 +18,7 @@ namespace {
 // Kernel 0 of f's program calls a vector variant of a math function (`<N x float> @_ZGV...`).
 template <class F, class... A>
 void expect_vector_math_in_kernel0(F f, const A&... args) {
-  std::string kernel = fx::testing::function_ir(fx::testing::optimised_ir(f, args...), "kernel0");
+  std::string kernel = fx::testing::kernel0_ir(fx::testing::optimised_ir(f, args...));
   ASSERT_FALSE(kernel.empty()) << "no kernel0 in the dumped IR";
   EXPECT_NE(kernel.find(" x float> @_ZGV"), std::string::npos) << kernel;
 }

@@ -45,8 +45,8 @@ void decode_and_link(std::string_view bytes) {
   if (encode_artifact(decode_artifact(encoded, "re-encoded fuzz input")) != encoded) std::abort();
   if (!a.compiled || a.backend != fluxion::Backend::Cpu) return;
   try {
-    fluxion::cpu::link_object(
-        a.cpu.object, [](const std::string&) { return reinterpret_cast<void*>(&dummy); }, "fuzz input");
+    fluxion::cpu::link_objects(
+        a.cpu.objects, [](const std::string&) { return reinterpret_cast<void*>(&dummy); }, "fuzz input");
   } catch (const fluxion::Error&) {
     return;  // refused: an answer too
   }

@@ -176,9 +176,11 @@ TEST_F(ArtifactTest, ABadPayloadIsRefusedEvenWithItsChecksumRight) {
   std::string p = edited([](fx::runtime::Artifact& a) { a.cpu.layout.output_slots.pop_back(); });
   std::string bytes = read(p);
   EXPECT_NE(load_error(bytes).find("does not list every output"), std::string::npos) << load_error(bytes);
-  p = edited([](fx::runtime::Artifact& a) { a.cpu.object = "junk"; });
+  p = edited([](fx::runtime::Artifact& a) { a.cpu.objects.front() = "junk"; });
   EXPECT_NE(load_error(read(p)).find("cannot link its native code: shorter than an ELF header"), std::string::npos)
       << load_error(read(p));
+  p = edited([](fx::runtime::Artifact& a) { a.cpu.objects.clear(); });
+  EXPECT_NE(load_error(read(p)).find("field 'cpu.objects' holds no object"), std::string::npos) << load_error(read(p));
   std::filesystem::remove(p);
 }
 
