@@ -7,7 +7,9 @@
 
 #include "fluxion/error.h"
 #include "ir/ir.h"
+#include "runtime/cpu/object_list.h"
 #include "runtime/debug_print.h"
+#include "support/fnv1a.h"
 
 namespace fluxion::runtime {
 namespace {
@@ -17,13 +19,6 @@ constexpr std::string_view kMagic = "FLUXION ARTIFACT\n";
 constexpr size_t kMaxFields = 4096;
 constexpr size_t kMaxRank = 64;
 constexpr int64_t kMaxElements = int64_t{1} << 48;
-
-// FNV-1a over the payload: it finds damage (a flipped byte, a truncated copy), not forgery.
-uint64_t checksum(std::string_view bytes) {
-  uint64_t h = 14695981039346656037ull;
-  for (unsigned char c : bytes) h = (h ^ c) * 1099511628211ull;
-  return h;
-}
 
 void put_u32(std::string& out, uint32_t v) {
   for (int i = 0; i < 4; ++i) out += static_cast<char>((v >> (8 * i)) & 0xff);
@@ -81,10 +76,6 @@ class Bytes {
   void u8(uint64_t v) { put(v, 1); }
   void u32(uint64_t v) { put(v, 4); }
   void i64(int64_t v) { put(static_cast<uint64_t>(v), 8); }
-  void bytes(std::string_view b) {
-    i64(static_cast<int64_t>(b.size()));
-    s_ += b;
-  }
   const std::string& str() const { return s_; }
 
  private:
@@ -101,13 +92,6 @@ class BytesReader {
   uint64_t u8() { return get(1); }
   uint64_t u32() { return get(4); }
   int64_t i64() { return static_cast<int64_t>(get(8)); }
-  std::string_view bytes() {
-    uint64_t n = get(8);
-    if (n > left()) bad_("it is cut off");
-    std::string_view out = b_.substr(at_, n);
-    at_ += n;
-    return out;
-  }
   bool done() const { return at_ == b_.size(); }
   size_t left() const { return b_.size() - at_; }
 
@@ -175,13 +159,6 @@ std::string recording_bytes(const runtime::VulkanCode& v) {
   }
   b.i64(static_cast<int64_t>(r.args.size()));
   for (int64_t a : r.args) b.i64(a);
-  return b.str();
-}
-
-std::string objects_bytes(const std::vector<std::string>& objects) {
-  Bytes b;
-  b.i64(static_cast<int64_t>(objects.size()));
-  for (const std::string& o : objects) b.bytes(o);
   return b.str();
 }
 
@@ -471,7 +448,7 @@ std::string encode_artifact(const Artifact& a) {
     put_field(p, "cpu.arena_bytes", std::to_string(a.cpu.layout.arena_bytes));
     put_field(p, "cpu.output_slots", slots_text(a.cpu.layout.output_slots));
     put_field(p, "cpu.label", a.cpu.layout.label);
-    put_field(p, "cpu.objects", objects_bytes(a.cpu.objects));
+    put_field(p, "cpu.objects", cpu::encode_objects(a.cpu.objects));
   }
   if (a.compiled && a.backend == Backend::Vulkan) {
     const VulkanCode& v = a.vulkan;
@@ -489,7 +466,7 @@ std::string encode_artifact(const Artifact& a) {
   std::string out(kMagic);
   put_u32(out, kArtifactFormat);
   put_u64(out, p.size());
-  put_u64(out, checksum(p));
+  put_u64(out, support::fnv1a(p));
   return out + p;
 }
 
@@ -511,7 +488,7 @@ Artifact decode_artifact(std::string_view bytes, const std::string& source) {
          std::to_string(size) + " (truncated or appended to)");
   }
   std::string_view payload = bytes.substr(at);
-  if (checksum(payload) != sum) fail("the checksum does not match: the file is damaged");
+  if (support::fnv1a(payload) != sum) fail("the checksum does not match: the file is damaged");
   Fields f(payload, source);
   Artifact a;
   a.fluxion_version = f.text("fluxion.version");
@@ -540,11 +517,9 @@ Artifact decode_artifact(std::string_view bytes, const std::string& source) {
     a.cpu.layout.arena_bytes = f.integer("cpu.arena_bytes");
     a.cpu.layout.output_slots = f.integers("cpu.output_slots");
     a.cpu.layout.label = f.text("cpu.label");
-    BytesReader objects(f.text("cpu.objects"), [&](const std::string& w) { f.bad("field 'cpu.objects': " + w); });
-    a.cpu.objects.resize(count_of(objects, 8, f, "cpu.objects"));
-    for (std::string& o : a.cpu.objects) o = objects.bytes();
-    if (a.cpu.objects.empty()) f.bad("field 'cpu.objects' holds no object");
-    if (!objects.done()) f.bad("field 'cpu.objects' has bytes left over");
+    std::optional<std::vector<std::string>> objects = cpu::decode_objects(f.text("cpu.objects"));
+    if (!objects) f.bad("field 'cpu.objects' is not a list of object files");
+    a.cpu.objects = std::move(*objects);
     if (a.cpu.layout.output_slots.size() != a.outputs.size())
       f.bad("field 'cpu.output_slots' does not list every output");
     if (a.cpu.layout.arena_bytes < 0) f.bad("field 'cpu.arena_bytes' is negative");

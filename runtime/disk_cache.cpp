@@ -8,23 +8,18 @@
 #include <fstream>
 #include <sstream>
 
+#include "support/fnv1a.h"
 #include "support/settings.h"
 
 namespace fluxion::runtime {
 namespace {
 
-uint64_t fnv1a(const std::string& s, uint64_t h) {
-  for (unsigned char c : s) h = (h ^ c) * 1099511628211ull;
-  return h;
-}
-
 std::string file_for(const std::string& key) {
   std::string dir = disk_cache_dir();
   if (dir.empty()) return "";
   char name[40];
-  std::snprintf(name, sizeof name, "%016llx%016llx.o",
-                static_cast<unsigned long long>(fnv1a(key, 14695981039346656037ull)),
-                static_cast<unsigned long long>(fnv1a(key, 0x9e3779b97f4a7c15ull)));
+  std::snprintf(name, sizeof name, "%016llx%016llx.o", static_cast<unsigned long long>(support::fnv1a(key)),
+                static_cast<unsigned long long>(support::fnv1a(key, 0x9e3779b97f4a7c15ull)));
   return dir + "/" + name;
 }
 

@@ -8,27 +8,14 @@
 #include <cstdio>
 
 #include "fluxion/error.h"
+#include "support/fnv1a.h"
 
 namespace fluxion::cpu {
-namespace {
-
-std::string hex_hash(const std::string& text) {
-  uint64_t h = 14695981039346656037ull;  // FNV-1a
-  for (unsigned char c : text) h = (h ^ c) * 1099511628211ull;
-  char out[17];
-  std::snprintf(out, sizeof out, "%016llx", static_cast<unsigned long long>(h));
-  return out;
-}
-
-}  // namespace
 
 KernelModules::KernelModules(const llvm::DataLayout& layout, std::string triple)
     : layout_(layout.getStringRepresentation()), triple_(std::move(triple)) {}
 
-KernelModules::~KernelModules() {
-  // Each module before the context it lives in.
-  for (Unique& u : modules_) u.module.reset();
-}
+KernelModules::~KernelModules() = default;
 
 std::pair<std::unique_ptr<llvm::LLVMContext>, std::unique_ptr<llvm::Module>> KernelModules::make() const {
   auto context = std::make_unique<llvm::LLVMContext>();
@@ -39,20 +26,20 @@ std::pair<std::unique_ptr<llvm::LLVMContext>, std::unique_ptr<llvm::Module>> Ker
 }
 
 std::string KernelModules::add(std::unique_ptr<llvm::LLVMContext> context, std::unique_ptr<llvm::Module> module) {
-  ++added_;
   std::string text;
   llvm::raw_string_ostream os(text);
   module->print(os, nullptr);
   os.flush();
-  auto seen = by_text_.find(text);
-  if (seen != by_text_.end()) {
-    module.reset();
-    return modules_[seen->second].name;
-  }
-  // Distinct texts with the same hash (never seen, but possible) get distinct names.
-  std::string name = hex_hash(text);
-  for (const Unique& u : modules_) {
-    if (u.name == name) name += "_" + std::to_string(modules_.size());
+  char hash[17];
+  std::snprintf(hash, sizeof hash, "%016llx", static_cast<unsigned long long>(support::fnv1a(text)));
+  // A module of another text under the same hash (never seen, but possible) takes a suffix.
+  std::string name = hash;
+  for (auto seen = by_name_.find(name); seen != by_name_.end(); seen = by_name_.find(name)) {
+    if (modules_[seen->second].text == text) {
+      module.reset();  // before its context: the order parameters are destroyed in is the compiler's
+      return name;
+    }
+    name += "_";
   }
   for (const char* defined : {kModuleKernel, kModuleCombine}) {
     if (llvm::Function* f = module->getFunction(defined)) {
@@ -63,7 +50,7 @@ std::string KernelModules::add(std::unique_ptr<llvm::LLVMContext> context, std::
   if (!module->getFunction(kernel_symbol(name)))
     detail::fail("cpu codegen", "internal error: a kernel module defines no kernel");
   module->setModuleIdentifier(name);
-  by_text_.emplace(text, modules_.size());
+  by_name_.emplace(name, modules_.size());
   modules_.push_back({std::move(context), std::move(module), std::move(text), name});
   return name;
 }

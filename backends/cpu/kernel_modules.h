@@ -46,20 +46,17 @@ class KernelModules {
   // one kernel; fill it, then add() it.
   std::pair<std::unique_ptr<llvm::LLVMContext>, std::unique_ptr<llvm::Module>> make() const;
   // Takes a filled module and returns the name suffix its functions are exported under:
-  // kernel_symbol(suffix) and combine_symbol(suffix). A module whose text is that of one added
-  // before is dropped and gets that one's suffix.
+  // kernel_symbol(suffix) and combine_symbol(suffix), the hash of its text. A module whose text
+  // is that of one added before is dropped and gets that one's suffix.
   std::string add(std::unique_ptr<llvm::LLVMContext> context, std::unique_ptr<llvm::Module> module);
 
   std::vector<Unique>& modules() { return modules_; }
-  // How many kernels were added, counting those that share a module.
-  size_t added() const { return added_; }
 
  private:
   std::string layout_;
   std::string triple_;
-  std::vector<Unique> modules_;
-  std::map<std::string, size_t> by_text_;
-  size_t added_ = 0;
+  std::vector<Unique> modules_;  // members destroyed in reverse: each module before its context
+  std::map<std::string, size_t> by_name_;
 };
 
 std::string kernel_symbol(const std::string& suffix);

@@ -22,6 +22,7 @@
 #include <exception>
 #include <fstream>
 #include <mutex>
+#include <optional>
 #include <sstream>
 #include <thread>
 
@@ -30,6 +31,7 @@
 #include "fluxion/error.h"
 #include "fluxion/runtime.h"
 #include "runtime/cpu/helpers.h"
+#include "runtime/cpu/object_list.h"
 #include "runtime/disk_cache.h"
 #include "support/settings.h"
 
@@ -225,42 +227,6 @@ int for_each_in_parallel(size_t n, const std::function<void(size_t)>& task) {
   return static_cast<int>(threads);
 }
 
-// A list of objects as one disk cache entry: a count, then each object's size and bytes.
-std::string encode_objects(const std::vector<std::string>& objects) {
-  auto put = [](std::string& out, uint64_t v) {
-    for (int i = 0; i < 8; ++i) out += static_cast<char>((v >> (8 * i)) & 0xff);
-  };
-  std::string out;
-  put(out, objects.size());
-  for (const std::string& o : objects) {
-    put(out, o.size());
-    out += o;
-  }
-  return out;
-}
-
-// False for an entry encode_objects did not write (a damaged file, an older layout).
-bool decode_objects(std::string_view blob, std::vector<std::string>* objects) {
-  size_t at = 0;
-  auto get = [&](uint64_t* v) {
-    if (blob.size() - at < 8) return false;
-    *v = 0;
-    for (int i = 0; i < 8; ++i) *v |= static_cast<uint64_t>(static_cast<unsigned char>(blob[at + i])) << (8 * i);
-    at += 8;
-    return true;
-  };
-  uint64_t count = 0;
-  if (!get(&count) || count == 0 || count > blob.size()) return false;
-  objects->clear();
-  for (uint64_t i = 0; i < count; ++i) {
-    uint64_t size = 0;
-    if (!get(&size) || size > blob.size() - at) return false;
-    objects->emplace_back(blob.substr(at, size));
-    at += size;
-  }
-  return at == blob.size();
-}
-
 class OrcCode final : public NativeCode {
  public:
   std::unique_ptr<llvm::orc::LLJIT> jit;
@@ -352,7 +318,10 @@ std::unique_ptr<NativeCode> build_native(const std::string& key, const EmitModul
   std::string full_key = key + host_key;
   auto code = std::make_unique<OrcCode>();
   std::string blob = runtime::disk_cache_load(full_key, &code->from_disk_cache);
-  if (code->from_disk_cache && !decode_objects(blob, &code->objects)) code->from_disk_cache = false;
+  std::optional<std::vector<std::string>> cached_objects;
+  if (code->from_disk_cache) cached_objects = decode_objects(blob);
+  code->from_disk_cache = cached_objects.has_value();
+  if (cached_objects) code->objects = std::move(*cached_objects);
   if (!code->from_disk_cache) {
     auto tm = target_machine();
     llvm::LLVMContext ctx;
@@ -362,26 +331,24 @@ std::unique_ptr<NativeCode> build_native(const std::string& key, const EmitModul
     KernelModules kernels(entry.getDataLayout(), entry.getTargetTriple());
     emit(entry, kernels);
     std::vector<KernelModules::Unique>& modules = kernels.modules();
-    code->module_kernels = kernels.added();
     code->modules = modules.size();
     // The kernel modules, then the entry point: its calls of the kernels link against them.
     code->objects.resize(modules.size() + 1);
-    std::vector<std::string> module_keys(modules.size());
     std::atomic<size_t> found{0};
     code->threads = for_each_in_parallel(modules.size() + 1, [&](size_t i) {
       if (i == modules.size()) {
         code->objects[i] = compile_module(entry);
         return;
       }
-      module_keys[i] = "fluxion kernel module " FLUXION_CODEGEN_HASH "\n" + modules[i].text + host_key;
+      std::string module_key = "fluxion kernel module " FLUXION_CODEGEN_HASH "\n" + modules[i].text + host_key;
       bool cached = false;
-      code->objects[i] = runtime::disk_cache_load(module_keys[i], &cached);
+      code->objects[i] = runtime::disk_cache_load(module_key, &cached);
       if (cached) {
         ++found;
         return;
       }
       code->objects[i] = compile_module(*modules[i].module);
-      runtime::disk_cache_store(module_keys[i], code->objects[i]);
+      runtime::disk_cache_store(module_key, code->objects[i]);
     });
     code->modules_from_disk_cache = found.load();
     runtime::disk_cache_store(full_key, encode_objects(code->objects));

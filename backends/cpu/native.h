@@ -31,9 +31,8 @@ class NativeCode {
   // entry point's last.
   std::vector<std::string> objects;
   bool from_disk_cache = false;
-  // Of the kernels with modules of their own: how many, how many distinct modules they make,
-  // and how many of those were found compiled in the on-disk cache.
-  size_t module_kernels = 0, modules = 0, modules_from_disk_cache = 0;
+  // The distinct kernel modules, and how many of them were found compiled in the on-disk cache.
+  size_t modules = 0, modules_from_disk_cache = 0;
   int threads = 0;  // that compiled the modules (0: none compiled)
 };
 

@@ -3,6 +3,8 @@
 // called directly, or through the runtime's thread pool when they are large enough to split.
 #include <algorithm>
 #include <map>
+#include <memory>
+#include <tuple>
 
 #include "backends/cpu/codegen.h"
 #include "backends/cpu/kernel_modules.h"
@@ -179,36 +181,28 @@ class ProgramEmitter {
   // (KernelModules), which the entry point calls by its exported name.
   KernelFunctions kernel_functions(const ir::Region& r, const RegionSchedule& s, const kernel::Kernel& k,
                                    int64_t work) {
-    KernelFunctions out;
+    bool own = k.kind != kernel::KernelKind::StraightLine && work >= kOwnModuleMinWork;
     bool split = k.split_chunks > 1;
+    std::unique_ptr<llvm::LLVMContext> own_context;
+    std::unique_ptr<llvm::Module> own_module;
+    if (own) std::tie(own_context, own_module) = kernels_.make();
+    llvm::Module& m = own ? *own_module : module_;
     std::string number = std::to_string(kernel_count_ - 1);
-    if (k.kind == kernel::KernelKind::StraightLine || work < kOwnModuleMinWork) {
-      llvm::IRBuilder<> kb(context_);
-      KernelEmitter ke(r, s, k, target_, module_, kb);
-      out.kernel = ke.emit("kernel" + number);
-      out.buffers = ke.buffers();
-      if (split) {
-        llvm::IRBuilder<> cb(context_);
-        KernelEmitter ce(r, s, k, target_, module_, cb);
-        out.combine = ce.emit_combine("combine" + number);
-        out.combine_buffers = ce.buffers();
-      }
-      return out;
-    }
-    auto [context, module] = kernels_.make();
+    KernelFunctions out;
     {
-      llvm::IRBuilder<> kb(*context);
-      KernelEmitter ke(r, s, k, target_, *module, kb);
-      ke.emit(kModuleKernel);
+      llvm::IRBuilder<> kb(m.getContext());
+      KernelEmitter ke(r, s, k, target_, m, kb);
+      out.kernel = ke.emit(own ? kModuleKernel : "kernel" + number);
       out.buffers = ke.buffers();
     }
     if (split) {
-      llvm::IRBuilder<> cb(*context);
-      KernelEmitter ce(r, s, k, target_, *module, cb);
-      ce.emit_combine(kModuleCombine);
+      llvm::IRBuilder<> cb(m.getContext());
+      KernelEmitter ce(r, s, k, target_, m, cb);
+      out.combine = ce.emit_combine(own ? kModuleCombine : "combine" + number);
       out.combine_buffers = ce.buffers();
     }
-    std::string suffix = kernels_.add(std::move(context), std::move(module));
+    if (!own) return out;
+    std::string suffix = kernels_.add(std::move(own_context), std::move(own_module));
     llvm::Type* ptr = builder_.getPtrTy();
     out.kernel = module_.getOrInsertFunction(kernel_symbol(suffix), builder_.getVoidTy(), ptr, builder_.getInt64Ty(),
                                              builder_.getInt64Ty());

@@ -12,6 +12,7 @@
 #include "fluxion/error.h"
 #include "runtime/artifact.h"
 #include "runtime/cpu/elf_loader.h"
+#include "support/fnv1a.h"
 
 namespace {
 
@@ -24,8 +25,7 @@ void put_le(std::string& out, uint64_t v, int bytes) {
 // `payload` behind the header encode_artifact writes: the magic, the format version, the
 // payload's size and its FNV-1a checksum.
 std::string with_header(std::string_view payload) {
-  uint64_t sum = 14695981039346656037ull;
-  for (unsigned char c : payload) sum = (sum ^ c) * 1099511628211ull;
+  uint64_t sum = fluxion::support::fnv1a(payload);
   std::string out = "FLUXION ARTIFACT\n";
   put_le(out, fluxion::runtime::kArtifactFormat, 4);
   put_le(out, payload.size(), 8);
