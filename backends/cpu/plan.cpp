@@ -172,6 +172,11 @@ KernelPlan plan_kernel(const ir::Region& r, const kernel::RegionSchedule& s, con
   return plan;
 }
 
+int64_t thread_grain(const ir::Region& r, const kernel::Kernel& k) {
+  bool rows = k.plan.strategy == Strategy::Tiles && !k.plan.split_columns && kernel::product_dims(r, k).batch.empty();
+  return rows ? std::max<int64_t>(1, k.plan.tile.m) : 1;
+}
+
 namespace {
 
 // A plan that rules changed, against the planner's: a product's register tile may have other

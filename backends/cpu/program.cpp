@@ -239,10 +239,12 @@ class ProgramEmitter {
     if (k.split_chunks > 1) {
       split_call(r, s, k, fns, ptr, n0, arena);
     } else if (k.parallel && work >= kernel::kMinParallelWork && n0 > 1) {
-      auto pf = module_.getOrInsertFunction("fx_parallel_for", builder_.getVoidTy(), builder_.getPtrTy(),
-                                            builder_.getPtrTy(), builder_.getInt64Ty(), builder_.getInt64Ty());
+      auto pf =
+          module_.getOrInsertFunction("fx_parallel_for", builder_.getVoidTy(), builder_.getPtrTy(), builder_.getPtrTy(),
+                                      builder_.getInt64Ty(), builder_.getInt64Ty(), builder_.getInt64Ty());
       builder_.CreateCall(pf, {fn, pointer_table(fns.buffers, ptr), builder_.getInt64(static_cast<uint64_t>(n0)),
-                               builder_.getInt64(static_cast<uint64_t>(work / n0))});
+                               builder_.getInt64(static_cast<uint64_t>(work / n0)),
+                               builder_.getInt64(static_cast<uint64_t>(thread_grain(r, k)))});
     } else {
       builder_.CreateCall(fns.kernel, {pointer_table(fns.buffers, ptr), builder_.getInt64(0),
                                        builder_.getInt64(static_cast<uint64_t>(n0))});
@@ -280,12 +282,13 @@ class ProgramEmitter {
             p, builder_.CreateConstInBoundsGEP1_64(builder_.getPtrTy(), parts, static_cast<uint64_t>(c) * nb + i));
       }
     }
-    auto pc =
-        module_.getOrInsertFunction("fx_parallel_parts", builder_.getVoidTy(), builder_.getPtrTy(), builder_.getPtrTy(),
-                                    builder_.getInt64Ty(), builder_.getInt64Ty(), builder_.getInt64Ty());
+    llvm::Type* i64 = builder_.getInt64Ty();
+    auto pc = module_.getOrInsertFunction("fx_parallel_parts", builder_.getVoidTy(), builder_.getPtrTy(),
+                                          builder_.getPtrTy(), i64, i64, i64, i64);
     builder_.CreateCall(
         pc, {fns.kernel.getCallee(), parts, builder_.getInt64(nb), builder_.getInt64(static_cast<uint64_t>(n0)),
-             builder_.getInt64(static_cast<uint64_t>(k.split_chunks))});
+             builder_.getInt64(static_cast<uint64_t>(k.split_chunks)),
+             builder_.getInt64(static_cast<uint64_t>(thread_grain(r, k)))});
     builder_.CreateCall(fns.combine, {pointer_table(fns.combine_buffers, ptr), partials});
   }
 

@@ -50,10 +50,19 @@ int default_threads() {
   return threads;
 }
 
-// Runs fn over [0, n) as `chunks` consecutive ranges on the calling thread; range i gets the
-// buffers at bufs + i * stride.
-void run_serially(KernelFn fn, void** bufs, int64_t stride, int64_t n, int64_t chunks) {
-  for (int64_t i = 0; i < chunks; ++i) fn(bufs + i * stride, n * i / chunks, n * (i + 1) / chunks);
+// [0, n) as `chunks` consecutive ranges: whole grains where there are at least as many grains
+// as ranges, single items otherwise.
+struct Ranges {
+  int64_t n = 0, chunks = 1, grain = 1;
+  int64_t begin(int64_t i) const { return std::min(n, (n + grain - 1) / grain * i / chunks * grain); }
+};
+Ranges ranges_of(int64_t n, int64_t chunks, int64_t grain) {
+  return {n, chunks, grain > 1 && (n + grain - 1) / grain >= chunks ? grain : 1};
+}
+
+// Runs fn over `ranges` on the calling thread; range i gets the buffers at bufs + i * stride.
+void run_serially(KernelFn fn, void** bufs, int64_t stride, const Ranges& ranges) {
+  for (int64_t i = 0; i < ranges.chunks; ++i) fn(bufs + i * stride, ranges.begin(i), ranges.begin(i + 1));
 }
 
 // Spins on an atomic for up to `budget` before giving up, so that a hand-off between kernels
@@ -100,17 +109,18 @@ class Pool {
   }
   int size() const { return static_cast<int>(workers_.size()) + 1; }
 
-  // Runs fn over [0, n) as `chunks` ranges; chunk i gets the buffers at bufs + i * stride.
-  void run(KernelFn fn, void** bufs, int64_t stride, int64_t n, int64_t chunks) {
+  // Runs fn over `ranges`; range i gets the buffers at bufs + i * stride.
+  void run(KernelFn fn, void** bufs, int64_t stride, const Ranges& ranges) {
     std::unique_lock<std::mutex> busy(busy_, std::try_to_lock);
     if (!busy.owns_lock() || workers_.empty()) {
-      run_serially(fn, bufs, stride, n, chunks);
+      run_serially(fn, bufs, stride, ranges);
       return;
     }
+    int64_t chunks = ranges.chunks;
     fn_ = fn;
     bufs_ = bufs;
     stride_ = stride;
-    n_ = n;
+    ranges_ = ranges;
     pending_.store(chunks);
     uint64_t g = next_generation();
     claim_.store(pack(g, static_cast<uint64_t>(chunks), 0));
@@ -141,8 +151,8 @@ class Pool {
       uint64_t chunks = (claim >> kFieldBits) & kFieldMask, c = claim & kFieldMask;
       if (generation(claim) != g || c >= chunks) return;
       if (!claim_.compare_exchange_weak(claim, claim + 1)) continue;
-      int64_t count = static_cast<int64_t>(chunks), i = static_cast<int64_t>(c);
-      fn_(bufs_ + i * stride_, n_ * i / count, n_ * (i + 1) / count);
+      int64_t i = static_cast<int64_t>(c);
+      fn_(bufs_ + i * stride_, ranges_.begin(i), ranges_.begin(i + 1));
       if (pending_.fetch_sub(1) == 1) {
         std::lock_guard<std::mutex> lock(mu_);
         done_.notify_all();
@@ -174,7 +184,8 @@ class Pool {
   // The published job; written by the caller only while no chunk of the previous job runs.
   KernelFn fn_ = nullptr;
   void** bufs_ = nullptr;
-  int64_t stride_ = 0, n_ = 0;
+  int64_t stride_ = 0;
+  Ranges ranges_;
 };
 
 std::mutex pool_mu;
@@ -187,12 +198,12 @@ std::shared_ptr<Pool> pool() {
   return pool_ptr;
 }
 
-extern "C" void fx_parallel_for(KernelFn fn, void** bufs, int64_t n, int64_t work_per_item) {
-  parallel_for(fn, bufs, n, work_per_item);
+extern "C" void fx_parallel_for(KernelFn fn, void** bufs, int64_t n, int64_t work_per_item, int64_t grain) {
+  parallel_for(fn, bufs, n, work_per_item, grain);
 }
 
-extern "C" void fx_parallel_parts(KernelFn fn, void** parts, int64_t buffers, int64_t n, int64_t count) {
-  parallel_parts(fn, parts, buffers, n, count);
+extern "C" void fx_parallel_parts(KernelFn fn, void** parts, int64_t buffers, int64_t n, int64_t count, int64_t grain) {
+  parallel_parts(fn, parts, buffers, n, count, grain);
 }
 
 thread_local std::exception_ptr collective_failure;
@@ -318,23 +329,25 @@ const std::vector<RuntimeSymbol>& runtime_symbols() {
   return symbols;
 }
 
-void parallel_for(KernelFn fn, void** bufs, int64_t n, int64_t work_per_item) {
+void parallel_for(KernelFn fn, void** bufs, int64_t n, int64_t work_per_item, int64_t grain) {
   int threads = num_threads();
+  int64_t grains = (n + std::max<int64_t>(1, grain) - 1) / std::max<int64_t>(1, grain);
   int64_t by_work = std::max<int64_t>(1, n * std::max<int64_t>(1, work_per_item) / kMinChunkWork);
-  int64_t chunks = std::min<int64_t>({n, static_cast<int64_t>(threads), by_work, kMaxChunks});
+  int64_t chunks = std::min<int64_t>({grains, static_cast<int64_t>(threads), by_work, kMaxChunks});
   if (chunks <= 1) {
     fn(bufs, 0, n);
     return;
   }
-  pool()->run(fn, bufs, 0, n, chunks);
+  pool()->run(fn, bufs, 0, ranges_of(n, chunks, grain));
 }
 
-void parallel_parts(KernelFn fn, void** parts, int64_t buffers, int64_t n, int64_t count) {
+void parallel_parts(KernelFn fn, void** parts, int64_t buffers, int64_t n, int64_t count, int64_t grain) {
+  Ranges ranges = ranges_of(n, count, grain);
   if (num_threads() == 1) {
-    run_serially(fn, parts, buffers, n, count);
+    run_serially(fn, parts, buffers, ranges);
     return;
   }
-  pool()->run(fn, parts, buffers, n, count);
+  pool()->run(fn, parts, buffers, ranges);
 }
 
 }  // namespace fluxion::cpu

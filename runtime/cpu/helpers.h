@@ -19,7 +19,7 @@ enum ErrorCode : int32_t { kOk = 0, kWhileMaxIters = 1, kCollectiveFailed = -1 }
 // signatures, the error codes and the entry point's signature. An exported CPU program records
 // the version it was generated against and loads only into a library of the same version, so a
 // change to any of them must increase it (tests/runtime pins the list of helpers).
-inline constexpr uint32_t kHelpersAbi = 2;  // 2: fx_debug_print
+inline constexpr uint32_t kHelpersAbi = 3;  // 2: fx_debug_print; 3: chunks in grains
 
 struct RuntimeSymbol {
   const char* name;
@@ -29,13 +29,17 @@ struct RuntimeSymbol {
 const std::vector<RuntimeSymbol>& runtime_symbols();
 
 using KernelFn = void (*)(void** bufs, int64_t begin, int64_t end);
+// Both split [0, n) into consecutive ranges that begin at multiples of `grain` (a product's
+// register tile of rows, so that no thread is left rows to run one at a time), except where n
+// has fewer grains than ranges.
+//
 // Runs fn over [0, n) split into chunks across the pool's threads (the caller takes part);
 // `work_per_item` sizes the chunks. Returns when every chunk is done.
-void parallel_for(KernelFn fn, void** bufs, int64_t n, int64_t work_per_item);
+void parallel_for(KernelFn fn, void** bufs, int64_t n, int64_t work_per_item, int64_t grain);
 // Runs fn over [0, n) as exactly `count` consecutive parts, part i with the `buffers` pointers
 // at parts + i * buffers, on as many of the pool's threads as there are parts. The parts do not
 // depend on the thread count (split kernels: kernel/kernel_ir.h).
-void parallel_parts(KernelFn fn, void** parts, int64_t buffers, int64_t n, int64_t count);
+void parallel_parts(KernelFn fn, void** parts, int64_t buffers, int64_t n, int64_t count, int64_t grain);
 
 // What the calling thread's last failed fx_collective or fx_debug_print raised (generated code then returns
 // kCollectiveFailed), taken: the next call returns nullptr until another fails.

@@ -138,6 +138,22 @@ TEST(WideProducts, ThreadsSplitTheirPanelsAndGetTheSameBits) {
   }
 }
 
+TEST(TallProducts, ThreadsTakeWholeRegisterTilesOfRowsAndGetTheSameBits) {
+  // Row counts that no thread count divides into whole tiles; a plain product (rows shared by
+  // threads) and one ending in a full sum (a fixed number of parts).
+  auto f = [](Tensor a, Tensor b) { return fx::tanh(fx::matmul(a, b)); };
+  auto loss = [](Tensor a, Tensor b) { return fx::sum(fx::exp(fx::matmul(a, b))); };
+  for (int64_t m : {100, 301}) {
+    Array a = random({m, 512}, 14, 0.1), b = random({512, 64}, 15, 0.1);
+    auto cpu = fx::jit(f, fx::Backend::Cpu);
+    auto got = same_at_every_thread_count([&] { return std::vector<Array>{cpu(a, b)}; });
+    expect_near_all(got[0], fx::jit(f, fx::Backend::Interp)(a, b).to_doubles(), 1e-5);
+    auto summed = fx::jit(loss, fx::Backend::Cpu);
+    auto total = same_at_every_thread_count([&] { return std::vector<Array>{summed(a, b)}; });
+    expect_near_all(total[0], fx::jit(loss, fx::Backend::Interp)(a, b).to_doubles(), 1e-5);
+  }
+}
+
 // Math functions give one result per element whether a thread's range puts it in a vectorized
 // loop body or in a scalar remainder: rows of an odd length put the ranges' ends anywhere.
 TEST(ThreadRanges, TranscendentalFunctionsGiveTheSameBitsWhereverARangeEnds) {
