@@ -2,8 +2,10 @@
 
 #include <chrono>
 #include <cstdio>
+#include <source_location>
 #include <string>
 
+#include "fluxion/error.h"
 #include "jit/compile_cache.h"
 #include "kernel/plan_rules.h"
 #include "runtime/host_memory.h"
@@ -24,16 +26,24 @@ void checkpoint(const ir::Program& p, const char* step) {
   }
 }
 
+// The program's name and where it comes from: the line it was traced from and, where a library
+// function the user called compiled it (a Trainer's step), that call's line, since the trace's
+// own lines are then the library's.
+std::string program_name(const ir::Program& p) {
+  std::string where = runtime::traced_from(p);  // " (traced from f.cpp:12)" or ""
+  const std::source_location* site = detail::CallSite::report(nullptr);
+  if (site && site->line() != 0) {
+    std::string called = "called from " + std::string(site->file_name()) + ":" + std::to_string(site->line()) + ")";
+    where = where.empty() ? " (" + called : where.substr(0, where.size() - 1) + ", " + called;
+  }
+  return "program @" + p.name + where;
+}
+
 // Records a compile for fluxion::compile_times() and, when it took long, says so on stderr: a
 // user waiting for a large model's first step should know that it is compiling.
 void report(const ir::Program& p, Backend backend, const backends::Executable& e, double seconds) {
   runtime::CompileSummary summary = e.compile_summary();
-  CompileTime c{"program @" + p.name + runtime::traced_from(p),
-                backend_name(backend),
-                seconds,
-                summary.kernels,
-                summary.compiled,
-                summary.threads};
+  CompileTime c{program_name(p), backend_name(backend), seconds, summary.kernels, summary.compiled, summary.threads};
   if (support::enabled(support::Setting::compile_notices) &&
       seconds >= support::seconds(support::Setting::compile_notice_seconds)) {
     std::fprintf(stderr, "fluxion: compiled %s (FLUXION_COMPILE_NOTICES=off hides this line)\n",

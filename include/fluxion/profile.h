@@ -39,7 +39,9 @@ void reset_kernel_times();
 // One compile of a program by a backend (a program found in the in-process compile cache is
 // not compiled again and not listed): from the traced program to runnable code.
 struct CompileTime {
-  std::string program;  // "program @main (traced from f.cpp:12)"
+  // "program @main (traced from f.cpp:12)", or "(traced from f.cpp:12, called from g.cpp:30)"
+  // where a library function that the user called compiled it (nn::Trainer::step)
+  std::string program;
   std::string backend;  // "cpu", "vulkan", "interp"
   double seconds = 0;
   size_t kernels = 0;

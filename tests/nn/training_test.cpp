@@ -3,9 +3,13 @@
 // Vulkan device between steps; the LSTM step fuses as seed 001 asks.
 #include <gtest/gtest.h>
 
+#include <fluxion/profile.h>
+
+#include <string>
 #include <tuple>
 
 #include "common/models.h"
+#include "common/scoped_env.h"
 #include "common/test_names.h"
 #include "nn/nn_test_util.h"
 
@@ -103,6 +107,33 @@ TEST(TrainingVulkan, ParametersStayOnTheDevice) {
   for (const Array& p : s.params) EXPECT_TRUE(p.on_device());
   for (const Array& p : s.opt_state) EXPECT_TRUE(p.on_device());
   EXPECT_EQ(fx::counters().native_calls, 3u);  // one submission per step
+}
+
+// A Trainer's step is traced inside the library: its compile notice and its entry in
+// compile_times() also name the user's line that called the step.
+TEST(TrainingCompile, TheNoticeNamesTheLineThatCalledTheStep) {
+  fx::testing::ScopedEnv no_disk("FLUXION_DISK_CACHE", "0");
+  fx::testing::ScopedEnv notices("FLUXION_COMPILE_NOTICE_SECONDS", "0.000001");
+  nn::Model model = samples::mlp_model(16);
+  nn::Trainer trainer(
+      model, [](const Tensor& o, const Tensor& y) { return nn::softmax_cross_entropy(o, y); }, nn::adam(),
+      Backend::Cpu);
+  nn::TrainState s = trainer.init(0);
+  Array x(fx::f32, {8, 1, 28, 28}), y(fx::i32, {8});
+  ::testing::internal::CaptureStderr();
+  int line = __LINE__ + 1;
+  trainer.step(s, x, y);
+  std::string err = ::testing::internal::GetCapturedStderr();
+  std::string site = ", called from " + std::string(__FILE__) + ":" + std::to_string(line) + ")";
+  EXPECT_NE(err.find(site), std::string::npos) << err;
+  ASSERT_FALSE(fx::compile_times().empty());
+  EXPECT_NE(fx::compile_times().back().program.find(site), std::string::npos) << fx::compile_times().back().program;
+  // A program the user jitted and called directly is named by its trace alone.
+  ::testing::internal::CaptureStderr();
+  fx::jit([](Tensor t) { return t * 3.0; }, Backend::Cpu)(x);
+  err = ::testing::internal::GetCapturedStderr();
+  EXPECT_NE(err.find("traced from"), std::string::npos) << err;
+  EXPECT_EQ(err.find("called from"), std::string::npos) << err;
 }
 
 // Each step's new parameters and optimizer state replace the previous step's, whose buffers
