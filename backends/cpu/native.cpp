@@ -19,12 +19,10 @@
 #include <atomic>
 #include <cstdlib>
 #include <deque>
-#include <exception>
 #include <fstream>
 #include <mutex>
 #include <optional>
 #include <sstream>
-#include <thread>
 
 #include "backends/cpu/kernel_modules.h"
 #include "codegen_version.h"
@@ -33,6 +31,7 @@
 #include "runtime/cpu/helpers.h"
 #include "runtime/cpu/object_list.h"
 #include "runtime/disk_cache.h"
+#include "support/parallel_tasks.h"
 #include "support/settings.h"
 
 namespace fluxion::cpu {
@@ -202,31 +201,6 @@ std::string compile_module(llvm::Module& m) {
   return object_code(m, *tm);
 }
 
-// Runs task(0) ... task(n - 1) on up to fluxion::num_threads() threads, the calling one among
-// them, and returns how many; the first exception a task throws is rethrown once all have stopped.
-int for_each_in_parallel(size_t n, const std::function<void(size_t)>& task) {
-  std::atomic<size_t> next{0};
-  std::exception_ptr failure;
-  std::mutex failure_mu;
-  auto work = [&] {
-    for (size_t i = next++; i < n; i = next++) {
-      try {
-        task(i);
-      } catch (...) {
-        std::lock_guard<std::mutex> lock(failure_mu);
-        if (!failure) failure = std::current_exception();
-      }
-    }
-  };
-  size_t threads = std::min(n, static_cast<size_t>(std::max(1, fluxion::num_threads())));
-  std::vector<std::thread> helpers;
-  for (size_t t = 1; t < threads; ++t) helpers.emplace_back(work);
-  work();
-  for (std::thread& t : helpers) t.join();
-  if (failure) std::rethrow_exception(failure);
-  return static_cast<int>(threads);
-}
-
 class OrcCode final : public NativeCode {
  public:
   std::unique_ptr<llvm::orc::LLJIT> jit;
@@ -335,7 +309,7 @@ std::unique_ptr<NativeCode> build_native(const std::string& key, const EmitModul
     // The kernel modules, then the entry point: its calls of the kernels link against them.
     code->objects.resize(modules.size() + 1);
     std::atomic<size_t> found{0};
-    code->threads = for_each_in_parallel(modules.size() + 1, [&](size_t i) {
+    code->threads = support::for_each_in_parallel(modules.size() + 1, fluxion::num_threads(), [&](size_t i) {
       if (i == modules.size()) {
         code->objects[i] = compile_module(entry);
         return;

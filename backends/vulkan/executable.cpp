@@ -3,6 +3,7 @@
 #include "backends/vulkan/executable.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <future>
@@ -17,6 +18,7 @@
 #include "backends/vulkan/recorder.h"
 #include "fluxion/error.h"
 #include "fluxion/profile.h"
+#include "fluxion/runtime.h"
 #include "fluxion/vulkan.h"
 #include "runtime/artifact.h"
 #include "runtime/counters.h"
@@ -27,6 +29,7 @@
 #include "runtime/vulkan/exported.h"
 #include "runtime/vulkan/program.h"
 #include "runtime/vulkan/validation.h"
+#include "support/parallel_tasks.h"
 #include "support/settings.h"
 
 namespace fluxion::vulkan {
@@ -85,7 +88,7 @@ class VulkanExecutable final : public backends::Executable {
     plan_kernels(program_.body, schedule_, tuning_);
     VulkanLayout layout{program_.body.param_types(), program_.body.result_types(), schedule_.arena_bytes,
                         runtime::program_label(program_)};
-    calls_ = std::make_unique<VulkanProgram>(ctx_, std::move(layout), record_program(), [this](int loop) {
+    calls_ = std::make_unique<VulkanProgram>(ctx_, std::move(layout), first_recording(), [this](int loop) {
       int64_t& cap = options_.capacity[loop];
       if (cap == 0) cap = options_.default_capacity;
       cap *= 8;
@@ -129,9 +132,11 @@ class VulkanExecutable final : public backends::Executable {
     if (dump_glsl())
       std::fprintf(stderr, "// ---- %s\n%s\n", name.c_str(),
                    ck.shader.glsl.substr(shader_prelude(ctx_.shaders).size()).c_str());
-    ck.pipeline = pipeline(ctx_, ck.shader.glsl, name);
-    if (!ck.shader.order_glsl.empty()) ck.order_pipeline = pipeline(ctx_, ck.shader.order_glsl, name + " order");
-    return kernels_[k] = std::move(ck);
+    CompiledKernel& stored = kernels_[k] = std::move(ck);
+    compile_or_defer(&stored.pipeline, stored.shader.glsl, name);
+    if (!stored.shader.order_glsl.empty())
+      compile_or_defer(&stored.order_pipeline, stored.shader.order_glsl, name + " order");
+    return stored;
   }
 
   const CompiledLoop& loop_pipeline(const ir::Node& n, const std::vector<kernel::RegionSchedule>& subs) const {
@@ -144,8 +149,43 @@ class VulkanExecutable final : public backends::Executable {
     if (dump_glsl())
       std::fprintf(stderr, "// ---- %s\n%s\n", name.c_str(),
                    cl.shader.glsl.substr(shader_prelude(ctx_.shaders, true).size()).c_str());
-    cl.pipeline = pipeline(ctx_, cl.shader.glsl, name);
-    return loops_[&n] = std::move(cl);
+    CompiledLoop& stored = loops_[&n] = std::move(cl);
+    compile_or_defer(&stored.pipeline, stored.shader.glsl, name);
+    return stored;
+  }
+
+  // Compiles `glsl` into *pipeline now, or, during the first recording, once that recording
+  // has asked for all of its shaders (first_recording).
+  void compile_or_defer(VkPipeline* pipeline, const std::string& glsl, const std::string& name) const {
+    if (deferring_) {
+      // A stand-in, so that the first recording takes the shape the real one will.
+      *pipeline = reinterpret_cast<VkPipeline>(uintptr_t{1});
+      deferred_.push_back({pipeline, &glsl, name});
+    } else {
+      *pipeline = vulkan::pipeline(ctx_, glsl, name);
+    }
+  }
+
+  // The program's first recording. A program's shaders are compiled side by side, on up to
+  // fluxion::num_threads() threads: a recording that only collects them comes first (the shaders
+  // a program needs are the ones its recording asks for, not every kernel's: a kernel inside a
+  // loop shader has none), then their compiles, then the recording that uses them.
+  Recording first_recording() const {
+    deferring_ = true;
+    try {
+      record_program();
+    } catch (...) {
+      deferring_ = false;
+      deferred_.clear();
+      throw;
+    }
+    deferring_ = false;
+    std::vector<DeferredShader> shaders = std::move(deferred_);
+    deferred_.clear();
+    support::for_each_in_parallel(shaders.size(), fluxion::num_threads(), [&](size_t i) {
+      *shaders[i].pipeline = vulkan::pipeline(ctx_, *shaders[i].glsl, shaders[i].name);
+    });
+    return record_program();
   }
 
   // The program's dispatches with the loop capacities of options_, its shaders compiled.
@@ -175,6 +215,13 @@ class VulkanExecutable final : public backends::Executable {
   kernel::RegionSchedule schedule_;
   mutable std::map<const kernel::Kernel*, CompiledKernel> kernels_;
   mutable std::map<const ir::Node*, CompiledLoop> loops_;
+  struct DeferredShader {
+    VkPipeline* pipeline;  // in kernels_ or loops_
+    const std::string* glsl;
+    std::string name;
+  };
+  mutable bool deferring_ = false;
+  mutable std::vector<DeferredShader> deferred_;
   mutable RecordOptions options_;
   std::unique_ptr<VulkanProgram> calls_;
 };

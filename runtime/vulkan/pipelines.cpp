@@ -55,15 +55,17 @@ VkPipelineLayout pipeline_layout(Context& ctx) {
 
 VkPipeline spirv_pipeline(Context& ctx, const std::string& key,
                           const std::function<std::vector<uint32_t>()>& spirv_of) {
+  VkPipelineLayout shared_layout;
   {
     std::lock_guard<std::mutex> lock(mu);
     auto it = table().find(key);
     if (it != table().end()) return it->second;
+    shared_layout = layout_locked(ctx);
   }
+  // Compiled outside the lock, so that threads compile different shaders side by side (the
+  // pipeline cache is synchronised by the driver); a shader two threads compiled at once keeps
+  // the first pipeline.
   std::vector<uint32_t> spirv = spirv_of();
-  std::lock_guard<std::mutex> lock(mu);
-  auto it = table().find(key);
-  if (it != table().end()) return it->second;
   auto mi = vk_struct<VkShaderModuleCreateInfo>(VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO);
   mi.codeSize = spirv.size() * sizeof(uint32_t);
   mi.pCode = spirv.data();
@@ -74,12 +76,17 @@ VkPipeline spirv_pipeline(Context& ctx, const std::string& key,
   pi.stage.stage = VK_SHADER_STAGE_COMPUTE_BIT;
   pi.stage.module = module;
   pi.stage.pName = "main";
-  pi.layout = layout_locked(ctx);
+  pi.layout = shared_layout;
   VkPipeline p = VK_NULL_HANDLE;
   VkResult r = vkCreateComputePipelines(ctx.device, ctx.pipeline_cache, 1, &pi, nullptr, &p);
   vkDestroyShaderModule(ctx.device, module, nullptr);
   check(r, "vkCreateComputePipelines");
-  table()[key] = p;
+  std::lock_guard<std::mutex> lock(mu);
+  auto [it, added] = table().emplace(key, p);
+  if (!added) {
+    vkDestroyPipeline(ctx.device, p, nullptr);
+    return it->second;
+  }
   sources()[p] = std::move(spirv);
   return p;
 }
