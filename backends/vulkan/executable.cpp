@@ -3,7 +3,6 @@
 #include "backends/vulkan/executable.h"
 
 #include <algorithm>
-#include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <future>
@@ -158,8 +157,10 @@ class VulkanExecutable final : public backends::Executable {
   // has asked for all of its shaders (first_recording).
   void compile_or_defer(VkPipeline* pipeline, const std::string& glsl, const std::string& name) const {
     if (deferring_) {
-      // A stand-in, so that the first recording takes the shape the real one will.
-      *pipeline = reinterpret_cast<VkPipeline>(uintptr_t{1});
+      // A stand-in (never a driver's handle), so that the first recording takes the shape the
+      // real one will.
+      static char stand_in;
+      *pipeline = reinterpret_cast<VkPipeline>(&stand_in);
       deferred_.push_back({pipeline, &glsl, name});
     } else {
       *pipeline = vulkan::pipeline(ctx_, glsl, name);
