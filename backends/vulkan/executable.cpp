@@ -156,12 +156,12 @@ class VulkanExecutable final : public backends::Executable {
   // Compiles `glsl` into *pipeline now, or, during the first recording, once that recording
   // has asked for all of its shaders (first_recording).
   void compile_or_defer(VkPipeline* pipeline, const std::string& glsl, const std::string& name) const {
-    if (deferring_) {
+    if (deferred_) {
       // A stand-in (never a driver's handle), so that the first recording takes the shape the
       // real one will.
       static char stand_in;
       *pipeline = reinterpret_cast<VkPipeline>(&stand_in);
-      deferred_.push_back({pipeline, &glsl, name});
+      deferred_->push_back({pipeline, &glsl, name});
     } else {
       *pipeline = vulkan::pipeline(ctx_, glsl, name);
     }
@@ -172,17 +172,14 @@ class VulkanExecutable final : public backends::Executable {
   // a program needs are the ones its recording asks for, not every kernel's: a kernel inside a
   // loop shader has none), then their compiles, then the recording that uses them.
   Recording first_recording() const {
-    deferring_ = true;
-    try {
-      record_program();
-    } catch (...) {
-      deferring_ = false;
-      deferred_.clear();
-      throw;
-    }
-    deferring_ = false;
-    std::vector<DeferredShader> shaders = std::move(deferred_);
-    deferred_.clear();
+    std::vector<DeferredShader> shaders;
+    deferred_ = &shaders;
+    struct Stop {
+      std::vector<DeferredShader>*& collecting;
+      ~Stop() { collecting = nullptr; }
+    } stop{deferred_};
+    record_program();
+    deferred_ = nullptr;
     support::for_each_in_parallel(shaders.size(), fluxion::num_threads(), [&](size_t i) {
       *shaders[i].pipeline = vulkan::pipeline(ctx_, *shaders[i].glsl, shaders[i].name);
     });
@@ -221,8 +218,8 @@ class VulkanExecutable final : public backends::Executable {
     const std::string* glsl;
     std::string name;
   };
-  mutable bool deferring_ = false;
-  mutable std::vector<DeferredShader> deferred_;
+  // Where compile_or_defer collects shaders during the first recording; null otherwise.
+  mutable std::vector<DeferredShader>* deferred_ = nullptr;
   mutable RecordOptions options_;
   std::unique_ptr<VulkanProgram> calls_;
 };

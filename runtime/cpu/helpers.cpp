@@ -21,6 +21,7 @@
 #include "runtime/counters.h"
 #include "runtime/debug_print.h"
 #include "runtime/philox.h"
+#include "support/round_up.h"
 #include "support/settings.h"
 
 namespace fluxion::cpu {
@@ -54,10 +55,10 @@ int default_threads() {
 // as ranges, single items otherwise.
 struct Ranges {
   int64_t n = 0, chunks = 1, grain = 1;
-  int64_t begin(int64_t i) const { return std::min(n, (n + grain - 1) / grain * i / chunks * grain); }
+  int64_t begin(int64_t i) const { return std::min(n, support::ceil_div(n, grain) * i / chunks * grain); }
 };
 Ranges ranges_of(int64_t n, int64_t chunks, int64_t grain) {
-  return {n, chunks, grain > 1 && (n + grain - 1) / grain >= chunks ? grain : 1};
+  return {n, chunks, grain > 1 && support::ceil_div(n, grain) >= chunks ? grain : 1};
 }
 
 // Runs fn over `ranges` on the calling thread; range i gets the buffers at bufs + i * stride.
@@ -331,7 +332,7 @@ const std::vector<RuntimeSymbol>& runtime_symbols() {
 
 void parallel_for(KernelFn fn, void** bufs, int64_t n, int64_t work_per_item, int64_t grain) {
   int threads = num_threads();
-  int64_t grains = (n + std::max<int64_t>(1, grain) - 1) / std::max<int64_t>(1, grain);
+  int64_t grains = support::ceil_div(n, std::max<int64_t>(1, grain));
   int64_t by_work = std::max<int64_t>(1, n * std::max<int64_t>(1, work_per_item) / kMinChunkWork);
   int64_t chunks = std::min<int64_t>({grains, static_cast<int64_t>(threads), by_work, kMaxChunks});
   if (chunks <= 1) {
