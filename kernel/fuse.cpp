@@ -665,7 +665,7 @@ class Fuser {
     k.parallel = !k.space.empty() && k.space[0] > 1;
     if (!split_layout(region_, k).reductions.empty()) {
       k.parallel = false;
-      if (options_.split_reductions) k.split_chunks = split_chunk_count(k);
+      if (options_.split_reductions) split(k);
     }
     if (k.kind == KernelKind::Scatter && options_.sorted_scatter_min_indices > 0) {
       ScatterGeometry g = scatter_geometry(region_, region_.nodes[k.root]);
@@ -675,11 +675,32 @@ class Fuser {
     s.kernels.push_back(std::move(k));
   }
 
-  // How many parts kernel k's outermost dimension is split into (0: none): see kMaxSplitChunks.
+  // Splits kernel k into parts (Kernel::split_chunks, split_axis) where it is large enough: over
+  // its rows, or over a product's columns where that gives more parts (kMinSplitMatmulColumns).
+  void split(Kernel& k) const {
+    k.split_chunks = split_chunk_count(k, 0);
+    const ir::Node& root = region_.nodes[k.root];
+    if (k.kind != KernelKind::MatMul || root.op != Op::MatMul || k.space.size() != 2) return;
+    for (size_t n : k.nodes) {
+      const ir::Node& node = region_.nodes[n];
+      if (ir::op_info(node.op).cls == ir::OpClass::Reduce &&
+          std::find(node.attrs.axes.begin(), node.attrs.axes.end(), 1) == node.attrs.axes.end())
+        return;
+    }
+    Kernel by_columns = k;
+    by_columns.split_axis = 1;
+    int64_t columns = split_chunk_count(by_columns, 1);
+    if (columns > k.split_chunks) {
+      k.split_chunks = columns;
+      k.split_axis = 1;
+    }
+  }
+
+  // How many parts kernel k's dimension `axis` is split into (0: none): see kMaxSplitChunks.
   // Not when a node of the kernel reads a folded reduction (it needs the whole sum), nor for
   // straight-line kernels.
-  int64_t split_chunk_count(const Kernel& k) const {
-    if (k.kind == KernelKind::StraightLine || k.space.empty() || k.space[0] < 2) return 0;
+  int64_t split_chunk_count(const Kernel& k, int axis) const {
+    if (k.kind == KernelKind::StraightLine || static_cast<int>(k.space.size()) <= axis || k.space[axis] < 2) return 0;
     int64_t partial_elements = 0;
     for (size_t f : split_layout(region_, k).reductions) {
       ir::ValueId v = region_.nodes[f].results[0];
@@ -693,8 +714,8 @@ class Fuser {
     }
     int64_t work = kernel_work(region_, k);
     if (work < kMinParallelWork) return 0;
-    int64_t rows = k.kind == KernelKind::MatMul ? kMinSplitMatmulRows : 1;
-    int64_t chunks = std::min({kMaxSplitChunks, k.space[0] / rows, work / kSplitChunkWork,
+    int64_t least = k.kind != KernelKind::MatMul ? 1 : axis == 0 ? kMinSplitMatmulRows : kMinSplitMatmulColumns;
+    int64_t chunks = std::min({kMaxSplitChunks, k.space[axis] / least, work / kSplitChunkWork,
                                work / (8 * std::max<int64_t>(1, partial_elements))});
     return chunks >= 2 ? chunks : 0;
   }

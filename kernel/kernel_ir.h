@@ -53,11 +53,14 @@ struct Kernel {
   size_t root = 0;                 // MatMul: the matmul or convolution node; Scatter: the scatter_add
   bool parallel = false;           // the outermost dimension may be split across threads
   // A kernel whose reductions fold the outermost dimension (so it is not `parallel`) may still
-  // run as `split_chunks` (> 1) parts of that dimension, each accumulating into its own partial
+  // run as `split_chunks` (> 1) parts of a dimension (`split_axis`), each accumulating into its own partial
   // results at `partials_offset` in the region's arena (`split_layout`'s part_bytes per part), which
   // are then combined in part order. The number of parts depends on the shapes alone, never on
   // the thread count, so results are the same bits on any number of threads.
   int64_t split_chunks = 0;
+  // The dimension the parts cut: 0, or 1 for a matrix product whose every reduction folds its
+  // columns (a row sum, a full sum), which each part then packs only its own panels of.
+  int split_axis = 0;
   int64_t partials_offset = 0;
   // Bytes of the region's arena the kernel uses while it runs, at `scratch_offset`, beside its
   // values: a Scatter of FusionOptions::sorted_scatter_min_indices or more indices keeps its
@@ -158,12 +161,16 @@ inline constexpr int64_t kMinParallelWork = int64_t{1} << 18;
 // into parts of a few hundred elements, and rnn_train ran slower on two threads than on one.
 inline constexpr int64_t kSplitChunkWork = int64_t{1} << 18;
 inline constexpr int64_t kMinSplitMatmulRows = 128;
+// A product whose reductions all fold its columns is split over them instead where that gives
+// more parts: each part then packs only its own columns of the right operand, and W5's product
+// (256 rows, 4096 columns) becomes 32 parts instead of 2. A multiple of every CPU's panel width.
+inline constexpr int64_t kMinSplitMatmulColumns = 128;
 // Kernel k's work: multiply-adds for a matrix product or convolution (whose weight gradient
 // sums over every image and pixel), else the elements of its index space times the scalar
 // operations computed at each (OpInfo::cost).
 int64_t kernel_work(const ir::Region& r, const Kernel& k);
-// The reductions of a kernel that fold its outermost dimension (node indices, in node order),
-// which a split kernel accumulates into partial results: where each one's partial result starts
+// The reductions of a kernel that fold its split dimension (Kernel::split_axis; node indices, in
+// node order), which a split kernel accumulates into partial results: where each one's partial result starts
 // within a part's bytes, and a part's bytes.
 struct SplitLayout {
   std::vector<size_t> reductions;

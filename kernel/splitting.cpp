@@ -1,5 +1,5 @@
 // What decides how a kernel is split across threads: its work, which of its reductions fold
-// its outermost dimension, and how their partial results are laid out when the kernel is split
+// the dimension it is split over, and how their partial results are laid out when the kernel is split
 // into parts (Kernel::split_chunks).
 #include <algorithm>
 
@@ -65,7 +65,7 @@ SplitLayout split_layout(const ir::Region& r, const Kernel& k) {
   for (size_t i : k.nodes) {
     const ir::Node& n = r.nodes[i];
     if (ir::op_info(n.op).cls != ir::OpClass::Reduce ||
-        std::find(n.attrs.axes.begin(), n.attrs.axes.end(), 0) == n.attrs.axes.end())
+        std::find(n.attrs.axes.begin(), n.attrs.axes.end(), k.split_axis) == n.attrs.axes.end())
       continue;
     out.reductions.push_back(i);
     out.offsets.push_back(out.part_bytes);

@@ -8,7 +8,7 @@
 // (NR = two vector widths) is accumulated in vector registers over the k-block, and after the
 // last k-block the kernel's epilogue (bias, activation, reductions...) runs on the tile while
 // it is in L1. Threads split the outermost batch dimension, the rows or the panels (a wide
-// product); each packs the panels it uses.
+// product, or the parts of one split over its columns); each packs the panels it uses.
 #include <algorithm>
 #include <bit>
 #include <iterator>
@@ -44,7 +44,14 @@ class KernelEmitter::GemmEmitter {
   }
 
   void run(Value* lo, Value* hi) {
-    if (emitter_.kernel_.plan.split_columns) {
+    const kernel::Kernel& k = emitter_.kernel_;
+    if (k.split_chunks > 1 && k.split_axis == 1) {
+      // A part of a kernel split over columns (kernel_ir.h): [lo, hi) starts at a panel and ends
+      // at one or at the last column (thread_grain).
+      p0_ = builder_.CreateSDiv(lo, i64(panel_columns_));
+      p1_ = builder_.CreateSDiv(builder_.CreateAdd(hi, i64(panel_columns_ - 1)), i64(panel_columns_));
+      product(i64(0), i64(product_.M));
+    } else if (k.plan.split_columns) {
       // The kernel's range of rows [lo, hi) stands for the same share of the panels (as in
       // matmul_transposed.cpp): consecutive row ranges give consecutive panel ranges.
       int64_t panels = support::ceil_div<int64_t>(product_.N, panel_columns_);

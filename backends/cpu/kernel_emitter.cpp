@@ -235,15 +235,18 @@ void KernelEmitter::nest(const Shape& shape, Value* lo, Value* hi, const std::fu
 }
 
 // Reduction results are accumulated in place: set them to the identity over the part of the
-// output this call (dimension-0 range) touches. A reduction that folds dimension 0 is whole in
-// every call: the kernel is called once, or once per part with partial results of its own.
+// output this call's range touches. A reduction that folds the range's dimension (0, or a split
+// kernel's split_axis) is whole in every call: the kernel is called once, or once per part with
+// partial results of its own. Only a range over dimension 0 is kept by a reduction (fuse.cpp
+// splits a product's columns only when every reduction folds them).
 void KernelEmitter::init_reductions(Value* lo, Value* hi) {
+  int64_t range_axis = kernel_.split_chunks > 1 ? kernel_.split_axis : 0;
   for (size_t n : kernel_.nodes) {
     const ir::Node& node = region_.nodes[n];
     if (ir::op_info(node.op).cls != ir::OpClass::Reduce) continue;
     ir::ValueId out = node.results[0];
     const TensorType& t = region_.type(out);
-    bool keeps_dim0 = std::find(node.attrs.axes.begin(), node.attrs.axes.end(), 0) == node.attrs.axes.end();
+    bool keeps_dim0 = std::find(node.attrs.axes.begin(), node.attrs.axes.end(), range_axis) == node.attrs.axes.end();
     Value* init = reduce_identity(node.op, t.dtype);
     if (t.shape.empty()) {
       store(out, {}, init);

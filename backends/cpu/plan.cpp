@@ -33,6 +33,10 @@ constexpr int64_t kBlockK = 256;
 // gradient) is reduced across lanes once per row instead of once per row and panel. A larger
 // one runs it on each tile while that is in L1.
 constexpr int64_t kWholeEpilogueBytes = 32 << 10;
+// The threads a product's work cut is shaped for: a product with this many panels gives every
+// thread some of them to pack and use. W5's gradient dW (256 x 512, k = 4096) split by rows
+// had each of 16 threads pack all of B (8 MiB).
+constexpr int64_t kTunedThreads = 16;
 // Transposed tiles: 24 accumulators, two A^T vectors and a broadcast; at most a vector's lanes,
 // since a tile's columns become the lanes of C's rows, and fewer where the registers are fewer.
 constexpr int kMaxTileColumns = 12;
@@ -85,9 +89,10 @@ bool transposed_tiles(const ir::Region& r, const kernel::Kernel& k, const kernel
 }
 
 // The register-blocked product (gemm.cpp): MR x NR tiles (NR = two vectors), k in blocks.
-// Threads split the rows, each packing every panel of B, or, for a matmul at least as wide (in
-// panels) as it is tall (in row tiles), the panels, each packing only its own. Not with a
-// reduction in the epilogue: a row's sum (a bias gradient) would then be shared.
+// Threads split the rows, each packing every panel of B, or, for a matmul with as many panels
+// as row tiles or kTunedThreads, the panels, each packing only its own (both read all of A once
+// per panel between them). Not with a reduction in the epilogue: a row's sum (a bias gradient)
+// would then be shared.
 KernelPlan tiles(const ir::Region& r, const kernel::Kernel& k, const kernel::KernelFrame& frame, const Target& target,
                  Strategy strategy) {
   kernel::ProductDims d = kernel::product_dims(r, k);
@@ -101,7 +106,7 @@ KernelPlan tiles(const ir::Region& r, const kernel::Kernel& k, const kernel::Ker
   int64_t esize = dtype_size(r.type(root.results[0]).dtype);
   plan.whole_epilogue = k.nodes.size() > 1 && d.M * d.N * esize <= kWholeEpilogueBytes;
   plan.split_columns = root.op == ir::Op::MatMul && d.batch.empty() && d.N >= 2 * plan.tile.n && !frame.reduces() &&
-                       d.N / plan.tile.n >= support::ceil_div<int64_t>(d.M, plan.tile.m);
+                       d.N / plan.tile.n >= std::min(kTunedThreads, support::ceil_div<int64_t>(d.M, plan.tile.m));
   return plan;
 }
 
@@ -173,6 +178,7 @@ KernelPlan plan_kernel(const ir::Region& r, const kernel::RegionSchedule& s, con
 }
 
 int64_t thread_grain(const ir::Region& r, const kernel::Kernel& k) {
+  if (k.split_chunks > 1 && k.split_axis == 1) return std::max<int64_t>(1, k.plan.tile.n);
   bool rows = k.plan.strategy == Strategy::Tiles && !k.plan.split_columns && kernel::product_dims(r, k).batch.empty();
   return rows ? std::max<int64_t>(1, k.plan.tile.m) : 1;
 }

@@ -25,9 +25,10 @@ kernel::KernelPlan plan_kernel(const ir::Region& r, const kernel::RegionSchedule
 // cannot run.
 void plan_kernels(const ir::Region& r, kernel::RegionSchedule& s, const Target& target);
 
-// The rows that a thread's share of kernel k starts at a multiple of: a register tile's rows
-// where threads split a product's rows (a share of rows not a multiple would run its last rows
-// one at a time), else 1.
+// The indices that a thread's share or a split part of kernel k starts at a multiple of: a
+// register tile's rows where threads split a product's rows (a share of rows not a multiple
+// would run its last rows one at a time), a panel's columns where parts split its columns (each
+// part owns whole panels), else 1.
 int64_t thread_grain(const ir::Region& r, const kernel::Kernel& k);
 
 // Whether kernel k's stride-1 convolution runs as sliding windows: it has one group, vectors of

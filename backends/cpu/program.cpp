@@ -237,7 +237,7 @@ class ProgramEmitter {
     };
     mark();
     if (k.split_chunks > 1) {
-      split_call(r, s, k, fns, ptr, n0, arena);
+      split_call(r, s, k, fns, ptr, k.space[static_cast<size_t>(k.split_axis)], arena);
     } else if (k.parallel && work >= kernel::kMinParallelWork && n0 > 1) {
       auto pf =
           module_.getOrInsertFunction("fx_parallel_for", builder_.getVoidTy(), builder_.getPtrTy(), builder_.getPtrTy(),
@@ -252,10 +252,11 @@ class ProgramEmitter {
     mark();
   }
 
-  // Runs split kernel k (Kernel::split_chunks) as its parts, each with the folded reductions'
-  // pointers moved to its own partial results in the arena, then combines the parts in order.
+  // Runs split kernel k (Kernel::split_chunks) as its parts of the n indices of its split
+  // dimension, each with the folded reductions' pointers moved to its own partial results in the
+  // arena, then combines the parts in order.
   void split_call(const ir::Region& r, const RegionSchedule& s, const kernel::Kernel& k, KernelFunctions& fns,
-                  const std::vector<Value*>& ptr, int64_t n0, Value* arena) {
+                  const std::vector<Value*>& ptr, int64_t n, Value* arena) {
     const std::vector<ir::ValueId>& bufs = fns.buffers;
     kernel::SplitLayout layout = kernel::split_layout(r, k);
     // Where each kernel buffer that is a folded reduction's result starts in a part's partial
@@ -286,7 +287,7 @@ class ProgramEmitter {
     auto pc = module_.getOrInsertFunction("fx_parallel_parts", builder_.getVoidTy(), builder_.getPtrTy(),
                                           builder_.getPtrTy(), i64, i64, i64, i64);
     builder_.CreateCall(
-        pc, {fns.kernel.getCallee(), parts, builder_.getInt64(nb), builder_.getInt64(static_cast<uint64_t>(n0)),
+        pc, {fns.kernel.getCallee(), parts, builder_.getInt64(nb), builder_.getInt64(static_cast<uint64_t>(n)),
              builder_.getInt64(static_cast<uint64_t>(k.split_chunks)),
              builder_.getInt64(static_cast<uint64_t>(thread_grain(r, k)))});
     builder_.CreateCall(fns.combine, {pointer_table(fns.combine_buffers, ptr), partials});

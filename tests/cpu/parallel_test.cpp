@@ -66,16 +66,13 @@ TEST(SplitReductions, ColumnSumsMaxAndMinAreSplitAndTheSameAtEveryThreadCount) {
   EXPECT_EQ(got[2], mn.to_doubles());
 }
 
-// W5's shape of program: a product whose epilogue ends in a full reduction, and its gradient.
-TEST(SplitReductions, AProductEndingInAFullSumIsSplitWithItsGradient) {
+// W5's loss, sum(exp(w x + b)), and its gradient for w and b: the kernels of the gradient's
+// listing, after the same bits at every thread count and the interpreter's values are checked.
+std::string w5_gradient_checked(const Array& w, const Array& b, const Array& x) {
   auto loss = [](Tensor w, Tensor b, Tensor x) { return fx::sum(fx::exp(fx::matmul(w, x) + b)); };
-  Array w = random({512, 128}, 2, 0.05), b = random({512, 1}, 3, 0.05), x = random({128, 512}, 4, 0.05);
   auto primal = fx::jit(loss, fx::Backend::Cpu);
-  std::string kernels = primal.lower(w, b, x).kernels();
-  EXPECT_NE(kernels.find("split"), std::string::npos) << kernels;
   auto value = same_at_every_thread_count([&] { return std::vector<Array>{primal(w, b, x)}; });
   expect_near_all(value[0], fx::jit(loss, fx::Backend::Interp)(w, b, x).to_doubles(), 1e-5);
-
   auto grad = fx::jit(fx::value_and_grad(loss, {0, 1}), fx::Backend::Cpu);
   auto grads = same_at_every_thread_count([&] {
     auto [v, g] = grad(w, b, x);
@@ -85,6 +82,43 @@ TEST(SplitReductions, AProductEndingInAFullSumIsSplitWithItsGradient) {
   expect_near_all(grads[0], v.to_doubles(), 1e-5);
   expect_near_all(grads[1], g[0].to_doubles(), 1e-4);
   expect_near_all(grads[2], g[1].to_doubles(), 1e-4);
+  return grad.lower(w, b, x).kernels();
+}
+
+// A product as tall as it is wide whose epilogue ends in a full reduction: split over its rows.
+TEST(SplitReductions, AProductEndingInAFullSumIsSplitWithItsGradient) {
+  Array w = random({512, 128}, 2, 0.05), b = random({512, 1}, 3, 0.05), x = random({128, 512}, 4, 0.05);
+  std::string kernels = w5_gradient_checked(w, b, x);
+  EXPECT_TRUE(std::regex_search(kernels, std::regex("\\[512,512\\] split 4: matmul add exp"))) << kernels;
+}
+
+// A product few rows tall and many columns wide, whose reductions all fold its columns (the loss
+// and the bias gradient): its parts are shares of the columns, each packing only its own
+// panels; the last part ends in a panel narrower than the others, over two k-blocks.
+TEST(SplitReductions, AWideProductEndingInRowAndFullSumsIsSplitOverItsColumns) {
+  Array w = random({40, 300}, 7, 0.05), b = random({40, 1}, 8, 0.05), x = random({300, 1000}, 9, 0.05);
+  std::string kernels = w5_gradient_checked(w, b, x);
+  EXPECT_TRUE(std::regex_search(kernels, std::regex("\\[40,1000\\] split 7 columns: matmul add exp"))) << kernels;
+}
+
+// A column sum keeps the columns, which parts of columns would each write only in part: such a
+// product is split over its rows.
+TEST(SplitReductions, AProductWithColumnSumsIsSplitOverItsRows) {
+  auto f = [](Tensor w, Tensor x) {
+    Tensor y = fx::matmul(w, x);
+    return std::make_tuple(fx::sum(y, {0}), fx::sum(y));
+  };
+  Array w = random({256, 64}, 10, 0.1), x = random({64, 1024}, 11, 0.1);
+  auto cpu = fx::jit(f, fx::Backend::Cpu);
+  std::string kernels = cpu.lower(w, x).kernels();
+  EXPECT_TRUE(std::regex_search(kernels, std::regex("\\[256,1024\\] split 2: matmul"))) << kernels;
+  auto got = same_at_every_thread_count([&] {
+    auto [c, t] = cpu(w, x);
+    return std::vector<Array>{c, t};
+  });
+  auto [c, t] = fx::jit(f, fx::Backend::Interp)(w, x);
+  expect_near_all(got[0], c.to_doubles(), 1e-4);
+  expect_near_all(got[1], t.to_doubles(), 1e-4);
 }
 
 // Reductions over several axes in one kernel: the one that keeps dimension 0 is written by the
@@ -130,7 +164,8 @@ TEST(WideProducts, ThreadsSplitTheirPanelsAndGetTheSameBits) {
   // one narrower than a panel, over several k-blocks; the epilogue runs over all of a small
   // result at once, and tile by tile over a larger one.
   auto f = [](Tensor a, Tensor b, Tensor bias) { return fx::tanh(fx::matmul(a, b) + bias); };
-  for (auto [m, n, k] : {std::tuple<int64_t, int64_t, int64_t>{24, 200, 600}, {48, 400, 300}}) {
+  // At least 16 panels split even where there are more row tiles (W5's dW).
+  for (auto [m, n, k] : {std::tuple<int64_t, int64_t, int64_t>{24, 200, 600}, {48, 400, 300}, {200, 520, 70}}) {
     Array a = random({m, k}, 11), b = random({k, n}, 12, 0.1), bias = random({1, n}, 13);
     auto cpu = fx::jit(f, fx::Backend::Cpu);
     auto got = same_at_every_thread_count([&] { return std::vector<Array>{cpu(a, b, bias)}; });

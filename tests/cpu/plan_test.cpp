@@ -84,6 +84,10 @@ TEST(CpuPlans, AWideProductSplitsItsColumnsAcrossThreads) {
   // panels. A tall product splits its rows.
   EXPECT_TRUE(plans(product(8, 64, 512), avx512())[0].split_columns);
   EXPECT_FALSE(plans(product(512, 64, 8), avx512())[0].split_columns);
+  // W5's dW, 256 x 4096 @ 4096 x 512: 32 row tiles but 16 panels, enough for 16 threads, each
+  // packing its own instead of all 8 MiB of B; 15 panels are not.
+  EXPECT_TRUE(plans(product(256, 4096, 512), avx512())[0].split_columns);
+  EXPECT_FALSE(plans(product(256, 4096, 480), avx512())[0].split_columns);
 }
 
 TEST(CpuPlans, FewRowsTimesATransposeRunAsTransposedTiles) {
