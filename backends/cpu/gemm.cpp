@@ -96,7 +96,6 @@ class KernelEmitter::GemmEmitter {
 
   // Rows [r0, r1) of the product of batch_.
   void product(Value* r0, Value* r1) {
-    if (product_.N < lanes_) return dot_products(r0, r1);
     tile_rows_ = static_cast<int>(emitter_.kernel_.plan.tile.m);
     r0_ = r0, r1_ = r1;
     full_tiles_ = builder_.CreateSDiv(builder_.CreateSub(r1, r0), i64(tile_rows_));
@@ -118,26 +117,6 @@ class KernelEmitter::GemmEmitter {
     for_each(i64(0), i64(product_.blocks - 1), [&](Value* kb) { k_block(kb, false, false); });
     k_block(i64(product_.blocks - 1), false, true);
     if (whole_epilogue_) epilogue(r0, r1, first_column(), end_column());
-  }
-
-  // Too narrow for a vector of columns (a dot product, a matrix-vector product): one scalar
-  // multiply-add chain per result element, no packing.
-  void dot_products(Value* r0, Value* r1) {
-    for_each(r0, r1, [&](Value* i) {
-      for_each(i64(0), i64(product_.N), [&](Value* j) {
-        auto over_k = [&](Value* kb, const std::vector<Value*>& outer) {
-          return emit_for(builder_, i64(0), block_length(kb), outer, [&](Value* kk, const std::vector<Value*>& acc) {
-            Value* x = product_.a(batch_, i, kb, kk);
-            Value* y = product_.b(batch_, kb, kk, j);
-            return std::vector<Value*>{
-                builder_.CreateIntrinsic(llvm::Intrinsic::fmuladd, {elem_type_}, {x, y, acc[0]})};
-          });
-        };
-        Value* sum = emit_for(builder_, i64(0), i64(product_.blocks), {zero()}, over_k)[0];
-        builder_.CreateStore(sum, c_element(i, j));
-      });
-    });
-    if (epilogue_) epilogue(r0, r1, i64(0), i64(product_.N));
   }
 
   // The epilogue at rows [i0, i1) x columns [j0, j1). The column loop stays a loop, and a
