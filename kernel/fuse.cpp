@@ -17,6 +17,7 @@
 #include "fluxion/error.h"
 #include "kernel/kernel_ir.h"
 #include "kernel/scatter_lowering.h"
+#include "support/round_up.h"
 #include "support/settings.h"
 
 namespace fluxion::kernel {
@@ -661,12 +662,10 @@ class Fuser {
     }
     k.root = g.root >= 0 ? static_cast<size_t>(g.root) : 0;
     k.operand_views = g.operand_views;
-    // Threads split the outermost dimension unless a reduction folds it.
-    k.parallel = !k.space.empty() && k.space[0] > 1;
-    if (!split_layout(region_, k).reductions.empty()) {
-      k.parallel = false;
-      if (options_.split_reductions) split(k);
-    }
+    // Threads split the outermost dimension unless a reduction folds it or the kernel is split.
+    k.parallel = !k.space.empty() && k.space[0] > 1 && split_layout(region_, k).folded.empty();
+    if (options_.split_reductions) split(k);
+    if (k.split_chunks > 1) k.parallel = false;
     if (k.kind == KernelKind::Scatter && options_.sorted_scatter_min_indices > 0) {
       ScatterGeometry g = scatter_geometry(region_, region_.nodes[k.root]);
       if (g.count >= options_.sorted_scatter_min_indices) k.scratch_bytes = 4 * scatter_order_words(g);
@@ -675,34 +674,52 @@ class Fuser {
     s.kernels.push_back(std::move(k));
   }
 
-  // Splits kernel k into parts (Kernel::split_chunks, split_axis) where it is large enough: over
-  // its rows, or over a product's columns where that gives more parts (kMinSplitMatmulColumns).
+  // Splits kernel k into parts (Kernel::split_chunks, split_over) where it is large enough: a
+  // kernel whose reductions fold its outermost dimension over that dimension, or over a
+  // product's columns where that gives more parts; a weight gradient alone over its images
+  // where that gives more parts than its output channels (kMinSplitPixels).
   void split(Kernel& k) const {
-    k.split_chunks = split_chunk_count(k, 0);
-    const ir::Node& root = region_.nodes[k.root];
-    if (k.kind != KernelKind::MatMul || root.op != Op::MatMul || k.space.size() != 2) return;
-    for (size_t n : k.nodes) {
-      const ir::Node& node = region_.nodes[n];
-      if (ir::op_info(node.op).cls == ir::OpClass::Reduce &&
-          std::find(node.attrs.axes.begin(), node.attrs.axes.end(), 1) == node.attrs.axes.end())
-        return;
-    }
-    Kernel by_columns = k;
-    by_columns.split_axis = 1;
-    int64_t columns = split_chunk_count(by_columns, 1);
-    if (columns > k.split_chunks) {
-      k.split_chunks = columns;
-      k.split_axis = 1;
+    bool folds_outer = !split_layout(region_, k).folded.empty();
+    std::vector<SplitOver> ways;
+    if (folds_outer) ways.push_back(SplitOver::Outer);
+    if (folds_outer && reductions_fold_columns(k)) ways.push_back(SplitOver::Columns);
+    if (!folds_outer && lone_weight_gradient(k)) ways.push_back(SplitOver::Images);
+    for (SplitOver way : ways) {
+      Kernel candidate = k;
+      candidate.split_over = way;
+      int64_t chunks = split_chunk_count(candidate);
+      if (way == SplitOver::Images && chunks <= k.space[0]) continue;
+      if (chunks > k.split_chunks) {
+        k.split_chunks = chunks;
+        k.split_over = way;
+      }
     }
   }
 
-  // How many parts kernel k's dimension `axis` is split into (0: none): see kMaxSplitChunks.
-  // Not when a node of the kernel reads a folded reduction (it needs the whole sum), nor for
+  // A plain matrix product whose every reduction folds its columns.
+  bool reductions_fold_columns(const Kernel& k) const {
+    if (k.kind != KernelKind::MatMul || region_.nodes[k.root].op != Op::MatMul || k.space.size() != 2) return false;
+    return std::all_of(k.nodes.begin(), k.nodes.end(), [&](size_t n) {
+      const ir::Node& node = region_.nodes[n];
+      return ir::op_info(node.op).cls != OpClass::Reduce ||
+             std::find(node.attrs.axes.begin(), node.attrs.axes.end(), 1) != node.attrs.axes.end();
+    });
+  }
+
+  // A convolution's weight gradient with nothing after it in its kernel: its parts' partial
+  // gradients need only be summed.
+  bool lone_weight_gradient(const Kernel& k) const {
+    return k.kind == KernelKind::MatMul && region_.nodes[k.root].op == Op::Conv2dWeightGrad && k.nodes.size() == 1;
+  }
+
+  // How many parts kernel k is split into over k.split_over (0: none): see kMaxSplitChunks.
+  // Not when a node of the kernel reads a folded result (it needs the whole sum), nor for
   // straight-line kernels.
-  int64_t split_chunk_count(const Kernel& k, int axis) const {
-    if (k.kind == KernelKind::StraightLine || static_cast<int>(k.space.size()) <= axis || k.space[axis] < 2) return 0;
+  int64_t split_chunk_count(const Kernel& k) const {
+    int64_t extent = split_extent(region_, k);
+    if (k.kind == KernelKind::StraightLine || extent < 2) return 0;
     int64_t partial_elements = 0;
-    for (size_t f : split_layout(region_, k).reductions) {
+    for (size_t f : split_layout(region_, k).folded) {
       ir::ValueId v = region_.nodes[f].results[0];
       partial_elements += region_.type(v).numel();
       for (const std::vector<size_t>* nodes : {&k.nodes, &k.recomputed}) {
@@ -714,9 +731,15 @@ class Fuser {
     }
     int64_t work = kernel_work(region_, k);
     if (work < kMinParallelWork) return 0;
-    int64_t least = k.kind != KernelKind::MatMul ? 1 : axis == 0 ? kMinSplitMatmulRows : kMinSplitMatmulColumns;
-    int64_t chunks = std::min({kMaxSplitChunks, k.space[axis] / least, work / kSplitChunkWork,
-                               work / (8 * std::max<int64_t>(1, partial_elements))});
+    int64_t least = 1;
+    if (k.split_over == SplitOver::Images) {
+      const Shape& g = region_.type(region_.nodes[k.root].operands[1]).shape;
+      least = support::ceil_div<int64_t>(kMinSplitPixels, std::max<int64_t>(1, g[2] * g[3]));
+    }
+    if (k.split_over == SplitOver::Columns) least = kMinSplitMatmulColumns;
+    if (k.split_over == SplitOver::Outer && k.kind == KernelKind::MatMul) least = kMinSplitMatmulRows;
+    int64_t chunks = std::min(
+        {kMaxSplitChunks, extent / least, work / kSplitChunkWork, work / (8 * std::max<int64_t>(1, partial_elements))});
     return chunks >= 2 ? chunks : 0;
   }
 

@@ -45,6 +45,12 @@ struct StridedView {
   std::vector<int64_t> strides;
 };
 
+// What a split kernel's parts (Kernel::split_chunks) cut: its outermost dimension; a matrix
+// product's columns, where every reduction in it folds them (each part then packs only its own
+// columns of the right operand); or the images a convolution's weight gradient sums over, where
+// the kernel is that gradient alone (each part sums its images into a partial gradient).
+enum class SplitOver : uint8_t { Outer, Columns, Images };
+
 struct Kernel {
   KernelKind kind = KernelKind::Loop;
   Shape space;
@@ -53,14 +59,12 @@ struct Kernel {
   size_t root = 0;                 // MatMul: the matmul or convolution node; Scatter: the scatter_add
   bool parallel = false;           // the outermost dimension may be split across threads
   // A kernel whose reductions fold the outermost dimension (so it is not `parallel`) may still
-  // run as `split_chunks` (> 1) parts of a dimension (`split_axis`), each accumulating into its own partial
+  // run as `split_chunks` (> 1) parts (of what: `split_over`), each accumulating into its own partial
   // results at `partials_offset` in the region's arena (`split_layout`'s part_bytes per part), which
   // are then combined in part order. The number of parts depends on the shapes alone, never on
   // the thread count, so results are the same bits on any number of threads.
   int64_t split_chunks = 0;
-  // The dimension the parts cut: 0, or 1 for a matrix product whose every reduction folds its
-  // columns (a row sum, a full sum), which each part then packs only its own panels of.
-  int split_axis = 0;
+  SplitOver split_over = SplitOver::Outer;
   int64_t partials_offset = 0;
   // Bytes of the region's arena the kernel uses while it runs, at `scratch_offset`, beside its
   // values: a Scatter of FusionOptions::sorted_scatter_min_indices or more indices keeps its
@@ -165,19 +169,30 @@ inline constexpr int64_t kMinSplitMatmulRows = 128;
 // more parts: each part then packs only its own columns of the right operand, and W5's product
 // (256 rows, 4096 columns) becomes 32 parts instead of 2. A multiple of every CPU's panel width.
 inline constexpr int64_t kMinSplitMatmulColumns = 128;
+// The least output pixels (images x pixels per image) of a part of a convolution's weight
+// gradient split over its images: a part's fixed cost (on the CPU, a horizontal sum of every
+// accumulator vector) made LeNet's second weight gradient (8 x 8 pixels an image) take 1.01 ms
+// in 32 parts of 4 images against 0.76 ms unsplit, while its first (24 x 24) took the same
+// 0.39 ms in 32 parts. The split is taken only where it gives more parts than the output
+// channels that threads would otherwise share.
+inline constexpr int64_t kMinSplitPixels = 2048;
 // Kernel k's work: multiply-adds for a matrix product or convolution (whose weight gradient
 // sums over every image and pixel), else the elements of its index space times the scalar
 // operations computed at each (OpInfo::cost).
 int64_t kernel_work(const ir::Region& r, const Kernel& k);
-// The reductions of a kernel that fold its split dimension (Kernel::split_axis; node indices, in
-// node order), which a split kernel accumulates into partial results: where each one's partial result starts
-// within a part's bytes, and a part's bytes.
+// The nodes of a kernel whose results its split folds (node indices, in node order): the
+// reductions over what the parts cut (Kernel::split_over), or a weight gradient split over its
+// images. A split kernel accumulates them into partial results: where each one's partial result
+// starts within a part's bytes, and a part's bytes.
 struct SplitLayout {
-  std::vector<size_t> reductions;
+  std::vector<size_t> folded;
   std::vector<int64_t> offsets;
   int64_t part_bytes = 0;
 };
 SplitLayout split_layout(const ir::Region& r, const Kernel& k);
+// How many indices a split kernel's parts share out: its outermost dimension, its columns or its
+// images (Kernel::split_over).
+int64_t split_extent(const ir::Region& r, const Kernel& k);
 
 // Splits `r` into kernels and steps (fuse.cpp). `top_level`: results may be written in place into
 // the caller's output buffers.

@@ -16,7 +16,11 @@ std::string kernel_line(const ir::Region& r, const Kernel& k, size_t index) {
   out << "kernel " << index << " " << kind;
   if (k.plan.strategy != Strategy::Unplanned) out << "[" << strategy_name(k.plan.strategy) << "]";
   out << " " << shape_str(k.space) << (k.parallel ? " parallel" : "");
-  if (k.split_chunks > 1) out << " split " << k.split_chunks << (k.split_axis == 1 ? " columns" : "");
+  if (k.split_chunks > 1) {
+    out << " split " << k.split_chunks;
+    if (k.split_over == SplitOver::Columns) out << " columns";
+    if (k.split_over == SplitOver::Images) out << " images";
+  }
   out << ":";
   for (size_t n : k.nodes) out << " " << ir::op_name(r.nodes[n].op);
   if (!k.recomputed.empty()) {

@@ -62,16 +62,32 @@ int64_t kernel_work(const ir::Region& r, const Kernel& k) {
 
 SplitLayout split_layout(const ir::Region& r, const Kernel& k) {
   SplitLayout out;
-  for (size_t i : k.nodes) {
-    const ir::Node& n = r.nodes[i];
-    if (ir::op_info(n.op).cls != ir::OpClass::Reduce ||
-        std::find(n.attrs.axes.begin(), n.attrs.axes.end(), k.split_axis) == n.attrs.axes.end())
-      continue;
-    out.reductions.push_back(i);
+  auto fold = [&](size_t i) {
+    out.folded.push_back(i);
     out.offsets.push_back(out.part_bytes);
     out.part_bytes += partial_bytes(r, i);
+  };
+  if (k.split_over == SplitOver::Images) {
+    fold(k.root);
+    return out;
+  }
+  int64_t axis = k.split_over == SplitOver::Columns ? 1 : 0;
+  for (size_t i : k.nodes) {
+    const ir::Node& n = r.nodes[i];
+    if (ir::op_info(n.op).cls == ir::OpClass::Reduce &&
+        std::find(n.attrs.axes.begin(), n.attrs.axes.end(), axis) != n.attrs.axes.end())
+      fold(i);
   }
   return out;
+}
+
+int64_t split_extent(const ir::Region& r, const Kernel& k) {
+  switch (k.split_over) {
+    case SplitOver::Columns: return k.space.size() > 1 ? k.space[1] : 1;
+    case SplitOver::Images: return r.type(r.nodes[k.root].operands[1]).shape.at(0);
+    case SplitOver::Outer: break;
+  }
+  return k.space.empty() ? 1 : k.space[0];
 }
 
 }  // namespace fluxion::kernel

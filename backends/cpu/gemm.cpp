@@ -45,11 +45,15 @@ class KernelEmitter::GemmEmitter {
 
   void run(Value* lo, Value* hi) {
     const kernel::Kernel& k = emitter_.kernel_;
-    if (k.split_chunks > 1 && k.split_axis == 1) {
+    if (k.split_chunks > 1 && k.split_over == kernel::SplitOver::Columns) {
       // A part of a kernel split over columns (kernel_ir.h): [lo, hi) starts at a panel and ends
       // at one or at the last column (thread_grain).
       p0_ = builder_.CreateSDiv(lo, i64(panel_columns_));
       p1_ = builder_.CreateSDiv(builder_.CreateAdd(hi, i64(panel_columns_ - 1)), i64(panel_columns_));
+      product(i64(0), i64(product_.M));
+    } else if (k.split_chunks > 1 && k.split_over == kernel::SplitOver::Images) {
+      // A part of a weight gradient split over its images: a k-block is one image's pixels.
+      kb0_ = lo, kb1_ = hi;
       product(i64(0), i64(product_.M));
     } else if (k.plan.split_columns) {
       // The kernel's range of rows [lo, hi) stands for the same share of the panels (as in
@@ -114,8 +118,9 @@ class KernelEmitter::GemmEmitter {
       if (epilogue_) epilogue(r0, r1, first_column(), end_column());
       return;
     }
-    for_each(i64(0), i64(product_.blocks - 1), [&](Value* kb) { k_block(kb, false, false); });
-    k_block(i64(product_.blocks - 1), false, true);
+    Value* last = builder_.CreateSub(kb1_ ? kb1_ : i64(product_.blocks), i64(1));
+    for_each(kb0_ ? kb0_ : i64(0), last, [&](Value* kb) { k_block(kb, false, false); });
+    k_block(last, false, true);
     if (whole_epilogue_) epilogue(r0, r1, first_column(), end_column());
   }
 
@@ -348,6 +353,7 @@ class KernelEmitter::GemmEmitter {
   Index batch_;
   Value *r0_ = nullptr, *r1_ = nullptr, *full_tiles_ = nullptr, *full_rows_end_ = nullptr;
   Value *p0_ = nullptr, *p1_ = nullptr;  // this call's panels, when threads split them
+  Value *kb0_ = nullptr, *kb1_ = nullptr;  // this call's k-blocks, when parts split them
   int tile_rows_ = 1;
 };
 

@@ -235,12 +235,12 @@ void KernelEmitter::nest(const Shape& shape, Value* lo, Value* hi, const std::fu
 }
 
 // Reduction results are accumulated in place: set them to the identity over the part of the
-// output this call's range touches. A reduction that folds the range's dimension (0, or a split
-// kernel's split_axis) is whole in every call: the kernel is called once, or once per part with
-// partial results of its own. Only a range over dimension 0 is kept by a reduction (fuse.cpp
-// splits a product's columns only when every reduction folds them).
+// output this call's range touches. A reduction that folds the range's dimension (0, or a
+// product's columns where its parts split them) is whole in every call: the kernel is called once, or once per part
+// with partial results of its own. Only a range over dimension 0 is kept by a reduction (fuse.cpp splits a product's
+// columns only when every reduction folds them).
 void KernelEmitter::init_reductions(Value* lo, Value* hi) {
-  int64_t range_axis = kernel_.split_chunks > 1 ? kernel_.split_axis : 0;
+  int64_t range_axis = kernel_.split_chunks > 1 && kernel_.split_over == kernel::SplitOver::Columns ? 1 : 0;
   for (size_t n : kernel_.nodes) {
     const ir::Node& node = region_.nodes[n];
     if (ir::op_info(node.op).cls != ir::OpClass::Reduce) continue;
@@ -394,8 +394,10 @@ llvm::Function* KernelEmitter::emit_combine(const std::string& name) {
   llvm::Function* f = begin_function(name, {builder_.getPtrTy()});
   Value* partials = f->getArg(1);
   kernel::SplitLayout layout = kernel::split_layout(region_, kernel_);
-  for (size_t i = 0; i < layout.reductions.size(); ++i) {
-    const ir::Node& node = region_.nodes[layout.reductions[i]];
+  for (size_t i = 0; i < layout.folded.size(); ++i) {
+    const ir::Node& node = region_.nodes[layout.folded[i]];
+    // A weight gradient's partial gradients are sums over their images.
+    ir::Op op = ir::op_info(node.op).cls == ir::OpClass::Reduce ? node.op : ir::Op::ReduceSum;
     ir::ValueId out = node.results[0];
     const TensorType& t = region_.type(out);
     llvm::Type* et = mem_type(context_, t.dtype);
@@ -407,7 +409,7 @@ llvm::Function* KernelEmitter::emit_combine(const std::string& name) {
     };
     emit_for(builder_, i64(0), i64(t.numel()), {}, [&](Value* e, const std::vector<Value*>&) {
       Value* acc = part(0, e);
-      for (int64_t c = 1; c < kernel_.split_chunks; ++c) acc = combine(node.op, t.dtype, acc, part(c, e));
+      for (int64_t c = 1; c < kernel_.split_chunks; ++c) acc = combine(op, t.dtype, acc, part(c, e));
       Value* x = t.dtype == DType::boolean ? builder_.CreateZExt(acc, builder_.getInt8Ty()) : acc;
       builder_.CreateStore(x, builder_.CreateInBoundsGEP(et, pointer(out), e));
       return std::vector<Value*>{};

@@ -237,7 +237,7 @@ class ProgramEmitter {
     };
     mark();
     if (k.split_chunks > 1) {
-      split_call(r, s, k, fns, ptr, k.space[static_cast<size_t>(k.split_axis)], arena);
+      split_call(r, s, k, fns, ptr, kernel::split_extent(r, k), arena);
     } else if (k.parallel && work >= kernel::kMinParallelWork && n0 > 1) {
       auto pf =
           module_.getOrInsertFunction("fx_parallel_for", builder_.getVoidTy(), builder_.getPtrTy(), builder_.getPtrTy(),
@@ -262,8 +262,8 @@ class ProgramEmitter {
     // Where each kernel buffer that is a folded reduction's result starts in a part's partial
     // results (-1: every part shares the buffer). The buffers are the values that hold the bytes.
     std::vector<int64_t> partial(bufs.size(), -1);
-    for (size_t f = 0; f < layout.reductions.size(); ++f) {
-      ir::ValueId v = r.nodes[layout.reductions[f]].results[0];
+    for (size_t f = 0; f < layout.folded.size(); ++f) {
+      ir::ValueId v = r.nodes[layout.folded[f]].results[0];
       if (s.storage[static_cast<size_t>(v)] == Storage::Alias) v = s.alias_of[static_cast<size_t>(v)];
       auto at = std::find(bufs.begin(), bufs.end(), v);
       if (at != bufs.end()) partial[static_cast<size_t>(at - bufs.begin())] = layout.offsets[f];

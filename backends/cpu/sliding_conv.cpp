@@ -277,7 +277,13 @@ void KernelEmitter::SlidingConv::weight_grad(const Slide& s, int lanes, Value* l
   DType t = region_.type(res).dtype;
   auto [et, vt, ealign, valign] = vector_types(context_, t, lanes);
   const int mo = grad_tile_rows(target_.vector_registers), tb = grad_tile_taps(target_.vector_registers);
-  int64_t images = region_.type(g).shape[0];
+  // Threads split the output channels [lo, hi), or a part of a kernel split over its images
+  // takes images [lo, hi) of every channel.
+  bool by_images = kernel_.split_chunks > 1 && kernel_.split_over == kernel::SplitOver::Images;
+  Value* image0 = by_images ? lo : i64(0);
+  Value* image1 = by_images ? hi : i64(region_.type(g).shape[0]);
+  Value* channel0 = by_images ? i64(0) : lo;
+  Value* channel1 = by_images ? i64(s.rows) : hi;
   int64_t taps = s.channels * s.KH * s.KW, kk = s.KH * s.KW;
   int64_t row_len = support::round_up<int64_t>(s.wide(), lanes), steps = row_len / lanes;
   Value* staged = stack_buffer(et, s.staged() + lanes);
@@ -354,7 +360,7 @@ void KernelEmitter::SlidingConv::weight_grad(const Slide& s, int lanes, Value* l
         for (int j = 0; j < nt; ++j)
           builder_.CreateAlignedStore(acc[static_cast<size_t>(o * nt + j)], slot(o, j), valign);
     };
-    emit_for(builder_, i64(0), i64(images), {}, [&](Value* image, const std::vector<Value*>&) {
+    emit_for(builder_, image0, image1, {}, [&](Value* image, const std::vector<Value*>&) {
       stage_image(x, image, i64(0), s.channels, staged, {s.SH * s.SW, s.SW, s.before_h, s.before_w, s.SH, s.SW});
       stage_image(g, image, o0, count, grads, {row_len, s.SW, 0, 0, s.out_h, s.out_w});
       // Masking costs a third of the kernel's time (LeNet's conv2): only an image holding an
@@ -393,14 +399,14 @@ void KernelEmitter::SlidingConv::weight_grad(const Slide& s, int lanes, Value* l
     });
     emitter_.memo_ = std::move(saved);
   };
-  // Threads split the output channels [lo, hi): whole blocks, then the rest as one block.
-  Value* full = builder_.CreateSDiv(builder_.CreateSub(hi, lo), i64(mo));
+  // Whole blocks of channels, then the rest as one block.
+  Value* full = builder_.CreateSDiv(builder_.CreateSub(channel1, channel0), i64(mo));
   emit_for(builder_, i64(0), full, {}, [&](Value* ob, const std::vector<Value*>&) {
-    channel_block(builder_.CreateAdd(lo, builder_.CreateMul(ob, i64(mo))), mo);
+    channel_block(builder_.CreateAdd(channel0, builder_.CreateMul(ob, i64(mo))), mo);
     return std::vector<Value*>{};
   });
-  Value* rest_start = builder_.CreateAdd(lo, builder_.CreateMul(full, i64(mo)));
-  Value* rest = builder_.CreateSub(hi, rest_start);
+  Value* rest_start = builder_.CreateAdd(channel0, builder_.CreateMul(full, i64(mo)));
+  Value* rest = builder_.CreateSub(channel1, rest_start);
   for (int count = 1; count < mo; ++count) {
     emit_if(builder_, builder_.CreateICmpEQ(rest, i64(count)), [&] { channel_block(rest_start, count); });
   }

@@ -5,6 +5,8 @@
 
 #include <fluxion/fluxion.h>
 
+#include <algorithm>
+#include <cmath>
 #include <functional>
 #include <regex>
 #include <string>
@@ -99,6 +101,48 @@ TEST(SplitReductions, AWideProductEndingInRowAndFullSumsIsSplitOverItsColumns) {
   Array w = random({40, 300}, 7, 0.05), b = random({40, 1}, 8, 0.05), x = random({300, 1000}, 9, 0.05);
   std::string kernels = w5_gradient_checked(w, b, x);
   EXPECT_TRUE(std::regex_search(kernels, std::regex("\\[40,1000\\] split 7 columns: matmul add exp"))) << kernels;
+}
+
+// A convolution's weight gradient alone in its kernel sums over every image: its parts take
+// shares of the images (at least 2048 output pixels each), each summing into a partial
+// gradient, as sliding windows (LeNet's first layer) and as im2col (256 channels are too many
+// for the stack buffers), in f32 and f64. Where that gives no more parts than output channels
+// (LeNet's second layer, 8 x 8 pixels an image), threads share the channels.
+TEST(SplitReductions, AWeightGradientIsSplitOverItsImages) {
+  struct Case {
+    fx::Shape x, w;
+    const char* listing;
+  };
+  const Case cases[] = {
+      {{64, 1, 28, 28}, {6, 1, 5, 5}, "matmul\\[sliding\\] \\[6,1,5,5\\] split 16 images: conv2d_weight_grad"},
+      {{40, 6, 12, 12}, {16, 6, 5, 5}, "matmul\\[sliding\\] \\[16,6,5,5\\] parallel: conv2d_weight_grad"},
+      {{8, 256, 24, 24}, {1, 256, 3, 3}, "matmul\\[im2col\\] \\[1,256,3,3\\] split 2 images: conv2d_weight_grad"},
+  };
+  uint32_t seed = 20;
+  for (fx::DType t : {fx::f32, fx::f64}) {
+    for (const Case& c : cases) {
+      SCOPED_TRACE(std::string(fx::dtype_name(t)) + " x" + fx::testing::str(c.x));
+      Array x = fx::testing::make(t, fx::testing::random_doubles(fx::numel(c.x), -1, 1, seed++), c.x);
+      Array w = fx::testing::make(t, fx::testing::random_doubles(fx::numel(c.w), -1, 1, seed++), c.w);
+      auto loss = [](Tensor x, Tensor w) {
+        Tensor y = fx::conv2d(x, w, {.padding = {1}});
+        return fx::sum(y * y);
+      };
+      auto grad = fx::jit(fx::grad(loss, {1}), fx::Backend::Cpu);
+      std::string kernels = grad.lower(x, w).kernels();
+      EXPECT_TRUE(std::regex_search(kernels, std::regex(c.listing))) << kernels;
+      auto got = same_at_every_thread_count([&] { return std::vector<Array>{grad(x, w)[0]}; });
+      std::vector<double> want = fx::jit(fx::grad(loss, {1}), fx::Backend::Interp)(x, w)[0].to_doubles();
+      // Each element sums images x pixels products of g = 2 y, itself a sum over channels x taps.
+      double pixels = static_cast<double>((c.x[2] + 3 - c.w[2]) * (c.x[3] + 3 - c.w[3]));
+      double terms = static_cast<double>(c.x[0]) * pixels + static_cast<double>(c.w[1] * c.w[2] * c.w[3]);
+      double scale = 0;
+      for (double v : want) scale = std::max(scale, std::abs(v));
+      double tolerance = (t == fx::f32 ? 0x1p-24 : 0x1p-53) * 8 * terms * (1 + scale);
+      ASSERT_EQ(got[0].size(), want.size());
+      for (size_t i = 0; i < want.size(); ++i) ASSERT_NEAR(got[0][i], want[i], tolerance) << "element " << i;
+    }
+  }
 }
 
 // A column sum keeps the columns, which parts of columns would each write only in part: such a
