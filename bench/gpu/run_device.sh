@@ -2,8 +2,9 @@
 # The one-shot GPU benchmark, on a machine with a GPU and its driver: the Vulkan self-test;
 # fluxion_gpu_kernels (square products, a 64 MB map, row, column and whole sums, operands on the
 # device); fluxion_gpu_bench (W1-W7 and gpt_train's step at batch 16 and 256); the same in
-# PyTorch and JAX when their packages and a GPU are there (peers.py, workload_peers.py); then
-# table.py's table and OUT/gpu_bench.json. Results go to OUT as they are made, so a run cut
+# PyTorch and JAX when their packages and a GPU are there (peers.py, workload_peers.py); the host
+# CPU's table, W1-W7 on the CPU backend and W1-W6 in PyTorch on the CPU at each of CPU_THREADS
+# (default 1,2,4,8,16); then table.py's tables and OUT/gpu_bench.json. Results go to OUT as they are made, so a run cut
 # short still leaves them. With GPU_BENCH_SWEEP=1 it also times the kernels under each
 # plan-rules file of bench/gpu/plans/ and with the other device class's plans.
 #
@@ -39,7 +40,7 @@ fi
 icd=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
 if [[ -z "${VK_DRIVER_FILES:-}" && -f $icd ]]; then export VK_DRIVER_FILES=$icd; fi
 export FLUXION_DISK_CACHE=0
-rm -f "$out"/{kernels,peers,workloads,workload_peers}.txt
+rm -f "$out"/{kernels,peers,workloads,workload_peers,cpu_workloads,cpu_peers}.txt
 { nvidia-smi -L 2>/dev/null; lscpu | grep 'Model name'; } > "$out/machine.txt"
 timeout 120 "$selftest" --json "$out/selftest.json" > "$out/selftest.txt" 2>&1
 echo "selftest: exit $?" >> "$out/selftest.txt"
@@ -51,6 +52,9 @@ timed_kernels planner
 timeout 150 "$bench" > "$out/workloads.txt" 2>&1
 PYTHONUNBUFFERED=1 timeout 60 python3 bench/gpu/peers.py "${sizes[@]}" >> "$out/peers.txt" 2>&1
 PYTHONUNBUFFERED=1 timeout 120 python3 bench/gpu/workload_peers.py >> "$out/workload_peers.txt" 2>&1
+threads=${CPU_THREADS:-1,2,4,8,16}
+timeout 300 "$bench" --cpu-threads "$threads" > "$out/cpu_workloads.txt" 2>&1
+PYTHONUNBUFFERED=1 timeout 300 python3 bench/gpu/workload_peers.py --cpu-threads "$threads" >> "$out/cpu_peers.txt" 2>&1
 if [[ "${GPU_BENCH_SWEEP:-0}" == 1 ]]; then
   for rules in bench/gpu/plans/*.txt; do
     FLUXION_KERNEL_PLANS=$(realpath "$rules") timed_kernels "$(basename "$rules" .txt)"

@@ -1,7 +1,8 @@
 """The GPU benchmark's one table: reads what run_device.sh left in OUT (fluxion_gpu_bench's and
-workload_peers.py's WL lines, fluxion_gpu_kernels' and peers.py's RES lines), prints two
-Markdown tables (workloads by median, kernels by minimum microseconds) with Fluxion's ratio to
-the fastest FP32 peer, and writes every measurement to OUT/gpu_bench.json.
+workload_peers.py's WL lines, fluxion_gpu_kernels' and peers.py's RES lines), prints Markdown
+tables (workloads by median, kernels by minimum microseconds) with Fluxion's ratio to the
+fastest FP32 peer, and the host CPU's table (Fluxion's CPU backend beside PyTorch on the CPU at
+each thread count, "system@threads"), and writes every measurement to OUT/gpu_bench.json.
 usage: python3 bench/gpu/table.py OUT"""
 import json
 import os
@@ -25,7 +26,7 @@ def number(field):  # "median_us 12.5" or "12.5"
 
 def read(out):
     records = []
-    for name in ("workloads.txt", "workload_peers.txt"):
+    for name in ("workloads.txt", "workload_peers.txt", "cpu_workloads.txt", "cpu_peers.txt"):
         for f in lines(os.path.join(out, name)):
             if f[0] == "WL" and len(f) == 7:
                 records.append({"kind": "workload", "system": f[1], "workload": f[2], "mode": f[3],
@@ -61,6 +62,28 @@ def table(header, rows):
     print()
 
 
+def cpu_table(cells, workloads):
+    """Rows by workload, mode and thread count: Fluxion's and PyTorch's medians, their ratio, and
+    Fluxion's speed-up over its own time at the fewest threads measured."""
+    threads = sorted({int(s.rpartition("@")[2]) for s, _, _ in cells if s.startswith("fluxion-cpu@")})
+    if not threads:
+        return
+    print("Host CPU, median microseconds per call (Fluxion: CPU backend; PyTorch: eager, CPU)\n")
+    rows = []
+    for w, m in workloads:
+        base = cells.get((f"fluxion-cpu@{threads[0]}", w, m))
+        for n in threads:
+            ours, torch = cells.get((f"fluxion-cpu@{n}", w, m)), cells.get((f"torch-cpu@{n}", w, m))
+            if not ours and not torch:
+                continue
+            rows.append([w, m, str(n), f"{ours['median_us']:,.0f}" if ours else "-",
+                         f"{torch['median_us']:,.0f}" if torch else "-",
+                         f"{ours['median_us'] / torch['median_us']:.2f}x" if ours and torch else "-",
+                         f"{base['median_us'] / ours['median_us']:.2f}x" if ours and base else "-"])
+    table(["workload", "mode", "threads", "Fluxion", "PyTorch", "Fluxion / PyTorch",
+           f"Fluxion speed-up over {threads[0]} thread(s)"], rows)
+
+
 def main():
     out = sys.argv[1] if len(sys.argv) > 1 else "."
     records = read(out)
@@ -77,13 +100,15 @@ def main():
     print("Workloads, median microseconds per call (Fluxion: Vulkan, arguments on the device)\n")
     table(["workload", "mode"] + list(WORKLOAD_SYSTEMS) + ["Fluxion / best FP32 peer"],
           [[w, m] + [fmt(cells.get((s, w, m)), "median_us") for s in WORKLOAD_SYSTEMS] +
-           [ratio(cells, (w, m), "median_us")] for w, m in workloads])
+           [ratio(cells, (w, m), "median_us")] for w, m in workloads
+           if any((s, w, m) in cells for s in WORKLOAD_SYSTEMS)])
     kernels = sorted({(r["kernel"], r["size"]) for r in records if r["kind"] == "kernel"})
     print("Kernels, minimum microseconds of 9 calls (operands on the device)\n")
     table(["kernel", "size"] + list(KERNEL_SYSTEMS) + ["Fluxion / best FP32 peer", "Fluxion rate"],
           [[k, str(n)] + [fmt(cells.get((s, k, n)), "min_us") for s in KERNEL_SYSTEMS] +
            [ratio(cells, (k, n), "min_us"), cells.get(("fluxion-vulkan", k, n), {}).get("rate", "-")]
            for k, n in kernels])
+    cpu_table(cells, workloads)
     path = os.path.join(out, "gpu_bench.json")
     with open(path + ".tmp", "w") as f:
         json.dump(records, f, indent=1)

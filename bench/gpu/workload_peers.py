@@ -2,18 +2,23 @@
 and TF32 for the workloads with products) and JAX (jit, FP32 products), on the same GPU as
 fluxion_gpu_bench, printing its lines:
   WL <tab> system <tab> workload <tab> mode <tab> median_us <tab> min_us <tab> first_ms
+With --cpu-threads, PyTorch on the CPU instead, at each thread count (system "torch-cpu@N";
+W1-W6 unless --workloads names others: eager W7 takes about a second a call there). JAX is not
+run on the CPU: its thread count is fixed when it starts.
 Shapes are those of docs/performance.md; inputs are random (times do not depend on the values).
 Each peer is skipped when its package or a GPU is missing.
-usage: python3 bench/gpu/workload_peers.py [--time S] [--workloads W1,...,GPT]"""
+usage: python3 bench/gpu/workload_peers.py [--time S] [--workloads W1,...,GPT] [--cpu-threads 1,2,...]"""
 import argparse
 import statistics
 import time
 
 parser = argparse.ArgumentParser()
 parser.add_argument("--time", type=float, default=0.3)
-parser.add_argument("--workloads", default="W1,W2,W3,W4,W5,W6,W7,GPT")
+parser.add_argument("--workloads")
+parser.add_argument("--cpu-threads")
 args = parser.parse_args()
-WANTED = set(args.workloads.split(","))
+CPU_THREADS = [int(n) for n in args.cpu_threads.split(",")] if args.cpu_threads else []
+WANTED = set((args.workloads or ("W1,W2,W3,W4,W5,W6" if CPU_THREADS else "W1,W2,W3,W4,W5,W6,W7,GPT")).split(","))
 W7_STEPS = 8000
 PRODUCTS = {"W3", "W4", "W5", "W6", "GPT"}  # the workloads TF32 changes
 
@@ -45,15 +50,23 @@ def cell(system, workload, mode, call, sync, budget=None):
 
 def torch_workloads(tf32):
     import torch
-    import torch.nn.functional as F
     if not torch.cuda.is_available():
         return
     torch.backends.cuda.matmul.allow_tf32 = tf32
     torch.backends.cudnn.allow_tf32 = tf32
-    system = "torch-tf32" if tf32 else "torch"
-    wanted = WANTED & PRODUCTS if tf32 else WANTED
-    dev = torch.device("cuda")
-    sync = torch.cuda.synchronize
+    torch_cells(torch, "torch-tf32" if tf32 else "torch", WANTED & PRODUCTS if tf32 else WANTED,
+                torch.device("cuda"), torch.cuda.synchronize)
+
+
+def torch_cpu_workloads():
+    import torch
+    for threads in CPU_THREADS:
+        torch.set_num_threads(threads)
+        torch_cells(torch, f"torch-cpu@{threads}", WANTED, torch.device("cpu"), lambda: None)
+
+
+def torch_cells(torch, system, wanted, dev, sync):
+    import torch.nn.functional as F
     gen = torch.Generator().manual_seed(0)
 
     def rand(*shape, scale=1.0):
@@ -254,7 +267,9 @@ def jax_workloads():
 
 
 def main():
-    for peer in (lambda: torch_workloads(False), lambda: torch_workloads(True), jax_workloads):
+    peers = [torch_cpu_workloads] if CPU_THREADS else [lambda: torch_workloads(False), lambda: torch_workloads(True),
+                                                        jax_workloads]
+    for peer in peers:
         try:
             peer()
         except ImportError as e:

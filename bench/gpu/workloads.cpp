@@ -1,8 +1,10 @@
 // W1-W7 and gpt_train's training step at batch 16 and 256 on the Vulkan backend, with every
 // argument in device memory before the first call (as the GPU peers keep theirs), for the GPU
-// benchmark (bench/gpu/README.md). One line per cell, the format workload_peers.py prints too:
+// benchmark (bench/gpu/README.md); with --cpu-threads, W1-W7 on the CPU backend instead, at
+// each thread count (system "fluxion-cpu@N"), for the host's table beside PyTorch's. One line
+// per cell, the format workload_peers.py prints too:
 //   WL <tab> system <tab> workload <tab> mode <tab> median_us <tab> min_us <tab> first_ms
-// usage: fluxion_gpu_bench [--time S] [--workloads W1,W2,...,GPT]
+// usage: fluxion_gpu_bench [--time S] [--workloads W1,W2,...,GPT] [--cpu-threads 1,2,4,...]
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -66,11 +68,44 @@ bench::CaseSpec gpt_step(int64_t batch) {
           }};
 }
 
-std::set<std::string> split(const std::string& list) {
-  std::set<std::string> out;
+std::vector<std::string> split(const std::string& list) {
+  std::vector<std::string> out;
   std::stringstream in(list);
-  for (std::string item; std::getline(in, item, ',');) out.insert(item);
+  for (std::string item; std::getline(in, item, ',');) out.push_back(item);
   return out;
+}
+
+void print(const bench::CaseSpec& s, const std::string& system, const bench::Record& r) {
+  std::printf("WL\t%s\t%s\t%s\t%.1f\t%.1f\t%.1f\n", system.c_str(), s.workload.c_str(), s.mode.c_str(), r.median_us,
+              r.min_us, r.compile_ms.value_or(0));
+  std::fflush(stdout);
+}
+
+void print_error(const bench::CaseSpec& s, const std::string& system, const std::exception& e) {
+  std::printf("ERR\t%s\t%s\t%s\t%s\n", system.c_str(), s.workload.c_str(), s.mode.c_str(), e.what());
+  std::fflush(stdout);
+}
+
+// Each CPU case compiled once, then measured at every thread count in turn (first_ms is the
+// compile, at the first count only).
+void cpu_table(const std::vector<bench::CaseSpec>& specs, const std::vector<int>& threads,
+               const bench::MeasureOptions& mo) {
+  for (const bench::CaseSpec& s : specs) {
+    try {
+      bench::Case c = s.make();
+      for (int n : threads) {
+        fx::set_num_threads(n);
+        std::string system = s.system + "@" + std::to_string(n);
+        try {
+          print(s, system, bench::measure(s, c, n, mo));
+        } catch (const std::exception& e) {
+          print_error(s, system, e);
+        }
+      }
+    } catch (const std::exception& e) {
+      print_error(s, s.system, e);
+    }
+  }
 }
 
 }  // namespace
@@ -79,35 +114,47 @@ int main(int argc, char** argv) try {
   bench::MeasureOptions mo;
   mo.target_s = 0.3;
   std::set<std::string> wanted;
+  std::vector<int> cpu_threads;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "--time" && i + 1 < argc) {
       mo.target_s = std::atof(argv[++i]);
     } else if (a == "--workloads" && i + 1 < argc) {
-      wanted = split(argv[++i]);
+      for (const std::string& w : split(argv[++i])) wanted.insert(w);
+    } else if (a == "--cpu-threads" && i + 1 < argc) {
+      for (const std::string& n : split(argv[++i])) cpu_threads.push_back(std::max(1, std::atoi(n.c_str())));
     } else {
-      std::fprintf(stderr, "usage: fluxion_gpu_bench [--time S] [--workloads W1,W2,...,GPT]\n");
+      std::fprintf(stderr,
+                   "usage: fluxion_gpu_bench [--time S] [--workloads W1,W2,...,GPT] [--cpu-threads 1,2,4,...]\n");
       return 2;
     }
   }
   mo.warmup_s = mo.target_s / 10;
   mo.min_reps = 3;
   const bench::Inputs inputs = bench::make_inputs();  // the cases read it when they are made
-  std::vector<bench::CaseSpec> specs = bench::fluxion_cases(inputs, "vulkan", 0, true);
-  specs.push_back(gpt_step(16));
-  specs.push_back(gpt_step(256));
-  for (const bench::CaseSpec& s : specs) {
+  std::vector<bench::CaseSpec> specs;
+  if (cpu_threads.empty()) {
+    specs = bench::fluxion_cases(inputs, "vulkan", 0, true);
+    specs.push_back(gpt_step(16));
+    specs.push_back(gpt_step(256));
+  } else {
+    specs = bench::fluxion_cases(inputs, "cpu", 0);
+  }
+  std::erase_if(specs, [&](const bench::CaseSpec& s) {
     std::string family = s.workload.rfind("GPT", 0) == 0 ? "GPT" : s.workload;
-    if (!wanted.empty() && !wanted.count(family)) continue;
+    return !wanted.empty() && !wanted.count(family);
+  });
+  if (!cpu_threads.empty()) {
+    cpu_table(specs, cpu_threads, mo);
+    return 0;
+  }
+  for (const bench::CaseSpec& s : specs) {
     try {
       bench::Case c = s.make();
-      bench::Record r = bench::measure(s, c, 1, mo);
-      std::printf("WL\t%s\t%s\t%s\t%.1f\t%.1f\t%.1f\n", s.system.c_str(), s.workload.c_str(), s.mode.c_str(),
-                  r.median_us, r.min_us, r.compile_ms.value_or(0));
+      print(s, s.system, bench::measure(s, c, 1, mo));
     } catch (const std::exception& e) {
-      std::printf("ERR\t%s\t%s\t%s\t%s\n", s.system.c_str(), s.workload.c_str(), s.mode.c_str(), e.what());
+      print_error(s, s.system, e);
     }
-    std::fflush(stdout);
   }
   return 0;
 } catch (const std::exception& e) {
