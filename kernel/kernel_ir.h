@@ -58,13 +58,16 @@ struct Kernel {
   std::vector<size_t> recomputed;  // cheap nodes of other kernels computed here again, not stored
   size_t root = 0;                 // MatMul: the matmul or convolution node; Scatter: the scatter_add
   bool parallel = false;           // the outermost dimension may be split across threads
-  // A kernel whose reductions fold the outermost dimension (so it is not `parallel`) may still
-  // run as `split_chunks` (> 1) parts (of what: `split_over`), each accumulating into its own partial
+  // A kernel whose reductions fold the outermost dimension (so it is not `parallel`), or a
+  // weight gradient alone (which sums over its images), may run as `split_chunks` (> 1) parts
+  // (of what: `split_over`), each accumulating into its own partial
   // results at `partials_offset` in the region's arena (`split_layout`'s part_bytes per part), which
   // are then combined in part order. The number of parts depends on the shapes alone, never on
   // the thread count, so results are the same bits on any number of threads.
   int64_t split_chunks = 0;
   SplitOver split_over = SplitOver::Outer;
+  // Whether the kernel runs as parts cutting `way`.
+  bool split_by(SplitOver way) const { return split_chunks > 1 && split_over == way; }
   int64_t partials_offset = 0;
   // Bytes of the region's arena the kernel uses while it runs, at `scratch_offset`, beside its
   // values: a Scatter of FusionOptions::sorted_scatter_min_indices or more indices keeps its
@@ -132,8 +135,9 @@ struct FusionOptions {
   // Small loop bodies become one StraightLine kernel (see `straight_line_region`). Off for the GPU, whose
   // kernels are one invocation per index.
   bool straight_line_regions = true;
-  // Kernels reducing over their outermost dimension are split into partial results (the CPU,
-  // whose threads split the outermost dimension; a GPU reduces within workgroups instead).
+  // Kernels reducing over their outermost dimension, and weight gradients alone in their
+  // kernel, are split into parts with partial results (Kernel::split_over; the CPU, whose
+  // threads split the parts; a GPU reduces within workgroups instead).
   bool split_reductions = true;
   // A scan's carries get a second buffer each in the scan's arena (scan_carry_buffers), so that
   // the CPU alternates them by step instead of copying each step's new carries back.

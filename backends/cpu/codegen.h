@@ -78,8 +78,9 @@ class KernelEmitter {
   llvm::Function* emit(const std::string& name);
   const std::vector<ir::ValueId>& buffers() const { return buffer_values_; }
   // A split kernel's combination of its parts (Kernel::split_chunks), on a fresh emitter:
-  // `void name(ptr bufs, ptr partials)` stores each folded reduction's partial results,
-  // combined in part order, into its own buffer; `bufs` holds buffers()' pointers.
+  // `void name(ptr bufs, ptr partials)` stores each folded node's partial results (a
+  // reduction's, or an image-split weight gradient's), combined in part order, into its own
+  // buffer; `bufs` holds buffers()' pointers.
   llvm::Function* emit_combine(const std::string& name);
 
   // The value of v at index `idx` (one i64 per dimension of v's type).

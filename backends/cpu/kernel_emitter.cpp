@@ -240,17 +240,18 @@ void KernelEmitter::nest(const Shape& shape, Value* lo, Value* hi, const std::fu
 // with partial results of its own. Only a range over dimension 0 is kept by a reduction (fuse.cpp splits a product's
 // columns only when every reduction folds them).
 void KernelEmitter::init_reductions(Value* lo, Value* hi) {
-  int64_t range_axis = kernel_.split_chunks > 1 && kernel_.split_over == kernel::SplitOver::Columns ? 1 : 0;
+  int64_t range_axis = kernel_.split_by(kernel::SplitOver::Columns) ? 1 : 0;
   for (size_t n : kernel_.nodes) {
     const ir::Node& node = region_.nodes[n];
     if (ir::op_info(node.op).cls != ir::OpClass::Reduce) continue;
     ir::ValueId out = node.results[0];
     const TensorType& t = region_.type(out);
-    bool keeps_dim0 = std::find(node.attrs.axes.begin(), node.attrs.axes.end(), range_axis) == node.attrs.axes.end();
+    bool keeps_range_axis =
+        std::find(node.attrs.axes.begin(), node.attrs.axes.end(), range_axis) == node.attrs.axes.end();
     Value* init = reduce_identity(node.op, t.dtype);
     if (t.shape.empty()) {
       store(out, {}, init);
-    } else if (keeps_dim0) {
+    } else if (keeps_range_axis) {
       nest(t.shape, lo, hi, [&](const Index& idx) { store(out, idx, init); });
     } else {
       nest(t.shape, i64(0), i64(t.shape[0]), [&](const Index& idx) { store(out, idx, init); });

@@ -178,7 +178,7 @@ KernelPlan plan_kernel(const ir::Region& r, const kernel::RegionSchedule& s, con
 }
 
 int64_t thread_grain(const ir::Region& r, const kernel::Kernel& k) {
-  if (k.split_chunks > 1 && k.split_over == kernel::SplitOver::Columns) return std::max<int64_t>(1, k.plan.tile.n);
+  if (k.split_by(kernel::SplitOver::Columns)) return std::max<int64_t>(1, k.plan.tile.n);
   bool rows = k.plan.strategy == Strategy::Tiles && !k.plan.split_columns && kernel::product_dims(r, k).batch.empty();
   return rows ? std::max<int64_t>(1, k.plan.tile.m) : 1;
 }

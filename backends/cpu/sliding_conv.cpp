@@ -279,7 +279,7 @@ void KernelEmitter::SlidingConv::weight_grad(const Slide& s, int lanes, Value* l
   const int mo = grad_tile_rows(target_.vector_registers), tb = grad_tile_taps(target_.vector_registers);
   // Threads split the output channels [lo, hi), or a part of a kernel split over its images
   // takes images [lo, hi) of every channel.
-  bool by_images = kernel_.split_chunks > 1 && kernel_.split_over == kernel::SplitOver::Images;
+  bool by_images = kernel_.split_by(kernel::SplitOver::Images);
   Value* image0 = by_images ? lo : i64(0);
   Value* image1 = by_images ? hi : i64(region_.type(g).shape[0]);
   Value* channel0 = by_images ? i64(0) : lo;

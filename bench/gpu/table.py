@@ -65,7 +65,7 @@ def table(header, rows):
 def cpu_table(cells, workloads):
     """Rows by workload, mode and thread count: Fluxion's and PyTorch's medians, their ratio, and
     Fluxion's speed-up over its own time at the fewest threads measured."""
-    threads = sorted({int(s.rpartition("@")[2]) for s, _, _ in cells if s.startswith("fluxion-cpu@")})
+    threads = sorted({int(s.rpartition("@")[2]) for s, _, _ in cells if s.startswith(("fluxion-cpu@", "torch-cpu@"))})
     if not threads:
         return
     print("Host CPU, median microseconds per call (Fluxion: CPU backend; PyTorch: eager, CPU)\n")

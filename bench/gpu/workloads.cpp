@@ -86,8 +86,8 @@ void print_error(const bench::CaseSpec& s, const std::string& system, const std:
   std::fflush(stdout);
 }
 
-// Each CPU case compiled once, then measured at every thread count in turn (first_ms is the
-// compile, at the first count only).
+// Each CPU case compiled once, then measured at every thread count in turn (first_ms, the
+// compile, is that one compile on every count's line).
 void cpu_table(const std::vector<bench::CaseSpec>& specs, const std::vector<int>& threads,
                const bench::MeasureOptions& mo) {
   for (const bench::CaseSpec& s : specs) {

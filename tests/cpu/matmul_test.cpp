@@ -1,7 +1,8 @@
 // The matmul kernel's code paths against the interpreter: full and partial register tiles and
 // panels, rows left over after the full tiles (2 to 5 of them, run as tiles of 4, 2 and 1),
 // several k-blocks, transposed operands (packed through in-register transposes), batches,
-// products narrower than a vector (a panel padded with zeros, over one or several k-blocks),
+// products narrower than a vector (a panel padded with zeros, over one or several k-blocks; a
+// dot product per element where the rows are one register tile),
 // few rows split across threads, and few rows times a transpose (computed as transposed tiles).
 // Each case also asserts the strategy its kernel took, so that a moved threshold cannot leave a
 // path untested.
@@ -62,9 +63,9 @@ std::string product_strategy(fx::DType t, Case c, bool right_transposed, bool re
 
 TEST(CpuMatmul, ShapesAcrossTilesPanelsAndBlocks) {
   for (fx::DType t : {fx::f32, fx::f64}) {
-    for (Case c :
-         {Case{1, 1, 1}, Case{6, 32, 16}, Case{7, 45, 70}, Case{13, 33, 300}, Case{32, 128, 784}, Case{5, 3, 9},
-          Case{20, 40, 70}, Case{23, 17, 300}, Case{27, 64, 33}, Case{13, 1, 300}, Case{128, 10, 84}}) {
+    for (Case c : {Case{1, 1, 1}, Case{6, 32, 16}, Case{7, 45, 70}, Case{13, 33, 300}, Case{32, 128, 784},
+                   Case{5, 3, 9}, Case{20, 40, 70}, Case{23, 17, 300}, Case{27, 64, 33}, Case{13, 1, 300},
+                   Case{128, 10, 84}, Case{3, 2, 600}}) {
       SCOPED_TRACE(std::string(fx::dtype_name(t)) + " m=" + std::to_string(c.m) + " n=" + std::to_string(c.n) + " k=" + std::to_string(c.k));
       Array a = uniform(t, {c.m, c.k}, 1), b = uniform(t, {c.k, c.n}, 2), bt = uniform(t, {c.n, c.k}, 3), at = uniform(t, {c.k, c.m}, 4);
       expect_same_as_interpreter([](Tensor x, Tensor y) { return fx::matmul(x, y); }, a, b, c.k, "tiles");

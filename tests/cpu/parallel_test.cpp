@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "common/test_util.h"
+#include "cpu/strategies.h"
 
 namespace fx = fluxion;
 using fx::Array;
@@ -120,6 +121,8 @@ TEST(SplitReductions, AWeightGradientIsSplitOverItsImages) {
   };
   uint32_t seed = 20;
   for (fx::DType t : {fx::f32, fx::f64}) {
+    // Sliding windows need vectors of at least 4 lanes (every AVX machine's).
+    bool slides = fx::testing::matmul_lanes(t) >= 4;
     for (const Case& c : cases) {
       SCOPED_TRACE(std::string(fx::dtype_name(t)) + " x" + fx::testing::str(c.x));
       Array x = fx::testing::make(t, fx::testing::random_doubles(fx::numel(c.x), -1, 1, seed++), c.x);
@@ -130,7 +133,8 @@ TEST(SplitReductions, AWeightGradientIsSplitOverItsImages) {
       };
       auto grad = fx::jit(fx::grad(loss, {1}), fx::Backend::Cpu);
       std::string kernels = grad.lower(x, w).kernels();
-      EXPECT_TRUE(std::regex_search(kernels, std::regex(c.listing))) << kernels;
+      std::string listing = slides ? c.listing : std::regex_replace(c.listing, std::regex("sliding"), "im2col");
+      EXPECT_TRUE(std::regex_search(kernels, std::regex(listing))) << kernels;
       auto got = same_at_every_thread_count([&] { return std::vector<Array>{grad(x, w)[0]}; });
       std::vector<double> want = fx::jit(fx::grad(loss, {1}), fx::Backend::Interp)(x, w)[0].to_doubles();
       // Each element sums images x pixels products of g = 2 y, itself a sum over channels x taps.
