@@ -1,6 +1,6 @@
-// What decides how a kernel is split across threads: its work, which of its reductions fold
-// the dimension it is split over, and how their partial results are laid out when the kernel is split
-// into parts (Kernel::split_chunks).
+// What decides how a kernel is split across threads: its work, what its parts fold (the
+// reductions over what they cut, or a weight gradient's images), and how their partial results
+// are laid out when the kernel is split into parts (Kernel::split_chunks).
 #include <algorithm>
 
 #include "kernel/conv_product.h"

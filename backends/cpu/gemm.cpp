@@ -15,6 +15,7 @@
 #include <iterator>
 
 #include "backends/cpu/codegen.h"
+#include "fluxion/error.h"
 #include "support/round_up.h"
 
 namespace fluxion::cpu {
@@ -53,7 +54,10 @@ class KernelEmitter::GemmEmitter {
       p1_ = builder_.CreateSDiv(builder_.CreateAdd(hi, i64(panel_columns_ - 1)), i64(panel_columns_));
       product(i64(0), i64(product_.M));
     } else if (k.split_by(kernel::SplitOver::Images)) {
-      // A part of a weight gradient split over its images: a k-block is one image's pixels.
+      // A part of a weight gradient split over its images: a k-block is one image's pixels
+      // (conv_gemm blocks k by kernel::ConvProduct::k_inner).
+      if (product_.blocks != kernel::split_extent(emitter_.region_, k))
+        detail::fail("cpu codegen", "internal error: a weight gradient split over images is not blocked by image");
       kb0_ = lo, kb1_ = hi;
       product(i64(0), i64(product_.M));
     } else if (k.plan.split_columns) {

@@ -236,9 +236,9 @@ void KernelEmitter::nest(const Shape& shape, Value* lo, Value* hi, const std::fu
 
 // Reduction results are accumulated in place: set them to the identity over the part of the
 // output this call's range touches. A reduction that folds the range's dimension (0, or a
-// product's columns where its parts split them) is whole in every call: the kernel is called once, or once per part
-// with partial results of its own. Only a range over dimension 0 is kept by a reduction (fuse.cpp splits a product's
-// columns only when every reduction folds them).
+// product's columns where its parts split them) is whole in every call: the kernel is called
+// once, or once per part with partial results of its own. Only a range over dimension 0 is kept
+// by a reduction (fuse.cpp splits a product's columns only when every reduction folds them).
 void KernelEmitter::init_reductions(Value* lo, Value* hi) {
   int64_t range_axis = kernel_.split_by(kernel::SplitOver::Columns) ? 1 : 0;
   for (size_t n : kernel_.nodes) {

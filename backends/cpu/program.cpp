@@ -253,13 +253,13 @@ class ProgramEmitter {
   }
 
   // Runs split kernel k (Kernel::split_chunks) as its parts of the n indices of its split
-  // dimension, each with the folded reductions' pointers moved to its own partial results in the
-  // arena, then combines the parts in order.
+  // dimension, each with the folded nodes' pointers (split_layout) moved to its own partial
+  // results in the arena, then combines the parts in order.
   void split_call(const ir::Region& r, const RegionSchedule& s, const kernel::Kernel& k, KernelFunctions& fns,
                   const std::vector<Value*>& ptr, int64_t n, Value* arena) {
     const std::vector<ir::ValueId>& bufs = fns.buffers;
     kernel::SplitLayout layout = kernel::split_layout(r, k);
-    // Where each kernel buffer that is a folded reduction's result starts in a part's partial
+    // Where each kernel buffer that is a folded node's result starts in a part's partial
     // results (-1: every part shares the buffer). The buffers are the values that hold the bytes.
     std::vector<int64_t> partial(bufs.size(), -1);
     for (size_t f = 0; f < layout.folded.size(); ++f) {
