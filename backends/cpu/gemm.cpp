@@ -82,11 +82,14 @@ class KernelEmitter::GemmEmitter {
   Value* element(Value* base, Value* offset) { return builder_.CreateInBoundsGEP(elem_type_, base, offset); }
   Value* c_element(Value* i, Value* j) { return element(result_data_, product_.c_offset(batch_, i, j)); }
   Value* zero() { return llvm::ConstantFP::get(elem_type_, 0.0); }
-  void for_each(Value* from, Value* to, const std::function<void(Value*)>& f) {
-    emit_for(builder_, from, to, {}, [&](Value* i, const std::vector<Value*>&) {
-      f(i);
-      return std::vector<Value*>{};
-    });
+  void for_each(Value* from, Value* to, const std::function<void(Value*)>& f, LoopHint hint = LoopHint::None) {
+    emit_for(
+        builder_, from, to, {},
+        [&](Value* i, const std::vector<Value*>&) {
+          f(i);
+          return std::vector<Value*>{};
+        },
+        hint);
   }
   // The length of k-block kb (the last may be short).
   Value* block_length(Value* kb) {
@@ -111,7 +114,7 @@ class KernelEmitter::GemmEmitter {
     full_tiles_ = builder_.CreateSDiv(builder_.CreateSub(r1, r0), i64(tile_rows_));
     full_rows_end_ = builder_.CreateAdd(r0, builder_.CreateMul(full_tiles_, i64(tile_rows_)));
     if (product_.blocks == 1) {
-      k_block(i64(0), true, true);
+      k_block(i64(0), true, builder_.getTrue());
       if (whole_epilogue_) epilogue(r0, r1, first_column(), end_column());
       return;
     }
@@ -124,9 +127,11 @@ class KernelEmitter::GemmEmitter {
       if (epilogue_) epilogue(r0, r1, first_column(), end_column());
       return;
     }
-    Value* last = builder_.CreateSub(kb1_ ? kb1_ : i64(product_.blocks), i64(1));
-    for_each(kb0_ ? kb0_ : i64(0), last, [&](Value* kb) { k_block(kb, false, false); });
-    k_block(last, false, true);
+    // One emitted k-block for all of them, the last told apart at run time: a second copy for
+    // the last (with the tiles' epilogues) doubled the code LLVM compiles.
+    Value* end = kb1_ ? kb1_ : i64(product_.blocks);
+    Value* last = builder_.CreateSub(end, i64(1));
+    for_each(kb0_ ? kb0_ : i64(0), end, [&](Value* kb) { k_block(kb, false, builder_.CreateICmpEQ(kb, last)); });
     if (whole_epilogue_) epilogue(r0, r1, first_column(), end_column());
   }
 
@@ -153,11 +158,12 @@ class KernelEmitter::GemmEmitter {
     if (epilogue_) epilogue(r0, r1, i64(0), i64(product_.N));
   }
 
-  // The epilogue at rows [i0, i1) x columns [j0, j1). The column loop stays a loop, and a
-  // reduction along the row (a bias gradient) is accumulated in a value it carries, stored
-  // after it, so that the loop vectorises without depending on LICM to move the accumulator
-  // out of memory (which it did not do while a math call in the loop lacked `willreturn`:
-  // W5's gradient then spent 10.3 ms in its product's kernel instead of 5.2).
+  // The epilogue at rows [i0, i1) x columns [j0, j1). Both loops stay loops (unrolled, a
+  // tile's six rows made six copies of the vectorised column loop in every tile's code, for no
+  // measured speed), and a reduction along the row (a bias gradient) is accumulated in a value
+  // it carries, stored after it, so that the loop vectorises without depending on LICM to move
+  // the accumulator out of memory (which it did not do while a math call in the loop lacked
+  // `willreturn`: W5's gradient then spent 10.3 ms in its product's kernel instead of 5.2).
   void epilogue(Value* i0, Value* i1, Value* j0, Value* j1) {
     const ir::Region& r = emitter_.region_;
     int64_t last_axis = static_cast<int64_t>(emitter_.kernel_.space.size()) - 1;
@@ -172,32 +178,35 @@ class KernelEmitter::GemmEmitter {
                    std::find(node.attrs.axes.begin(), node.attrs.axes.end(), last_axis) != node.attrs.axes.end();
           });
     }
-    for_each(i0, i1, [&](Value* i) {
-      Index row = product_.c_index(batch_, i, j0);
-      std::vector<Value*> init;
-      for (size_t n : along_rows)
-        init.push_back(emitter_.load(r.nodes[n].results[0], KernelEmitter::reduced_index(r.nodes[n], row)));
-      std::vector<Value*> sums = emit_for(
-          builder_, j0, j1, init,
-          [&](Value* j, const std::vector<Value*>& carried) {
-            std::map<size_t, Value*> acc;
-            for (size_t a = 0; a < along_rows.size(); ++a) acc[along_rows[a]] = carried[a];
-            emitter_.body_at(product_.c_index(batch_, i, j), {}, &acc);
-            std::vector<Value*> next;
-            for (size_t n : along_rows) next.push_back(acc.at(n));
-            return next;
-          },
-          LoopHint::Rolled);
-      for (size_t a = 0; a < along_rows.size(); ++a) {
-        const ir::Node& node = r.nodes[along_rows[a]];
-        emitter_.store(node.results[0], KernelEmitter::reduced_index(node, row), sums[a]);
-      }
-    });
+    for_each(
+        i0, i1,
+        [&](Value* i) {
+          Index row = product_.c_index(batch_, i, j0);
+          std::vector<Value*> init;
+          for (size_t n : along_rows)
+            init.push_back(emitter_.load(r.nodes[n].results[0], KernelEmitter::reduced_index(r.nodes[n], row)));
+          std::vector<Value*> sums = emit_for(
+              builder_, j0, j1, init,
+              [&](Value* j, const std::vector<Value*>& carried) {
+                std::map<size_t, Value*> acc;
+                for (size_t a = 0; a < along_rows.size(); ++a) acc[along_rows[a]] = carried[a];
+                emitter_.body_at(product_.c_index(batch_, i, j), {}, &acc);
+                std::vector<Value*> next;
+                for (size_t n : along_rows) next.push_back(acc.at(n));
+                return next;
+              },
+              LoopHint::Rolled);
+          for (size_t a = 0; a < along_rows.size(); ++a) {
+            const ir::Node& node = r.nodes[along_rows[a]];
+            emitter_.store(node.results[0], KernelEmitter::reduced_index(node, row), sums[a]);
+          }
+        },
+        LoopHint::Rolled);
   }
 
   // One k-block: every panel of B packed, every tile accumulated. `first`: the tiles start
-  // from zero (else from C); `last`: the epilogue follows.
-  void k_block(Value* kb, bool first, bool last) {
+  // from zero (else from C); `last` (an i1 value): the epilogue follows.
+  void k_block(Value* kb, bool first, Value* last) {
     Value* length = block_length(kb);
     const int NR = panel_columns_;
     int64_t N = product_.N;
@@ -216,7 +225,7 @@ class KernelEmitter::GemmEmitter {
   }
 
   // Columns [j0, j0 + columns) of k-block kb: B's panel packed, then every row tile.
-  void panel(Value* kb, Value* length, Value* j0, int columns, bool first, bool last) {
+  void panel(Value* kb, Value* length, Value* j0, int columns, bool first, Value* last) {
     pack(kb, length, j0, columns);
     emit_for(builder_, i64(0), full_tiles_, {}, [&](Value* ib, const std::vector<Value*>&) {
       tile(kb, length, builder_.CreateAdd(r0_, builder_.CreateMul(ib, i64(tile_rows_))), tile_rows_, j0, columns, first,
@@ -225,14 +234,28 @@ class KernelEmitter::GemmEmitter {
     });
     // The rows left over (fewer than a tile, and how many depends on the thread's range) as
     // tiles of 4, 2 and 1 rows: one row alone is a chain of dependent multiply-adds, which ran
-    // W5's product (4 rows left after 42 tiles of 6) 8% slower than OpenBLAS at AVX2.
+    // W5's product (4 rows left after 42 tiles of 6) 8% slower than OpenBLAS at AVX2. Their
+    // epilogue runs once after them all, not in each: one copy of its code instead of three.
     Value* row = full_rows_end_;
     for (int rows = static_cast<int>(std::bit_floor(static_cast<unsigned>(tile_rows_ - 1))); rows >= 1; rows /= 2) {
       Value* fits = builder_.CreateICmpSGE(builder_.CreateSub(r1_, row), i64(rows));
       Value* at = row;
-      emit_if(builder_, fits, [&] { tile(kb, length, at, rows, j0, columns, first, last); });
+      emit_if(builder_, fits, [&] { tile(kb, length, at, rows, j0, columns, first, builder_.getFalse()); });
       row = builder_.CreateSelect(fits, builder_.CreateAdd(row, i64(rows)), row);
     }
+    epilogue_after(last, full_rows_end_, r1_, j0, columns);
+  }
+
+  // The tiles' epilogue at rows [i0, i1) x columns [j0, j0 + columns) when `last` (an i1
+  // value) says their last k-block is done.
+  void epilogue_after(Value* last, Value* i0, Value* i1, Value* j0, int columns) {
+    if (!tile_epilogue_) return;
+    Value* j1 = builder_.CreateAdd(j0, i64(columns));
+    if (auto* known = llvm::dyn_cast<llvm::ConstantInt>(last)) {
+      if (known->isOne()) epilogue(i0, i1, j0, j1);
+      return;
+    }
+    emit_if(builder_, last, [&] { epilogue(i0, i1, j0, j1); });
   }
 
   // Packs B's k-block kb, columns [j0, j0 + columns), into the panel: row by row when B's
@@ -308,7 +331,7 @@ class KernelEmitter::GemmEmitter {
   // The register tile of `rows` rows from i0 by the panel's columns [j0, j0 + columns):
   // accumulated over the k-block from zero (`first`) or from C, stored to C, and followed by
   // the epilogue after the last k-block.
-  void tile(Value* kb, Value* length, Value* i0, int rows, Value* j0, int columns, bool first, bool last) {
+  void tile(Value* kb, Value* length, Value* i0, int rows, Value* j0, int columns, bool first, Value* last) {
     int W = lanes_;
     bool full = columns == panel_columns_;
     std::vector<Value*> init;
@@ -361,8 +384,7 @@ class KernelEmitter::GemmEmitter {
         }
       }
     }
-    if (last && tile_epilogue_)
-      epilogue(i0, builder_.CreateAdd(i0, i64(rows)), j0, builder_.CreateAdd(j0, i64(columns)));
+    epilogue_after(last, i0, builder_.CreateAdd(i0, i64(rows)), j0, columns);
   }
 
   KernelEmitter& emitter_;

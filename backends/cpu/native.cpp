@@ -94,7 +94,8 @@ std::unique_ptr<llvm::TargetMachine> target_machine() {
   return std::move(*tm);
 }
 
-// Programs up to this many LLVM instructions (before optimisation) get O3, larger ones O2.
+// An entry point's module of up to this many LLVM instructions (before optimisation) gets O3,
+// a larger one O2.
 constexpr size_t kO3MaxInstructions = 2000;
 
 size_t instruction_count(const llvm::Module& m) {
@@ -103,7 +104,12 @@ size_t instruction_count(const llvm::Module& m) {
   return n;
 }
 
-void optimize(llvm::Module& m, llvm::TargetMachine& tm) {
+// `kernel_module`: a module of one kernel (KernelModules), optimised at O1. Its hot loops are
+// written vectorised and register-tiled already, or vectorised by the loop vectorizer, which O1
+// runs too (pto below); O2 and O3 took 1.2-1.6x as long to compile them and ran W1-W7 no faster
+// (docs/performance.md, "Kernel choices, measured"). The entry point's module holds the small
+// kernels and the loops around them (W7's steps), where O3's unrolling pays.
+void optimize(llvm::Module& m, llvm::TargetMachine& tm, bool kernel_module) {
   llvm::LoopAnalysisManager lam;
   llvm::FunctionAnalysisManager fam;
   llvm::CGSCCAnalysisManager cgam;
@@ -123,8 +129,9 @@ void optimize(llvm::Module& m, llvm::TargetMachine& tm) {
   pb.crossRegisterProxies(lam, fam, cgam, mam);
   // O3's extra unrolling pays off in small programs (tight loops such as W7's); in large ones it
   // costs compile time and gains no speed (docs/performance.md, "Kernel choices, measured").
-  llvm::OptimizationLevel level =
-      instruction_count(m) <= kO3MaxInstructions ? llvm::OptimizationLevel::O3 : llvm::OptimizationLevel::O2;
+  llvm::OptimizationLevel level = kernel_module                                ? llvm::OptimizationLevel::O1
+                                  : instruction_count(m) <= kO3MaxInstructions ? llvm::OptimizationLevel::O3
+                                                                               : llvm::OptimizationLevel::O2;
   llvm::ModulePassManager mpm = pb.buildPerModuleDefaultPipeline(level);
   mpm.run(m, mam);
 }
@@ -184,12 +191,12 @@ bool exported(llvm::StringRef name) {
 
 // Object code for module m: verified, optimised and compiled on the calling thread, with a
 // target machine of its own (one is not shared between threads).
-std::string compile_module(llvm::Module& m) {
+std::string compile_module(llvm::Module& m, bool kernel_module) {
   std::string err;
   llvm::raw_string_ostream es(err);
   if (llvm::verifyModule(m, &es)) detail::fail("cpu backend", "internal error: invalid LLVM IR generated: " + es.str());
   auto tm = target_machine();
-  optimize(m, *tm);
+  optimize(m, *tm, kernel_module);
   for (llvm::Function& f : m) {
     if (!f.isDeclaration() && !exported(f.getName())) f.setLinkage(llvm::GlobalValue::InternalLinkage);
   }
@@ -199,6 +206,19 @@ std::string compile_module(llvm::Module& m) {
     llvm::errs() << "; ---- optimized LLVM IR of module " << m.getModuleIdentifier() << "\n" << m << "\n";
   }
   return object_code(m, *tm);
+}
+
+// The modules' indices (the entry point's is modules.size()), largest first: threads that take
+// them in this order finish together rather than one compiling the largest while the others
+// wait for it.
+std::vector<size_t> by_size(const std::vector<KernelModules::Unique>& modules, const llvm::Module& entry) {
+  std::vector<size_t> sizes;
+  for (const KernelModules::Unique& u : modules) sizes.push_back(instruction_count(*u.module));
+  sizes.push_back(instruction_count(entry));
+  std::vector<size_t> order(sizes.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return sizes[a] > sizes[b]; });
+  return order;
 }
 
 class OrcCode final : public NativeCode {
@@ -308,10 +328,12 @@ std::unique_ptr<NativeCode> build_native(const std::string& key, const EmitModul
     code->modules = modules.size();
     // The kernel modules, then the entry point: its calls of the kernels link against them.
     code->objects.resize(modules.size() + 1);
+    std::vector<size_t> largest_first = by_size(modules, entry);
     std::atomic<size_t> found{0};
-    code->threads = support::for_each_in_parallel(modules.size() + 1, fluxion::num_threads(), [&](size_t i) {
+    code->threads = support::for_each_in_parallel(modules.size() + 1, fluxion::num_threads(), [&](size_t task) {
+      size_t i = largest_first[task];
       if (i == modules.size()) {
-        code->objects[i] = compile_module(entry);
+        code->objects[i] = compile_module(entry, false);
         return;
       }
       std::string module_key = "fluxion kernel module " FLUXION_CODEGEN_HASH "\n" + modules[i].text + host_key;
@@ -321,7 +343,7 @@ std::unique_ptr<NativeCode> build_native(const std::string& key, const EmitModul
         ++found;
         return;
       }
-      code->objects[i] = compile_module(*modules[i].module);
+      code->objects[i] = compile_module(*modules[i].module, true);
       runtime::disk_cache_store(module_key, code->objects[i]);
     });
     code->modules_from_disk_cache = found.load();

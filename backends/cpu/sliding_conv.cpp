@@ -332,8 +332,9 @@ void KernelEmitter::SlidingConv::weight_grad(const Slide& s, int lanes, Value* l
       std::vector<Value*> init;
       for (int o = 0; o < count; ++o)
         for (int j = 0; j < nt; ++j) init.push_back(builder_.CreateAlignedLoad(vt, slot(o, j), valign));
-      std::vector<Value*> acc =
-          emit_for(builder_, i64(0), i64(steps), init, [&](Value* step, const std::vector<Value*>& a) {
+      std::vector<Value*> acc = emit_for(
+          builder_, i64(0), i64(steps), init,
+          [&](Value* step, const std::vector<Value*>& a) {
             Value* q = builder_.CreateMul(step, i64(lanes));
             Value* mask = masked ? builder_.CreateICmpNE(builder_.CreateAlignedLoad(
                                                              mvt, builder_.CreateInBoundsGEP(it, outputs, q), valign),
@@ -355,7 +356,10 @@ void KernelEmitter::SlidingConv::weight_grad(const Slide& s, int lanes, Value* l
               }
             }
             return next;
-          });
+          },
+          // Unrolled, its steps multiplied the kernel's code (four copies of this loop) for no
+          // measured speed.
+          LoopHint::Rolled);
       for (int o = 0; o < count; ++o)
         for (int j = 0; j < nt; ++j)
           builder_.CreateAlignedStore(acc[static_cast<size_t>(o * nt + j)], slot(o, j), valign);
