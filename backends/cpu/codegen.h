@@ -39,8 +39,9 @@ ModuleInfo emit_program(const ir::Program& p, const kernel::RegionSchedule& s, c
 
 using Index = std::vector<llvm::Value*>;
 
-// What LLVM is told about a loop emit_for makes. Rolled: not to unroll it fully (so that the
-// loop vectoriser, not the weaker straight-line vectoriser, sees a reduction in it). Vectorize:
+// What LLVM is told about a loop emit_for makes. Rolled: not to unroll it at all (so that the
+// loop vectoriser, not the weaker straight-line vectoriser, sees a reduction in it, or so that
+// a loop whose unrolling gains nothing does not multiply the code LLVM compiles). Vectorize:
 // to vectorise it where legal whatever its cost model says (short loops with interleaved
 // accesses, which it otherwise leaves scalar).
 enum class LoopHint { None, Rolled, Vectorize };

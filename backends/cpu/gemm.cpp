@@ -6,10 +6,11 @@
 // buffer on the stack (so its rows never conflict in the caches, whatever its layout, and a
 // convolution's im2col is formed there and nowhere else); each MR x NR tile of the result
 // (NR = two vector widths) is accumulated in vector registers over the k-block, and after the
-// last k-block the kernel's epilogue (bias, activation, reductions...) runs on the tile while
-// it is in L1. Threads split the outermost batch dimension, the rows or the panels (a wide
-// product, or the parts of one split over its columns); each packs the panels it uses. A part
-// of a weight gradient split over its images runs that range of k-blocks (a block is an image).
+// last k-block the kernel's epilogue (bias, activation, reductions...) runs on the tile (on
+// the leftover rows' tiles together) while it is in L1. Threads split the outermost batch
+// dimension, the rows or the panels (a wide product, or the parts of one split over its
+// columns); each packs the panels it uses. A part of a weight gradient split over its images
+// runs that range of k-blocks (a block is an image).
 #include <algorithm>
 #include <bit>
 #include <iterator>
@@ -139,10 +140,11 @@ class KernelEmitter::GemmEmitter {
   // multiply-add chain per result element, no packing. With more rows the register tiles are
   // faster, their zero-padded panel packed once for every row tile (W4's 128 x 84 x 10: 79 us
   // as chains, 7 us as tiles); with one tile, packing a panel two vectors wide for one or a few
-  // columns would cost more than the chains save.
+  // columns would cost more than the chains save. A part of a split product sums only its own
+  // k-blocks and columns, as the tiles do.
   void dot_products(Value* r0, Value* r1) {
     for_each(r0, r1, [&](Value* i) {
-      for_each(i64(0), i64(product_.N), [&](Value* j) {
+      for_each(first_column(), end_column(), [&](Value* j) {
         auto over_k = [&](Value* kb, const std::vector<Value*>& outer) {
           return emit_for(builder_, i64(0), block_length(kb), outer, [&](Value* kk, const std::vector<Value*>& acc) {
             Value* x = product_.a(batch_, i, kb, kk);
@@ -151,11 +153,11 @@ class KernelEmitter::GemmEmitter {
                 builder_.CreateIntrinsic(llvm::Intrinsic::fmuladd, {elem_type_}, {x, y, acc[0]})};
           });
         };
-        Value* sum = emit_for(builder_, i64(0), i64(product_.blocks), {zero()}, over_k)[0];
+        Value* sum = emit_for(builder_, kb0_ ? kb0_ : i64(0), kb1_ ? kb1_ : i64(product_.blocks), {zero()}, over_k)[0];
         builder_.CreateStore(sum, c_element(i, j));
       });
     });
-    if (epilogue_) epilogue(r0, r1, i64(0), i64(product_.N));
+    if (epilogue_) epilogue(r0, r1, first_column(), end_column());
   }
 
   // The epilogue at rows [i0, i1) x columns [j0, j1). Both loops stay loops (unrolled, a
@@ -330,7 +332,7 @@ class KernelEmitter::GemmEmitter {
 
   // The register tile of `rows` rows from i0 by the panel's columns [j0, j0 + columns):
   // accumulated over the k-block from zero (`first`) or from C, stored to C, and followed by
-  // the epilogue after the last k-block.
+  // the epilogue when `last` (an i1 value) says this is the last k-block.
   void tile(Value* kb, Value* length, Value* i0, int rows, Value* j0, int columns, bool first, Value* last) {
     int W = lanes_;
     bool full = columns == panel_columns_;

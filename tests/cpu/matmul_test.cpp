@@ -62,12 +62,13 @@ std::string product_strategy(fx::DType t, Case c, bool right_transposed, bool re
 }  // namespace
 
 TEST(CpuMatmul, ShapesAcrossTilesPanelsAndBlocks) {
-  // 100 x 100 x 600: a result over 32 KiB, so the epilogue runs tile by tile after the last of
-  // several k-blocks, on full tiles and on the rows and columns left over.
+  // 101 x 100 x 600: a result over 32 KiB, so the epilogue runs tile by tile after the last of
+  // several k-blocks, on full tiles and on the 5 rows left over (tiles of 4 and 1) and the
+  // columns.
   for (fx::DType t : {fx::f32, fx::f64}) {
     for (Case c : {Case{1, 1, 1}, Case{6, 32, 16}, Case{7, 45, 70}, Case{13, 33, 300}, Case{32, 128, 784},
                    Case{5, 3, 9}, Case{20, 40, 70}, Case{23, 17, 300}, Case{27, 64, 33}, Case{13, 1, 300},
-                   Case{128, 10, 84}, Case{3, 2, 600}, Case{100, 100, 600}}) {
+                   Case{128, 10, 84}, Case{3, 2, 600}, Case{101, 100, 600}}) {
       SCOPED_TRACE(std::string(fx::dtype_name(t)) + " m=" + std::to_string(c.m) + " n=" + std::to_string(c.n) + " k=" + std::to_string(c.k));
       Array a = uniform(t, {c.m, c.k}, 1), b = uniform(t, {c.k, c.n}, 2), bt = uniform(t, {c.n, c.k}, 3), at = uniform(t, {c.k, c.m}, 4);
       expect_same_as_interpreter([](Tensor x, Tensor y) { return fx::matmul(x, y); }, a, b, c.k, "tiles");

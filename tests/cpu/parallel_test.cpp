@@ -113,11 +113,15 @@ TEST(SplitReductions, AWeightGradientIsSplitOverItsImages) {
   struct Case {
     fx::Shape x, w;
     const char* listing;
+    int64_t stride = 1;
   };
   const Case cases[] = {
       {{64, 1, 28, 28}, {6, 1, 5, 5}, "matmul\\[sliding\\] \\[6,1,5,5\\] split 16 images: conv2d_weight_grad"},
       {{40, 6, 12, 12}, {16, 6, 5, 5}, "matmul\\[sliding\\] \\[16,6,5,5\\] parallel: conv2d_weight_grad"},
       {{8, 256, 24, 24}, {1, 256, 3, 3}, "matmul\\[im2col\\] \\[1,256,3,3\\] split 2 images: conv2d_weight_grad"},
+      // A product narrower than a vector (4 taps) of one register tile of rows (2 channels): the
+      // parts' k-block ranges hold for it too.
+      {{128, 1, 64, 64}, {2, 1, 2, 2}, "matmul\\[im2col\\] \\[2,1,2,2\\] split [0-9]+ images: conv2d_weight_grad", 2},
   };
   uint32_t seed = 20;
   for (fx::DType t : {fx::f32, fx::f64}) {
@@ -127,8 +131,8 @@ TEST(SplitReductions, AWeightGradientIsSplitOverItsImages) {
       SCOPED_TRACE(std::string(fx::dtype_name(t)) + " x" + fx::testing::str(c.x));
       Array x = fx::testing::make(t, fx::testing::random_doubles(fx::numel(c.x), -1, 1, seed++), c.x);
       Array w = fx::testing::make(t, fx::testing::random_doubles(fx::numel(c.w), -1, 1, seed++), c.w);
-      auto loss = [](Tensor x, Tensor w) {
-        Tensor y = fx::conv2d(x, w, {.padding = {1}});
+      auto loss = [stride = c.stride](Tensor x, Tensor w) {
+        Tensor y = fx::conv2d(x, w, {.stride = {stride, stride}, .padding = {1}});
         return fx::sum(y * y);
       };
       auto grad = fx::jit(fx::grad(loss, {1}), fx::Backend::Cpu);
@@ -137,7 +141,8 @@ TEST(SplitReductions, AWeightGradientIsSplitOverItsImages) {
       EXPECT_TRUE(std::regex_search(kernels, std::regex(listing))) << kernels;
       auto got = same_at_every_thread_count([&] { return std::vector<Array>{grad(x, w)[0]}; });
       std::vector<double> want = fx::jit(fx::grad(loss, {1}), fx::Backend::Interp)(x, w)[0].to_doubles();
-      // Each element sums images x pixels products of g = 2 y, itself a sum over channels x taps.
+      // Each element sums images x pixels products of g = 2 y, itself a sum over channels x taps
+      // (the pixels of stride 1: at most as many).
       double pixels = static_cast<double>((c.x[2] + 3 - c.w[2]) * (c.x[3] + 3 - c.w[3]));
       double terms = static_cast<double>(c.x[0]) * pixels + static_cast<double>(c.w[1] * c.w[2] * c.w[3]);
       double scale = 0;
