@@ -1,12 +1,9 @@
-// What the artifact tests share: temporary files, bitwise comparison, and a program that
+// What the artifact tests share: reading files back, bitwise comparison, and a program that
 // exercises every kind of run-time support (threads, random numbers, a data-dependent loop,
 // integer results).
 #pragma once
 
-#include <unistd.h>
-
 #include <cstring>
-#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -17,11 +14,6 @@
 namespace fluxion::testing {
 
 namespace fx = fluxion;
-
-inline std::string temp_path(const std::string& name) {
-  return (std::filesystem::temp_directory_path() / ("fluxion_artifact_test_" + std::to_string(::getpid()) + "_" + name))
-      .string();
-}
 
 inline std::string read(const std::string& path) {
   std::ifstream in(path, std::ios::binary);

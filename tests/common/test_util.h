@@ -7,10 +7,12 @@
 #pragma once
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cmath>
 #include <cstdint>
 #include <exception>
+#include <filesystem>
 #include <initializer_list>
 #include <limits>
 #include <random>
@@ -22,6 +24,13 @@
 #include <fluxion/fluxion.h>
 
 namespace fluxion::testing {
+
+// A path in the temporary directory that no other test process uses: the suite's tests run side
+// by side under ctest -j, some under the same name (once per backend, once per Vulkan profile).
+inline std::string temp_path(const std::string& name) {
+  return (std::filesystem::temp_directory_path() / ("fluxion_test_" + std::to_string(::getpid()) + "_" + name))
+      .string();
+}
 
 inline constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 inline constexpr double kInf = std::numeric_limits<double>::infinity();

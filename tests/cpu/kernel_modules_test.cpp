@@ -97,7 +97,7 @@ TEST(CpuKernelModules, TheCodeIsTheSameOnOneThreadAndOnSeveral) {
 }
 
 TEST(CpuKernelModules, AnotherProgramFindsTheKernelsItSharesInTheDiskCache) {
-  std::string dir = ::testing::TempDir() + "fluxion_kernel_module_cache_test";
+  std::string dir = fx::testing::temp_path("kernel_module_cache_test");
   std::filesystem::remove_all(dir);
   ScopedEnv cache_dir("FLUXION_CACHE_DIR", dir.c_str());
   ScopedEnv disk("FLUXION_DISK_CACHE", "1");

@@ -121,7 +121,7 @@ TEST(CpuProfiling, TheTraceOfTheLastCallIsWritten) {
   auto f = fx::jit([](Tensor a, Tensor b) { return fx::matmul(a, b) * 3.0; }, Backend::Cpu);
   ProfilingOn on;
   f(uniform({8, 8}, -1, 1, 5), uniform({8, 8}, -1, 1, 6));
-  std::string path = ::testing::TempDir() + "fluxion_cpu_trace.json";
+  std::string path = fluxion::testing::temp_path("cpu_trace.json");
   fx::write_chrome_trace(path);
   std::ifstream in(path);
   std::string json((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());

@@ -175,7 +175,7 @@ TEST(CpuRuntime, ThreadsCompileAndCallConcurrently) {
 }
 
 TEST(CpuRuntime, SecondCompileOfAProgramLoadsItsObjectFromDisk) {
-  std::string dir = ::testing::TempDir() + "fluxion_disk_cache_test";
+  std::string dir = fluxion::testing::temp_path("disk_cache_test");
   std::filesystem::remove_all(dir);
   ::setenv("FLUXION_CACHE_DIR", dir.c_str(), 1);
   ::unsetenv("FLUXION_DISK_CACHE");

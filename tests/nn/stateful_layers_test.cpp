@@ -2,6 +2,9 @@
 // through the Trainer, and the errors of layers used without what they need.
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <string>
+
 #include "common/test_names.h"
 #include "nn/nn_test_util.h"
 
@@ -56,7 +59,9 @@ TEST_P(StatefulLayers, TrainerUpdatesBatchNormStatisticsAndResumesBitwise) {
   for (int i = 0; i < 3; ++i) trainer.step(a, x, y);
   EXPECT_EQ(a.step.item(), 3);
   EXPECT_NE(a.model_state[0].to_doubles(), std::vector<double>(8, 0.0)) << "running_mean moved";
-  std::string path = ::testing::TempDir() + "/stateful.safetensors";
+  // A file of this process's own: the test runs once per backend, side by side under ctest -j,
+  // and a shared name let one backend's run load another's checkpoint.
+  std::string path = fluxion::testing::temp_path("stateful.safetensors");
   nn::save_checkpoint(path, model, trainer.optimizer(), a);
   for (int i = 0; i < 3; ++i) trainer.step(a, x, y);
   nn::TrainState b = trainer.init(99);
@@ -65,6 +70,7 @@ TEST_P(StatefulLayers, TrainerUpdatesBatchNormStatisticsAndResumesBitwise) {
   for (size_t i = 0; i < a.params.size(); ++i) EXPECT_EQ(a.params[i].to_doubles(), b.params[i].to_doubles()) << i;
   for (size_t i = 0; i < a.model_state.size(); ++i)
     EXPECT_EQ(a.model_state[i].to_doubles(), b.model_state[i].to_doubles()) << i;
+  std::filesystem::remove(path);
   // Evaluation uses the running statistics: the same rows give the same outputs whatever else
   // is in the batch.
   std::vector<double> all = trainer.predict(a, x).to_doubles();

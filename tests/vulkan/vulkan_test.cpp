@@ -173,7 +173,7 @@ TEST(Vulkan, ProfilingReportsEveryKernelAndWritesATrace) {
   EXPECT_TRUE(saw_matmul);
   EXPECT_GT(total_us, 0);  // timestamps were written and read back
   EXPECT_NE(fx::kernel_time_table().find("matmul"), std::string::npos);
-  std::string path = ::testing::TempDir() + "fluxion_trace.json";
+  std::string path = fluxion::testing::temp_path("trace.json");
   fx::write_chrome_trace(path);
   std::ifstream in(path);
   std::string json((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
@@ -420,7 +420,7 @@ TEST(Vulkan, OutOfMemoryBudgetRaisesAndLeavesInputsIntact) {
 }
 
 TEST(Vulkan, SpirvComesFromTheDiskCacheOnASecondCompile) {
-  std::string dir = ::testing::TempDir() + "fluxion_spirv_cache_test";
+  std::string dir = fluxion::testing::temp_path("spirv_cache_test");
   std::filesystem::remove_all(dir);
   fluxion::testing::ScopedEnv cache_dir("FLUXION_CACHE_DIR", dir.c_str());
   std::string glsl = "#version 460\nlayout(local_size_x = 1) in;\nvoid main() { int unused = 42; }\n";
