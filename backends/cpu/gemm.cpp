@@ -99,6 +99,10 @@ class KernelEmitter::GemmEmitter {
         {i64(product_.kc), builder_.CreateSub(i64(product_.K), builder_.CreateMul(kb, i64(product_.kc)))});
   }
 
+  // This call's k-blocks: all of them, or [kb0_, kb1_) when it is a part of a split over images.
+  Value* first_block() { return kb0_ ? kb0_ : i64(0); }
+  Value* end_block() { return kb1_ ? kb1_ : i64(product_.blocks); }
+
   // The columns of this call's panels: all of them, or [p0_, p1_) panels' when it splits them.
   Value* first_column() { return p0_ ? builder_.CreateMul(p0_, i64(panel_columns_)) : i64(0); }
   Value* end_column() {
@@ -130,9 +134,8 @@ class KernelEmitter::GemmEmitter {
     }
     // One emitted k-block for all of them, the last told apart at run time: a second copy for
     // the last (with the tiles' epilogues) doubled the code LLVM compiles.
-    Value* end = kb1_ ? kb1_ : i64(product_.blocks);
-    Value* last = builder_.CreateSub(end, i64(1));
-    for_each(kb0_ ? kb0_ : i64(0), end, [&](Value* kb) { k_block(kb, false, builder_.CreateICmpEQ(kb, last)); });
+    Value* last = builder_.CreateSub(end_block(), i64(1));
+    for_each(first_block(), end_block(), [&](Value* kb) { k_block(kb, false, builder_.CreateICmpEQ(kb, last)); });
     if (whole_epilogue_) epilogue(r0, r1, first_column(), end_column());
   }
 
@@ -153,7 +156,7 @@ class KernelEmitter::GemmEmitter {
                 builder_.CreateIntrinsic(llvm::Intrinsic::fmuladd, {elem_type_}, {x, y, acc[0]})};
           });
         };
-        Value* sum = emit_for(builder_, kb0_ ? kb0_ : i64(0), kb1_ ? kb1_ : i64(product_.blocks), {zero()}, over_k)[0];
+        Value* sum = emit_for(builder_, first_block(), end_block(), {zero()}, over_k)[0];
         builder_.CreateStore(sum, c_element(i, j));
       });
     });
@@ -249,7 +252,8 @@ class KernelEmitter::GemmEmitter {
   }
 
   // The tiles' epilogue at rows [i0, i1) x columns [j0, j0 + columns) when `last` (an i1
-  // value) says their last k-block is done.
+  // value) says their last k-block is done. A constant `last` emits the epilogue or nothing,
+  // not a branch: dead copies would still cost LLVM their compile time until folded.
   void epilogue_after(Value* last, Value* i0, Value* i1, Value* j0, int columns) {
     if (!tile_epilogue_) return;
     Value* j1 = builder_.CreateAdd(j0, i64(columns));

@@ -21,6 +21,7 @@
 #include <deque>
 #include <fstream>
 #include <mutex>
+#include <numeric>
 #include <optional>
 #include <sstream>
 
@@ -216,7 +217,7 @@ std::vector<size_t> by_size(const std::vector<KernelModules::Unique>& modules, c
   for (const KernelModules::Unique& u : modules) sizes.push_back(instruction_count(*u.module));
   sizes.push_back(instruction_count(entry));
   std::vector<size_t> order(sizes.size());
-  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::iota(order.begin(), order.end(), size_t{0});
   std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return sizes[a] > sizes[b]; });
   return order;
 }

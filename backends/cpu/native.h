@@ -72,9 +72,9 @@ llvm::Function* scalar_math(llvm::Module& m, const std::string& name, llvm::Type
 // Produces native code for the program whose cache key is `key`: from the on-disk cache when it
 // holds the objects, otherwise by calling `emit` to fill the entry point's module and the kernel
 // modules, then optimising (kernel modules at O1, the entry point's at O3, or O2 when large;
-// host CPU) and generating code for each
-// module on up to fluxion::num_threads() threads, a kernel module found in the cache (compiled
-// for another program) excepted. Raises Error on failure.
+// host CPU) and generating code for each module on up to fluxion::num_threads() threads, a
+// kernel module found in the cache (compiled for another program) excepted. Raises Error on
+// failure.
 using EmitModules = std::function<void(llvm::Module& entry, KernelModules& kernels)>;
 std::unique_ptr<NativeCode> build_native(const std::string& key, const EmitModules& emit);
 

@@ -142,8 +142,9 @@ TEST(SplitReductions, AWeightGradientIsSplitOverItsImages) {
       auto got = same_at_every_thread_count([&] { return std::vector<Array>{grad(x, w)[0]}; });
       std::vector<double> want = fx::jit(fx::grad(loss, {1}), fx::Backend::Interp)(x, w)[0].to_doubles();
       // Each element sums images x pixels products of g = 2 y, itself a sum over channels x taps
-      // (the pixels of stride 1: at most as many).
-      double pixels = static_cast<double>((c.x[2] + 3 - c.w[2]) * (c.x[3] + 3 - c.w[3]));
+      // (output pixels with padding 1 on each side).
+      auto out = [&](size_t d) { return (c.x[d] + 2 - c.w[d]) / c.stride + 1; };
+      double pixels = static_cast<double>(out(2) * out(3));
       double terms = static_cast<double>(c.x[0]) * pixels + static_cast<double>(c.w[1] * c.w[2] * c.w[3]);
       double scale = 0;
       for (double v : want) scale = std::max(scale, std::abs(v));

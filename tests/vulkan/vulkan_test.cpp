@@ -179,6 +179,7 @@ TEST(Vulkan, ProfilingReportsEveryKernelAndWritesATrace) {
   std::string json((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   EXPECT_NE(json.find("\"traceEvents\""), std::string::npos);
   EXPECT_NE(json.find("matmul"), std::string::npos);
+  std::filesystem::remove(path);
   fx::reset_kernel_times();
   EXPECT_TRUE(fx::kernel_times().empty());
 }
