@@ -4,7 +4,10 @@
 // every vendor: range reduction and polynomials accurate to a few ulps of the type. The
 // generic text is written once; `instantiate` makes the float ("f", T_ = float) and double
 // ("d", literals with the lf suffix) versions.
+#include <map>
+#include <mutex>
 #include <string>
+#include <utility>
 
 #include "backends/vulkan/glsl.h"
 #include "support/round_up.h"
@@ -245,9 +248,7 @@ std::string instantiate(const std::string& text, bool dbl) {
   return out;
 }
 
-}  // namespace
-
-std::string shader_prelude(const ShaderTarget& target, bool coherent) {
+std::string make_prelude(const ShaderTarget& target, bool coherent) {
   std::string s = shader_storage(target) + kCommon;
   if (target.subgroup_arithmetic) {
     s += "#extension GL_KHR_shader_subgroup_basic : require\n#extension GL_KHR_shader_subgroup_arithmetic : require\n";
@@ -267,9 +268,24 @@ std::string shader_prelude(const ShaderTarget& target, bool coherent) {
     s += instantiate(kGeneric, true);
   }
   // Invocations of one loop shader read each other's stores (after barriers): coherent.
-  for (size_t at = s.find("COHERENT "); at != std::string::npos; at = s.find("COHERENT "))
-    s.replace(at, 9, coherent ? "coherent " : "");
+  const std::string qualifier = coherent ? "coherent " : "";
+  for (size_t at = s.find("COHERENT "); at != std::string::npos; at = s.find("COHERENT ", at + qualifier.size()))
+    s.replace(at, 9, qualifier);
   return s;
+}
+
+}  // namespace
+
+// Every shader of every recording starts with the prelude (a program's helper shaders are made
+// again for each recording), and making it is most of the text a shader is: made once per
+// target, kept for the process.
+std::string shader_prelude(const ShaderTarget& target, bool coherent) {
+  static std::mutex mutex;
+  static std::map<std::pair<ShaderTarget, bool>, std::string> made;
+  std::lock_guard lock(mutex);
+  auto it = made.find({target, coherent});
+  if (it == made.end()) it = made.emplace(std::pair{target, coherent}, make_prelude(target, coherent)).first;
+  return it->second;
 }
 
 std::array<uint32_t, 3> grid(int64_t invocations, int64_t workgroup) {

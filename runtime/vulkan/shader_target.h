@@ -2,6 +2,7 @@
 // exported Vulkan program records and a loading device must offer.
 #pragma once
 
+#include <compare>
 #include <cstdint>
 
 namespace fluxion::vulkan {
@@ -22,6 +23,8 @@ struct ShaderTarget {
   uint32_t max_shared_bytes = 16384;  // workgroup memory per workgroup (Vulkan guarantees 16 KiB)
   // Addresses are 64-bit integers in shaders (else uvec2 pairs of words).
   bool addresses64() const { return int64 && descriptor_slots == 0; }
+  // Ordered, so that what is made per target (the shader prelude) can be kept by target.
+  auto operator<=>(const ShaderTarget&) const = default;
 };
 
 }  // namespace fluxion::vulkan
