@@ -24,9 +24,11 @@ using Value = std::shared_ptr<const Buffer>;
 double round_to(DType t, double x);
 // A zero-filled buffer of type t.
 Buffer zeros(const TensorType& t);
-// Row-major multi-index of flat index i, and back.
-std::vector<int64_t> unravel(int64_t i, const Shape& s);
+// The flat row-major position of multi-index idx.
 int64_t ravel(const std::vector<int64_t>& idx, const Shape& s);
+// The multi-index after idx in row-major order (all zeros after the last), in place: a loop over
+// every element walks its index without allocating one per element.
+void next_index(std::vector<int64_t>& idx, const Shape& s);
 
 // A buffer's elements in an Array of its dtype.
 Array to_array(const Buffer& b);

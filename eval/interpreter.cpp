@@ -39,13 +39,11 @@ double round_to(DType t, double x) {
 
 Buffer zeros(const TensorType& t) { return Buffer{t, std::vector<double>(static_cast<size_t>(t.numel()), 0.0)}; }
 
-std::vector<int64_t> unravel(int64_t i, const Shape& s) {
-  std::vector<int64_t> idx(s.size());
+void next_index(std::vector<int64_t>& idx, const Shape& s) {
   for (size_t d = s.size(); d-- > 0;) {
-    idx[d] = s[d] ? i % s[d] : 0;
-    i = s[d] ? i / s[d] : 0;
+    if (++idx[d] < s[d]) return;
+    idx[d] = 0;
   }
-  return idx;
 }
 
 int64_t ravel(const std::vector<int64_t>& idx, const Shape& s) {

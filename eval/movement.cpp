@@ -13,32 +13,29 @@ using ir::OpClass;
 
 int64_t clamp_index(double i, int64_t dim) { return std::clamp<int64_t>(static_cast<int64_t>(i), 0, dim - 1); }
 
-// The flat input index that output multi-index `o` reads.
+// The flat input index that output multi-index `o` (flat index `flat`) reads; `src` is scratch
+// space for the input's multi-index, so that no element allocates.
 int64_t source_index(const ir::Node& n, const std::vector<Value>& in, const std::vector<int64_t>& o, int64_t flat,
-                     const Shape& out_shape) {
+                     const Shape& out_shape, std::vector<int64_t>& src) {
   const ir::Attrs& a = n.attrs;
   const Shape& s = in[0]->type.shape;
+  src.resize(s.size());
   switch (ir::op_info(n.op).cls) {
     case OpClass::Reshape: return flat;
-    case OpClass::Transpose: {
-      std::vector<int64_t> src(s.size());
+    case OpClass::Transpose:
       for (size_t i = 0; i < a.perm.size(); ++i) src[static_cast<size_t>(a.perm[i])] = o[i];
       return ravel(src, s);
-    }
     case OpClass::Broadcast: {
       size_t off = out_shape.size() - s.size();
-      std::vector<int64_t> src(s.size());
       for (size_t d = 0; d < s.size(); ++d) src[d] = s[d] == 1 ? 0 : o[d + off];
       return ravel(src, s);
     }
-    case OpClass::Slice: {
-      std::vector<int64_t> src(s.size());
+    case OpClass::Slice:
       for (size_t d = 0; d < s.size(); ++d) src[d] = a.starts[d] + o[d] * a.strides[d];
       return ravel(src, s);
-    }
     case OpClass::Gather: {
       size_t ax = static_cast<size_t>(a.axes[0]);
-      std::vector<int64_t> src = o;
+      std::copy(o.begin(), o.end(), src.begin());
       src[ax] = clamp_index(in[1]->v[static_cast<size_t>(flat)], s[ax]);
       return ravel(src, s);
     }
@@ -46,10 +43,11 @@ int64_t source_index(const ir::Node& n, const std::vector<Value>& in, const std:
       // out = [A..., I..., B...]; the I part indexes the indices array.
       size_t ax = static_cast<size_t>(a.axes[0]);
       const Shape& is = in[1]->type.shape;
-      std::vector<int64_t> ii(o.begin() + static_cast<long>(ax), o.begin() + static_cast<long>(ax + is.size()));
-      std::vector<int64_t> src(o.begin(), o.begin() + static_cast<long>(ax));
-      src.push_back(clamp_index(in[1]->v[static_cast<size_t>(ravel(ii, is))], s[ax]));
-      src.insert(src.end(), o.begin() + static_cast<long>(ax + is.size()), o.end());
+      int64_t which = 0;
+      for (size_t d = 0; d < is.size(); ++d) which = which * is[d] + o[ax + d];
+      std::copy(o.begin(), o.begin() + static_cast<long>(ax), src.begin());
+      src[ax] = clamp_index(in[1]->v[static_cast<size_t>(which)], s[ax]);
+      std::copy(o.begin() + static_cast<long>(ax + is.size()), o.end(), src.begin() + static_cast<long>(ax) + 1);
       return ravel(src, s);
     }
     default: break;
@@ -60,11 +58,12 @@ int64_t source_index(const ir::Node& n, const std::vector<Value>& in, const std:
 Buffer concat(const ir::Node& n, const std::vector<Value>& in, const TensorType& out) {
   size_t ax = static_cast<size_t>(n.attrs.axes[0]);
   Buffer r = zeros(out);
-  for (int64_t i = 0; i < out.numel(); ++i) {
-    std::vector<int64_t> o = unravel(i, out.shape);
+  std::vector<int64_t> o(out.shape.size(), 0), src;
+  for (size_t i = 0; i < r.v.size(); ++i, next_index(o, out.shape)) {
+    src = o;
     size_t part = 0;
-    while (o[ax] >= in[part]->type.shape[ax]) o[ax] -= in[part++]->type.shape[ax];
-    r.v[static_cast<size_t>(i)] = in[part]->v[static_cast<size_t>(ravel(o, in[part]->type.shape))];
+    while (src[ax] >= in[part]->type.shape[ax]) src[ax] -= in[part++]->type.shape[ax];
+    r.v[i] = in[part]->v[static_cast<size_t>(ravel(src, in[part]->type.shape))];
   }
   return r;
 }
@@ -73,10 +72,10 @@ Buffer concat(const ir::Node& n, const std::vector<Value>& in, const TensorType&
 Buffer pad(const ir::Node& n, const Buffer& x, const TensorType& out) {
   Buffer r = zeros(out);
   const Shape& s = x.type.shape;
-  for (int64_t i = 0; i < x.type.numel(); ++i) {
-    std::vector<int64_t> idx = unravel(i, s);
-    for (size_t d = 0; d < s.size(); ++d) idx[d] = n.attrs.padding[2 * d] + idx[d] * n.attrs.strides[d];
-    r.v[static_cast<size_t>(ravel(idx, out.shape))] = x.v[static_cast<size_t>(i)];
+  std::vector<int64_t> at(s.size(), 0), idx(s.size());
+  for (size_t i = 0; i < x.v.size(); ++i, next_index(at, s)) {
+    for (size_t d = 0; d < s.size(); ++d) idx[d] = n.attrs.padding[2 * d] + at[d] * n.attrs.strides[d];
+    r.v[static_cast<size_t>(ravel(idx, out.shape))] = x.v[i];
   }
   return r;
 }
@@ -111,21 +110,20 @@ Buffer eval_movement(const ir::Node& n, const std::vector<Value>& in, const Tens
       for (size_t i = 0; i < r.v.size(); ++i)
         r.v[i] = round_to(out.dtype, n.attrs.data.size() == 1 ? n.attrs.data[0] : n.attrs.data[i]);
       return r;
-    case OpClass::Iota:
-      for (int64_t i = 0; i < out.numel(); ++i) {
-        double index = static_cast<double>(unravel(i, out.shape)[static_cast<size_t>(n.attrs.axes[0])]);
-        r.v[static_cast<size_t>(i)] = round_to(out.dtype, index);
-      }
+    case OpClass::Iota: {
+      std::vector<int64_t> o(out.shape.size(), 0);
+      for (size_t i = 0; i < r.v.size(); ++i, next_index(o, out.shape))
+        r.v[i] = round_to(out.dtype, static_cast<double>(o[static_cast<size_t>(n.attrs.axes[0])]));
       return r;
+    }
     case OpClass::Concat: return concat(n, in, out);
     case OpClass::Pad: return pad(n, *in[0], out);
     case OpClass::ScatterAdd: return scatter_add(n, *in[0], *in[1], out);
     default: break;
   }
-  for (int64_t i = 0; i < out.numel(); ++i) {
-    r.v[static_cast<size_t>(i)] =
-        in[0]->v[static_cast<size_t>(source_index(n, in, unravel(i, out.shape), i, out.shape))];
-  }
+  std::vector<int64_t> o(out.shape.size(), 0), src;
+  for (size_t i = 0; i < r.v.size(); ++i, next_index(o, out.shape))
+    r.v[i] = in[0]->v[static_cast<size_t>(source_index(n, in, o, static_cast<int64_t>(i), out.shape, src))];
   return r;
 }
 

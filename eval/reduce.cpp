@@ -13,11 +13,12 @@ using ir::Op;
 
 // Position of input index `idx` in the output: the kept dimensions, in order.
 int64_t out_index(const std::vector<int64_t>& idx, const std::vector<bool>& reduced, const Shape& out_shape) {
-  std::vector<int64_t> o;
+  int64_t f = 0;
+  size_t k = 0;
   for (size_t d = 0; d < idx.size(); ++d) {
-    if (!reduced[d]) o.push_back(idx[d]);
+    if (!reduced[d]) f = f * out_shape[k++] + idx[d];
   }
-  return ravel(o, out_shape);
+  return f;
 }
 
 double identity(Op op, DType t) {
@@ -59,10 +60,10 @@ Buffer eval_reduce(const ir::Node& n, const Buffer& x, const TensorType& out) {
     std::vector<double> best(r.v.size());
     std::vector<bool> seen(r.v.size(), false);
     size_t axis = static_cast<size_t>(n.attrs.axes[0]);
-    for (int64_t i = 0; i < x.type.numel(); ++i) {
-      std::vector<int64_t> idx = unravel(i, s);
+    std::vector<int64_t> idx(s.size(), 0);
+    for (size_t i = 0; i < x.v.size(); ++i, next_index(idx, s)) {
       size_t o = static_cast<size_t>(out_index(idx, reduced, out.shape));
-      double v = x.v[static_cast<size_t>(i)];
+      double v = x.v[i];
       if (!seen[o] || better(n.op, v, best[o])) {
         seen[o] = true;
         best[o] = v;
@@ -74,9 +75,10 @@ Buffer eval_reduce(const ir::Node& n, const Buffer& x, const TensorType& out) {
   if (n.op == Op::ReduceSum && out.dtype == DType::i32) {
     // Exact modulo 2^64, then wrapped to 32 bits (a double would lose low bits past 2^53).
     std::vector<uint64_t> acc(r.v.size(), 0);
-    for (int64_t i = 0; i < x.type.numel(); ++i) {
-      size_t o = static_cast<size_t>(out_index(unravel(i, s), reduced, out.shape));
-      acc[o] += static_cast<uint64_t>(static_cast<int64_t>(x.v[static_cast<size_t>(i)]));
+    std::vector<int64_t> idx(s.size(), 0);
+    for (size_t i = 0; i < x.v.size(); ++i, next_index(idx, s)) {
+      size_t o = static_cast<size_t>(out_index(idx, reduced, out.shape));
+      acc[o] += static_cast<uint64_t>(static_cast<int64_t>(x.v[i]));
     }
     for (size_t o = 0; o < acc.size(); ++o)
       r.v[o] = static_cast<double>(static_cast<int32_t>(static_cast<uint32_t>(acc[o])));
@@ -84,9 +86,10 @@ Buffer eval_reduce(const ir::Node& n, const Buffer& x, const TensorType& out) {
   }
   // Float sums, and max/min of any dtype (exact): accumulated in double, rounded once at the end.
   std::fill(r.v.begin(), r.v.end(), identity(n.op, x.type.dtype));
-  for (int64_t i = 0; i < x.type.numel(); ++i) {
-    size_t o = static_cast<size_t>(out_index(unravel(i, s), reduced, out.shape));
-    r.v[o] = combine(n.op, r.v[o], x.v[static_cast<size_t>(i)]);
+  std::vector<int64_t> idx(s.size(), 0);
+  for (size_t i = 0; i < x.v.size(); ++i, next_index(idx, s)) {
+    size_t o = static_cast<size_t>(out_index(idx, reduced, out.shape));
+    r.v[o] = combine(n.op, r.v[o], x.v[i]);
   }
   for (double& v : r.v) v = round_to(out.dtype, v);
   return r;
