@@ -210,43 +210,48 @@ class KernelEmitter::GemmEmitter {
   }
 
   // One k-block: every panel of B packed, every tile accumulated. `first`: the tiles start
-  // from zero (else from C); `last` (an i1 value): the epilogue follows.
+  // from zero (else from C); `last` (an i1 value): the epilogue follows. One emitted panel
+  // serves them all: when N is not a multiple of NR the last panel's width is a run-time
+  // value and its tiles' loads and stores of C are masked, instead of a second copy of every
+  // tile for it.
   void k_block(Value* kb, bool first, Value* last) {
     Value* length = block_length(kb);
     const int NR = panel_columns_;
     int64_t N = product_.N;
-    if (N / NR > 0) {
-      Value* from = p0_ ? p0_ : i64(0);
-      Value* to = p1_ ? emitter_.intrinsic(llvm::Intrinsic::smin, {p1_, i64(N / NR)}) : i64(N / NR);
-      for_each(from, to, [&](Value* jp) { panel(kb, length, builder_.CreateMul(jp, i64(NR)), NR, first, last); });
-    }
-    if (N % NR == 0) return;
-    auto rest = [&] { panel(kb, length, i64(N / NR * NR), static_cast<int>(N % NR), first, last); };
-    if (p1_) {
-      emit_if(builder_, builder_.CreateICmpEQ(p1_, i64(N / NR + 1)), rest);
-    } else {
-      rest();
-    }
+    Value* from = p0_ ? p0_ : i64(0);
+    Value* to = p1_ ? p1_ : i64(support::ceil_div<int64_t>(N, NR));
+    for_each(from, to, [&](Value* jp) {
+      Value* j0 = builder_.CreateMul(jp, i64(NR));
+      Value* columns = N % NR == 0 ? i64(NR)
+                       : N < NR    ? i64(N)
+                                   : emitter_.intrinsic(llvm::Intrinsic::smin, {i64(NR), builder_.CreateSub(i64(N), j0)});
+      panel(kb, length, j0, columns, first, last);
+    });
   }
 
   // Columns [j0, j0 + columns) of k-block kb: B's panel packed, then every row tile.
-  void panel(Value* kb, Value* length, Value* j0, int columns, bool first, Value* last) {
+  void panel(Value* kb, Value* length, Value* j0, Value* columns, bool first, Value* last) {
     pack(kb, length, j0, columns);
     emit_for(builder_, i64(0), full_tiles_, {}, [&](Value* ib, const std::vector<Value*>&) {
       tile(kb, length, builder_.CreateAdd(r0_, builder_.CreateMul(ib, i64(tile_rows_))), tile_rows_, j0, columns, first,
            last);
       return std::vector<Value*>{};
     });
-    // The rows left over (fewer than a tile, and how many depends on the thread's range) as
-    // tiles of 4, 2 and 1 rows: one row alone is a chain of dependent multiply-adds, which ran
-    // W5's product (4 rows left after 42 tiles of 6) 8% slower than OpenBLAS at AVX2. Their
-    // epilogue runs once after them all, not in each: one copy of its code instead of three.
-    Value* row = full_rows_end_;
-    for (int rows = static_cast<int>(std::bit_floor(static_cast<unsigned>(tile_rows_ - 1))); rows >= 1; rows /= 2) {
-      Value* fits = builder_.CreateICmpSGE(builder_.CreateSub(r1_, row), i64(rows));
-      Value* at = row;
-      emit_if(builder_, fits, [&] { tile(kb, length, at, rows, j0, columns, first, builder_.getFalse()); });
-      row = builder_.CreateSelect(fits, builder_.CreateAdd(row, i64(rows)), row);
+    // The rows left over (fewer than a tile; how many depends on the thread's range) as tiles
+    // of 4 rows (a power of two below the tile's rows), a tile's rows past the last repeating
+    // the last: a row computes the same bits in any tile, so a repeat stores what the last row
+    // stores. One row alone is a chain of dependent multiply-adds (which ran W5's product 8%
+    // slower than OpenBLAS at AVX2); 4 rows' 8 independent chains take the same time, and they
+    // are one copy of the tile's code where tiles of 4, 2 and 1 rows were three. Their epilogue
+    // runs once after them all.
+    if (tile_rows_ > 1) {
+      int64_t rows = std::bit_floor(static_cast<uint64_t>(tile_rows_ - 1));
+      Value* left = builder_.CreateSub(r1_, full_rows_end_);
+      Value* tiles = builder_.CreateSDiv(builder_.CreateAdd(left, i64(rows - 1)), i64(rows));
+      for_each(i64(0), tiles, [&](Value* ib) {
+        tile(kb, length, builder_.CreateAdd(full_rows_end_, builder_.CreateMul(ib, i64(rows))), static_cast<int>(rows),
+             j0, columns, first, builder_.getFalse(), r1_);
+      });
     }
     epilogue_after(last, full_rows_end_, r1_, j0, columns);
   }
@@ -254,9 +259,9 @@ class KernelEmitter::GemmEmitter {
   // The tiles' epilogue at rows [i0, i1) x columns [j0, j0 + columns) when `last` (an i1
   // value) says their last k-block is done. A constant `last` emits the epilogue or nothing,
   // not a branch: dead copies would still cost LLVM their compile time until folded.
-  void epilogue_after(Value* last, Value* i0, Value* i1, Value* j0, int columns) {
+  void epilogue_after(Value* last, Value* i0, Value* i1, Value* j0, Value* columns) {
     if (!tile_epilogue_) return;
-    Value* j1 = builder_.CreateAdd(j0, i64(columns));
+    Value* j1 = builder_.CreateAdd(j0, columns);
     if (auto* known = llvm::dyn_cast<llvm::ConstantInt>(last)) {
       if (known->isOne()) epilogue(i0, i1, j0, j1);
       return;
@@ -264,10 +269,22 @@ class KernelEmitter::GemmEmitter {
     emit_if(builder_, last, [&] { epilogue(i0, i1, j0, j1); });
   }
 
-  // Packs B's k-block kb, columns [j0, j0 + columns), into the panel: row by row when B's
-  // rows are contiguous; through in-register transposes when its columns are; column by column
-  // over the block's grid for im2col; else column by column, so that what depends only on the
-  // column is computed once per column. Columns past `columns` are zeros.
+  // Packs B's k-block kb, columns [j0, j0 + columns), into the panel. A panel is full (NR
+  // columns) or the last, narrower one (N % NR): each has its own packing code, the full one's
+  // a contiguous or transposed copy.
+  void pack(Value* kb, Value* length, Value* j0, Value* columns) {
+    if (auto* known = llvm::dyn_cast<llvm::ConstantInt>(columns))
+      return pack(kb, length, j0, static_cast<int>(known->getSExtValue()));
+    Value* full = builder_.CreateICmpEQ(columns, i64(panel_columns_));
+    emit_if(builder_, full, [&] { pack(kb, length, j0, panel_columns_); });
+    emit_if(builder_, builder_.CreateNot(full),
+            [&] { pack(kb, length, j0, static_cast<int>(product_.N % panel_columns_)); });
+  }
+
+  // Packs a panel of `columns` columns: row by row when B's rows are contiguous; through
+  // in-register transposes when its columns are; column by column over the block's grid for
+  // im2col; else column by column, so that what depends only on the column is computed once
+  // per column. Columns past `columns` are zeros.
   void pack(Value* kb, Value* length, Value* j0, int columns) {
     int NR = panel_columns_;
     auto one = [&](Value* kk, Value* jj) {
@@ -336,26 +353,42 @@ class KernelEmitter::GemmEmitter {
 
   // The register tile of `rows` rows from i0 by the panel's columns [j0, j0 + columns):
   // accumulated over the k-block from zero (`first`) or from C, stored to C, and followed by
-  // the epilogue when `last` (an i1 value) says this is the last k-block.
-  void tile(Value* kb, Value* length, Value* i0, int rows, Value* j0, int columns, bool first, Value* last) {
+  // the epilogue when `last` (an i1 value) says this is the last k-block. With `rows_end`, rows
+  // from rows_end on repeat row rows_end - 1. A panel narrower than NR loads and stores C
+  // through masks.
+  void tile(Value* kb, Value* length, Value* i0, int rows, Value* j0, Value* columns, bool first, Value* last,
+            Value* rows_end = nullptr) {
     int W = lanes_;
-    bool full = columns == panel_columns_;
-    std::vector<Value*> init;
+    auto* known = llvm::dyn_cast<llvm::ConstantInt>(columns);
+    bool full = known && known->getSExtValue() == panel_columns_;
+    std::vector<Value*> row_index;
     for (int r = 0; r < rows; ++r) {
       Value* i = builder_.CreateAdd(i0, i64(r));
+      if (rows_end) i = emitter_.intrinsic(llvm::Intrinsic::smin, {i, builder_.CreateSub(rows_end, i64(1))});
+      row_index.push_back(i);
+    }
+    // Lane l of half h holds column j0 + h * W + l, which exists when h * W + l < columns.
+    std::vector<Value*> mask;
+    if (!full) {
+      std::vector<llvm::Constant*> lane;
+      for (int l = 0; l < W; ++l) lane.push_back(llvm::ConstantInt::get(builder_.getInt64Ty(), static_cast<uint64_t>(l)));
+      Value* lanes = llvm::ConstantVector::get(lane);
       for (int h = 0; h < 2; ++h) {
-        Value* j = builder_.CreateAdd(j0, i64(h * W));
+        Value* left = builder_.CreateVectorSplat(static_cast<unsigned>(W), builder_.CreateSub(columns, i64(h * W)));
+        mask.push_back(builder_.CreateICmpSLT(lanes, left));
+      }
+    }
+    std::vector<Value*> init;
+    for (int r = 0; r < rows; ++r) {
+      for (int h = 0; h < 2; ++h) {
+        Value* at = c_element(row_index[static_cast<size_t>(r)], builder_.CreateAdd(j0, i64(h * W)));
         if (first) {
           init.push_back(llvm::ConstantAggregateZero::get(vector_type_));
         } else if (full) {
-          init.push_back(builder_.CreateAlignedLoad(vector_type_, c_element(i, j), align_));
+          init.push_back(builder_.CreateAlignedLoad(vector_type_, at, align_));
         } else {
-          Value* v = llvm::ConstantAggregateZero::get(vector_type_);
-          for (int l = 0; l < W && h * W + l < columns; ++l) {
-            Value* x = builder_.CreateLoad(elem_type_, c_element(i, builder_.CreateAdd(j, i64(l))));
-            v = builder_.CreateInsertElement(v, x, static_cast<uint64_t>(l));
-          }
-          init.push_back(v);
+          init.push_back(builder_.CreateMaskedLoad(vector_type_, at, align_, mask[static_cast<size_t>(h)],
+                                                   llvm::ConstantAggregateZero::get(vector_type_)));
         }
       }
     }
@@ -367,7 +400,7 @@ class KernelEmitter::GemmEmitter {
       std::vector<Value*> next;
       for (int r = 0; r < rows; ++r) {
         Value* x = builder_.CreateVectorSplat(static_cast<unsigned>(W),
-                                              product_.a(batch_, builder_.CreateAdd(i0, i64(r)), kb, kk));
+                                              product_.a(batch_, row_index[static_cast<size_t>(r)], kb, kk));
         next.push_back(
             builder_.CreateIntrinsic(llvm::Intrinsic::fmuladd, {vector_type_}, {x, b0, a[2 * static_cast<size_t>(r)]}));
         next.push_back(builder_.CreateIntrinsic(llvm::Intrinsic::fmuladd, {vector_type_},
@@ -376,17 +409,13 @@ class KernelEmitter::GemmEmitter {
       return next;
     });
     for (int r = 0; r < rows; ++r) {
-      Value* i = builder_.CreateAdd(i0, i64(r));
       for (int h = 0; h < 2; ++h) {
-        Value* j = builder_.CreateAdd(j0, i64(h * W));
+        Value* at = c_element(row_index[static_cast<size_t>(r)], builder_.CreateAdd(j0, i64(h * W)));
         Value* v = acc[2 * static_cast<size_t>(r) + static_cast<size_t>(h)];
         if (full) {
-          builder_.CreateAlignedStore(v, c_element(i, j), align_);
-          continue;
-        }
-        for (int l = 0; l < W && h * W + l < columns; ++l) {
-          builder_.CreateStore(builder_.CreateExtractElement(v, static_cast<uint64_t>(l)),
-                               c_element(i, builder_.CreateAdd(j, i64(l))));
+          builder_.CreateAlignedStore(v, at, align_);
+        } else {
+          builder_.CreateMaskedStore(v, at, align_, mask[static_cast<size_t>(h)]);
         }
       }
     }
