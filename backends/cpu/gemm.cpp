@@ -222,9 +222,10 @@ class KernelEmitter::GemmEmitter {
     Value* to = p1_ ? p1_ : i64(support::ceil_div<int64_t>(N, NR));
     for_each(from, to, [&](Value* jp) {
       Value* j0 = builder_.CreateMul(jp, i64(NR));
-      Value* columns = N % NR == 0 ? i64(NR)
-                       : N < NR    ? i64(N)
-                                   : emitter_.intrinsic(llvm::Intrinsic::smin, {i64(NR), builder_.CreateSub(i64(N), j0)});
+      // A constant where every panel is as wide (N a multiple of NR, or a single panel).
+      Value* columns = N % NR == 0 || N < NR
+                           ? i64(std::min<int64_t>(N, NR))
+                           : emitter_.intrinsic(llvm::Intrinsic::smin, {i64(NR), builder_.CreateSub(i64(N), j0)});
       panel(kb, length, j0, columns, first, last);
     });
   }
@@ -245,7 +246,7 @@ class KernelEmitter::GemmEmitter {
     // are one copy of the tile's code where tiles of 4, 2 and 1 rows were three. Their epilogue
     // runs once after them all.
     if (tile_rows_ > 1) {
-      int64_t rows = std::bit_floor(static_cast<uint64_t>(tile_rows_ - 1));
+      auto rows = static_cast<int64_t>(std::bit_floor(static_cast<uint64_t>(tile_rows_ - 1)));
       Value* left = builder_.CreateSub(r1_, full_rows_end_);
       Value* tiles = builder_.CreateSDiv(builder_.CreateAdd(left, i64(rows - 1)), i64(rows));
       for_each(i64(0), tiles, [&](Value* ib) {
@@ -371,7 +372,8 @@ class KernelEmitter::GemmEmitter {
     std::vector<Value*> mask;
     if (!full) {
       std::vector<llvm::Constant*> lane;
-      for (int l = 0; l < W; ++l) lane.push_back(llvm::ConstantInt::get(builder_.getInt64Ty(), static_cast<uint64_t>(l)));
+      for (int l = 0; l < W; ++l)
+        lane.push_back(llvm::ConstantInt::get(builder_.getInt64Ty(), static_cast<uint64_t>(l)));
       Value* lanes = llvm::ConstantVector::get(lane);
       for (int h = 0; h < 2; ++h) {
         Value* left = builder_.CreateVectorSplat(static_cast<unsigned>(W), builder_.CreateSub(columns, i64(h * W)));
