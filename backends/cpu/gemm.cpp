@@ -239,8 +239,8 @@ class KernelEmitter::GemmEmitter {
       return std::vector<Value*>{};
     });
     // The rows left over (fewer than a tile; how many depends on the thread's range) as tiles
-    // of 4 rows (a power of two below the tile's rows), a tile's rows past the last repeating
-    // the last: a row computes the same bits in any tile, so a repeat stores what the last row
+    // of the largest power of two below the tile's rows (4 for tiles of 6 or 8), a tile's rows
+    // past the last repeating the last: a row computes the same bits in any tile, so a repeat stores what the last row
     // stores. One row alone is a chain of dependent multiply-adds (which ran W5's product 8%
     // slower than OpenBLAS at AVX2); 4 rows' 8 independent chains take the same time, and they
     // are one copy of the tile's code where tiles of 4, 2 and 1 rows were three. Their epilogue
