@@ -43,8 +43,15 @@ using Index = std::vector<llvm::Value*>;
 // loop vectoriser, not the weaker straight-line vectoriser, sees a reduction in it, or so that
 // a loop whose unrolling gains nothing does not multiply the code LLVM compiles). Vectorize:
 // to vectorise it where legal whatever its cost model says (short loops with interleaved
-// accesses, which it otherwise leaves scalar).
-enum class LoopHint { None, Rolled, Vectorize };
+// accesses, which it otherwise leaves scalar). Unrolled: to unroll it fully, also in a kernel
+// module, whose optimiser unrolls no other loop (native.cpp): a pooling window's few taps,
+// which only the vectoriser of the loop around them makes fast. Paired: two iterations a trip,
+// a register tile's k loop, whose every trip is a few loads and a dozen multiply-adds.
+enum class LoopHint { None, Rolled, Vectorize, Unrolled, Paired };
+
+// The most iterations of a loop of constant bounds that the shared lowering's loops (windows,
+// taps, a short axis) have unrolled (LoopHint::Unrolled).
+inline constexpr int64_t kMaxUnrolledTrips = 16;
 
 // Emits `for (i = lo; i < hi; ++i)` around body(i) with loop-carried values `carried`;
 // returns the carried values after the loop.

@@ -394,22 +394,25 @@ class KernelEmitter::GemmEmitter {
         }
       }
     }
-    std::vector<Value*> acc = emit_for(builder_, i64(0), length, init, [&](Value* kk, const std::vector<Value*>& a) {
-      Value* panel_row = element(panel_, builder_.CreateMul(kk, i64(panel_columns_)));
-      Value* b0 = builder_.CreateAlignedLoad(vector_type_, panel_row, align_);
-      Value* b1 = builder_.CreateAlignedLoad(vector_type_,
-                                             builder_.CreateConstInBoundsGEP1_64(elem_type_, panel_row, W), align_);
-      std::vector<Value*> next;
-      for (int r = 0; r < rows; ++r) {
-        Value* x = builder_.CreateVectorSplat(static_cast<unsigned>(W),
-                                              product_.a(batch_, row_index[static_cast<size_t>(r)], kb, kk));
-        next.push_back(
-            builder_.CreateIntrinsic(llvm::Intrinsic::fmuladd, {vector_type_}, {x, b0, a[2 * static_cast<size_t>(r)]}));
-        next.push_back(builder_.CreateIntrinsic(llvm::Intrinsic::fmuladd, {vector_type_},
-                                                {x, b1, a[2 * static_cast<size_t>(r) + 1]}));
-      }
-      return next;
-    });
+    std::vector<Value*> acc = emit_for(
+        builder_, i64(0), length, init,
+        [&](Value* kk, const std::vector<Value*>& a) {
+          Value* panel_row = element(panel_, builder_.CreateMul(kk, i64(panel_columns_)));
+          Value* b0 = builder_.CreateAlignedLoad(vector_type_, panel_row, align_);
+          Value* b1 = builder_.CreateAlignedLoad(vector_type_,
+                                                 builder_.CreateConstInBoundsGEP1_64(elem_type_, panel_row, W), align_);
+          std::vector<Value*> next;
+          for (int r = 0; r < rows; ++r) {
+            Value* x = builder_.CreateVectorSplat(static_cast<unsigned>(W),
+                                                  product_.a(batch_, row_index[static_cast<size_t>(r)], kb, kk));
+            next.push_back(builder_.CreateIntrinsic(llvm::Intrinsic::fmuladd, {vector_type_},
+                                                    {x, b0, a[2 * static_cast<size_t>(r)]}));
+            next.push_back(builder_.CreateIntrinsic(llvm::Intrinsic::fmuladd, {vector_type_},
+                                                    {x, b1, a[2 * static_cast<size_t>(r) + 1]}));
+          }
+          return next;
+        },
+        LoopHint::Paired);
     for (int r = 0; r < rows; ++r) {
       for (int h = 0; h < 2; ++h) {
         Value* at = c_element(row_index[static_cast<size_t>(r)], builder_.CreateAdd(j0, i64(h * W)));

@@ -72,10 +72,15 @@ std::vector<Value*> emit_for(llvm::IRBuilder<>& b, Value* lo, Value* hi, const s
   llvm::BasicBlock* latch = b.GetInsertBlock();
   llvm::BranchInst* back = b.CreateBr(head);
   if (hint != LoopHint::None) {
-    llvm::MDNode* property = hint == LoopHint::Rolled
-                                 ? llvm::MDNode::get(c, {llvm::MDString::get(c, "llvm.loop.unroll.disable")})
-                                 : llvm::MDNode::get(c, {llvm::MDString::get(c, "llvm.loop.vectorize.enable"),
-                                                         llvm::ConstantAsMetadata::get(b.getTrue())});
+    auto named = [&](const char* name, llvm::Constant* value) {
+      std::vector<llvm::Metadata*> fields{llvm::MDString::get(c, name)};
+      if (value) fields.push_back(llvm::ConstantAsMetadata::get(value));
+      return llvm::MDNode::get(c, fields);
+    };
+    llvm::MDNode* property = hint == LoopHint::Vectorize ? named("llvm.loop.vectorize.enable", b.getTrue())
+                             : hint == LoopHint::Rolled  ? named("llvm.loop.unroll.disable", nullptr)
+                             : hint == LoopHint::Paired  ? named("llvm.loop.unroll.count", b.getInt32(2))
+                                                         : named("llvm.loop.unroll.full", nullptr);
     llvm::MDNode* loop = llvm::MDNode::getDistinct(c, {nullptr, property});
     loop->replaceOperandWith(0, loop);
     back->setMetadata(llvm::LLVMContext::MD_loop, loop);

@@ -118,6 +118,10 @@ void optimize(llvm::Module& m, llvm::TargetMachine& tm, bool kernel_module) {
   llvm::PipelineTuningOptions pto;
   pto.LoopVectorization = true;
   pto.SLPVectorization = true;
+  // A kernel module's loops are unrolled where the emitter asks (LoopHint::Unrolled) and nowhere
+  // else: its tiles are unrolled already, and LLVM's unrolling passes, which look at every loop,
+  // were a fifth of the optimiser's time and made W1-W7 no faster (docs/performance.md).
+  pto.LoopUnrolling = !kernel_module;
   llvm::PassBuilder pb(&tm, pto);
   llvm::TargetLibraryInfoImpl tlii(llvm::Triple(m.getTargetTriple()));
   std::deque<std::string> names;

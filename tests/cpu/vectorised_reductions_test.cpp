@@ -1,6 +1,7 @@
 // Reductions along a row (a softmax's sum, a bias gradient) vectorise together with the math
 // functions beside them, in loop kernels and in a matrix product's epilogue: their optimised IR
 // calls a libmvec vector variant inside the kernel, and their values equal the interpreter's.
+// A pooling window's loops are unrolled.
 #include <gtest/gtest.h>
 
 #include <fluxion/fluxion.h>
@@ -40,4 +41,17 @@ TEST(VectorisedReductions, RowSumsInAMatrixProductsEpilogue) {
   Array w = fx::testing::uniform_f32({24, 40}, 2), x = fx::testing::uniform_f32({40, 300}, 3);
   expect_vector_math_in_kernel0(f, w, x);
   fx::testing::expect_cpu_matches_interpreter(1e-5, f, w, x);
+}
+
+// A pooling window's taps are written out (kernel modules unroll only the loops their emitter
+// marks): a 2 x 2 window's kernel compares four taps, not one tap in a loop of four.
+TEST(VectorisedReductions, AMaxPoolsWindowIsUnrolled) {
+  auto f = [](Tensor x) { return fx::max_pool2d(x); };
+  Array x = fx::testing::uniform_f32({16, 6, 24, 24}, 4);
+  std::string kernel = fx::testing::kernel0_ir(fx::testing::optimised_ir(f, x));
+  ASSERT_FALSE(kernel.empty()) << "no kernel0 in the dumped IR";
+  size_t compares = 0;
+  for (size_t at = kernel.find("fcmp ogt"); at != std::string::npos; at = kernel.find("fcmp ogt", at + 1)) ++compares;
+  EXPECT_GE(compares, 4u) << kernel;
+  fx::testing::expect_cpu_matches_interpreter(0, f, x);
 }
