@@ -1,8 +1,8 @@
 // W1-W7 and gpt_train's training step at batch 16 and 256 on the Vulkan backend, with every
 // argument in device memory before the first call (as the GPU peers keep theirs), for the GPU
-// benchmark (bench/gpu/README.md); with --cpu-threads, W1-W7 on the CPU backend instead, at
-// each thread count (system "fluxion-cpu@N"), for the host's table beside PyTorch's. One line
-// per cell, the format workload_peers.py prints too:
+// benchmark (bench/gpu/README.md); with --cpu-threads, W1-W7 and the step at batch 16 on the
+// CPU backend instead, at each thread count (system "fluxion-cpu@N"), for the host's table
+// beside PyTorch's. One line per cell, the format workload_peers.py prints too:
 //   WL <tab> system <tab> workload <tab> mode <tab> median_us <tab> min_us <tab> first_ms
 // usage: fluxion_gpu_bench [--time S] [--workloads W1,W2,...,GPT] [--cpu-threads 1,2,4,...]
 #include <algorithm>
@@ -28,9 +28,10 @@ namespace nn = fluxion::nn;
 namespace {
 
 // gpt_train's model (width 128, 4 heads, 4 blocks, context 64, 96 tokens) trained by
-// nn::Trainer on four batches of random tokens, in turn.
-bench::CaseSpec gpt_step(int64_t batch) {
-  return {"GPT-b" + std::to_string(batch), "fluxion-vulkan", "step", [batch] {
+// nn::Trainer on four batches of random tokens, in turn, on `backend`.
+bench::CaseSpec gpt_step(int64_t batch, fx::Backend backend) {
+  std::string system = backend == fx::Backend::Cpu ? "fluxion-cpu" : "fluxion-vulkan";
+  return {"GPT-b" + std::to_string(batch), system, "step", [batch, backend] {
             samples::GptOptions g;
             g.context = 64;
             g.vocab = 96;
@@ -52,7 +53,7 @@ bench::CaseSpec gpt_step(int64_t batch) {
             st->trainer = std::make_unique<nn::Trainer>(
                 samples::gpt_model(g),
                 [](const fx::Tensor& o, const fx::Tensor& y) { return nn::softmax_cross_entropy(o, y); },
-                samples::gpt_optimizer(1e-3, 0.1, 1.0, nn::Schedule()), fx::Backend::Vulkan);
+                samples::gpt_optimizer(1e-3, 0.1, 1.0, nn::Schedule()), backend);
             st->state = st->trainer->init(0);
             bench::Case c;
             c.run = [st] {
@@ -86,12 +87,13 @@ void print_error(const bench::CaseSpec& s, const std::string& system, const std:
   std::fflush(stdout);
 }
 
-// Each CPU case compiled once, then measured at every thread count in turn (first_ms, the
-// compile, is that one compile on every count's line).
+// Each CPU case compiled once, at the largest thread count, then measured at every thread
+// count in turn (first_ms, the compile, is that one compile on every count's line).
 void cpu_table(const std::vector<bench::CaseSpec>& specs, const std::vector<int>& threads,
                const bench::MeasureOptions& mo) {
   for (const bench::CaseSpec& s : specs) {
     try {
+      fx::set_num_threads(*std::max_element(threads.begin(), threads.end()));
       bench::Case c = s.make();
       for (int n : threads) {
         fx::set_num_threads(n);
@@ -135,10 +137,11 @@ int main(int argc, char** argv) try {
   std::vector<bench::CaseSpec> specs;
   if (cpu_threads.empty()) {
     specs = bench::fluxion_cases(inputs, "vulkan", 0, true);
-    specs.push_back(gpt_step(16));
-    specs.push_back(gpt_step(256));
+    specs.push_back(gpt_step(16, fx::Backend::Vulkan));
+    specs.push_back(gpt_step(256, fx::Backend::Vulkan));
   } else {
     specs = bench::fluxion_cases(inputs, "cpu", 0);
+    specs.push_back(gpt_step(16, fx::Backend::Cpu));
   }
   std::erase_if(specs, [&](const bench::CaseSpec& s) {
     std::string family = s.workload.rfind("GPT", 0) == 0 ? "GPT" : s.workload;
