@@ -46,12 +46,15 @@ using Index = std::vector<llvm::Value*>;
 // accesses, which it otherwise leaves scalar). Unrolled: to unroll it fully, also in a kernel
 // module, whose optimiser unrolls no other loop (native.cpp): a pooling window's few taps,
 // which only the vectoriser of the loop around them makes fast. Paired: two iterations a trip,
-// a register tile's k loop, whose every trip is a few loads and a dozen multiply-adds.
+// a register tile's k loop, whose every trip is a few loads and a dozen multiply-adds. A loop
+// of no hint is Unrolled when it is innermost, has at most kMaxUnrolledTrips iterations between
+// constant bounds and would be at most kMaxUnrolledInstructions LLVM instructions unrolled.
 enum class LoopHint { None, Rolled, Vectorize, Unrolled, Paired };
 
-// The most iterations of a loop of constant bounds that the shared lowering's loops (windows,
-// taps, a short axis) have unrolled (LoopHint::Unrolled).
+// The most iterations of a loop of constant bounds that is unrolled without being asked: an
+// innermost loop, or the shared lowering's loops (windows, taps, a short axis).
 inline constexpr int64_t kMaxUnrolledTrips = 16;
+inline constexpr int64_t kMaxUnrolledInstructions = 512;
 
 // Emits `for (i = lo; i < hi; ++i)` around body(i) with loop-carried values `carried`;
 // returns the carried values after the loop.

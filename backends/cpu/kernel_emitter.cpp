@@ -45,8 +45,32 @@ void emit_if(llvm::IRBuilder<>& b, Value* cond, const std::function<void()>& the
   b.SetInsertPoint(after);
 }
 
+namespace {
+
+// Loops emit_for has emitted on this thread: a loop whose body emitted none is innermost.
+thread_local uint64_t loops_emitted = 0;
+
+// Iterations of the loop from lo to hi when both are constants, else -1.
+int64_t constant_trips(Value* lo, Value* hi) {
+  auto* l = llvm::dyn_cast<llvm::ConstantInt>(lo);
+  auto* h = llvm::dyn_cast<llvm::ConstantInt>(hi);
+  return l && h ? std::max<int64_t>(0, h->getSExtValue() - l->getSExtValue()) : -1;
+}
+
+// Instructions of a loop's body: block `first` and the blocks after `last_before` (emit_for
+// appends the blocks a body makes to the function).
+int64_t body_instructions(llvm::BasicBlock* first, llvm::BasicBlock* last_before) {
+  int64_t n = static_cast<int64_t>(first->size());
+  for (auto it = std::next(last_before->getIterator()); it != first->getParent()->end(); ++it)
+    n += static_cast<int64_t>(it->size());
+  return n;
+}
+
+}  // namespace
+
 std::vector<Value*> emit_for(llvm::IRBuilder<>& b, Value* lo, Value* hi, const std::vector<Value*>& carried,
                              const std::function<std::vector<Value*>(Value*, const std::vector<Value*>&)>& body, LoopHint hint) {
+  uint64_t loops_before = ++loops_emitted;
   llvm::Function* f = b.GetInsertBlock()->getParent();
   llvm::LLVMContext& c = b.getContext();
   llvm::BasicBlock* pre = b.GetInsertBlock();
@@ -68,6 +92,12 @@ std::vector<Value*> emit_for(llvm::IRBuilder<>& b, Value* lo, Value* hi, const s
   b.CreateCondBr(b.CreateICmpSLT(i, hi), loop_body, exit);
   b.SetInsertPoint(loop_body);
   std::vector<Value*> next = body(i, cur);
+  // A small innermost loop of a few constant iterations is unrolled, as LLVM's unroller would
+  // have (a narrow panel's packing: its 16 columns then load as a vector, not as a gather).
+  int64_t trips = constant_trips(lo, hi);
+  if (hint == LoopHint::None && loops_emitted == loops_before && trips >= 0 && trips <= kMaxUnrolledTrips &&
+      trips * body_instructions(loop_body, exit) <= kMaxUnrolledInstructions)
+    hint = LoopHint::Unrolled;
   Value* inc = b.CreateAdd(i, b.getInt64(1), "", true, true);
   llvm::BasicBlock* latch = b.GetInsertBlock();
   llvm::BranchInst* back = b.CreateBr(head);

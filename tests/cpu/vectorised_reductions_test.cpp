@@ -1,14 +1,16 @@
 // Reductions along a row (a softmax's sum, a bias gradient) vectorise together with the math
 // functions beside them, in loop kernels and in a matrix product's epilogue: their optimised IR
 // calls a libmvec vector variant inside the kernel, and their values equal the interpreter's.
-// A pooling window's loops are unrolled.
+// A pooling window's loops are unrolled, and a narrow panel is packed with vector loads.
 #include <gtest/gtest.h>
 
 #include <fluxion/fluxion.h>
 
+#include <regex>
 #include <string>
 
 #include "cpu/cpu_checks.h"
+#include "cpu/strategies.h"
 
 namespace fx = fluxion;
 using fx::Array;
@@ -54,4 +56,18 @@ TEST(VectorisedReductions, AMaxPoolsWindowIsUnrolled) {
   for (size_t at = kernel.find("fcmp ogt"); at != std::string::npos; at = kernel.find("fcmp ogt", at + 1)) ++compares;
   EXPECT_GE(compares, 4u) << kernel;
   fx::testing::expect_cpu_matches_interpreter(0, f, x);
+}
+
+// A product's last panel, narrower than the others, is packed by a short loop over its columns
+// that is unrolled (kernel modules unroll only small innermost loops of constant bounds), so
+// that its columns load as a vector: no vector is built element by element (a gather).
+TEST(VectorisedReductions, ANarrowPanelIsPackedWithoutGathers) {
+  int64_t lanes = fx::testing::matmul_lanes(fx::f32);
+  auto f = [](Tensor a, Tensor b) { return fx::matmul(a, b); };
+  Array a = fx::testing::uniform_f32({40, 600}, 5), b = fx::testing::uniform_f32({600, 5 * lanes}, 6);
+  std::string kernel = fx::testing::kernel0_ir(fx::testing::optimised_ir(f, a, b));
+  ASSERT_FALSE(kernel.empty()) << "no kernel0 in the dumped IR";
+  std::regex gather("insertelement <[0-9]+ x float> %[^,]+, float %[^,]+, i64 [1-9]");
+  EXPECT_FALSE(std::regex_search(kernel, gather)) << kernel;
+  fx::testing::expect_cpu_matches_interpreter(1e-5, f, a, b);
 }
