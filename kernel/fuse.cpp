@@ -677,18 +677,21 @@ class Fuser {
   // Splits kernel k into parts (Kernel::split_chunks, split_over) where it is large enough: a
   // kernel whose reductions fold its outermost dimension over that dimension, or over a
   // product's columns where that gives more parts; a weight gradient alone over its images
-  // where that gives more parts than its output channels (kMinSplitPixels).
+  // where that gives more parts than its output channels (kMinSplitPixels); a product alone
+  // over its depth where that gives more parts than its result's shares (kDepthShareRows).
   void split(Kernel& k) const {
     bool folds_outer = !split_layout(region_, k).folded.empty();
     std::vector<SplitOver> ways;
     if (folds_outer) ways.push_back(SplitOver::Outer);
     if (folds_outer && reductions_fold_columns(k)) ways.push_back(SplitOver::Columns);
     if (!folds_outer && lone_weight_gradient(k)) ways.push_back(SplitOver::Images);
+    if (!folds_outer && lone_product(k)) ways.push_back(SplitOver::Depth);
     for (SplitOver way : ways) {
       Kernel candidate = k;
       candidate.split_over = way;
       int64_t chunks = split_chunk_count(candidate);
       if (way == SplitOver::Images && chunks <= k.space[0]) continue;
+      if (way == SplitOver::Depth && chunks <= result_shares(k)) continue;
       if (chunks > k.split_chunks) {
         k.split_chunks = chunks;
         k.split_over = way;
@@ -704,6 +707,20 @@ class Fuser {
       return ir::op_info(node.op).cls != OpClass::Reduce ||
              std::find(node.attrs.axes.begin(), node.attrs.axes.end(), 1) != node.attrs.axes.end();
     });
+  }
+
+  // A matrix product (no batch) with nothing after it in its kernel: its parts' partial products
+  // need only be summed.
+  bool lone_product(const Kernel& k) const {
+    return k.kind == KernelKind::MatMul && region_.nodes[k.root].op == Op::MatMul && k.nodes.size() == 1 &&
+           k.space.size() == 2;
+  }
+
+  // The shares threads cut a product's result into unsplit: its register tiles' rows, or its
+  // panels of columns, whichever are more (kDepthShareRows).
+  int64_t result_shares(const Kernel& k) const {
+    return std::max(support::ceil_div<int64_t>(k.space[0], kDepthShareRows),
+                    support::ceil_div<int64_t>(k.space[1], kDepthShareColumns));
   }
 
   // A convolution's weight gradient with nothing after it in its kernel: its parts' partial
@@ -738,8 +755,10 @@ class Fuser {
     }
     if (k.split_over == SplitOver::Columns) least = kMinSplitMatmulColumns;
     if (k.split_over == SplitOver::Outer && k.kind == KernelKind::MatMul) least = kMinSplitMatmulRows;
-    int64_t chunks = std::min(
-        {kMaxSplitChunks, extent / least, work / kSplitChunkWork, work / (8 * std::max<int64_t>(1, partial_elements))});
+    int64_t most = kMaxSplitChunks;
+    if (k.split_over == SplitOver::Depth) least = kMinSplitDepth, most = kTunedThreads;
+    int64_t chunks =
+        std::min({most, extent / least, work / kSplitChunkWork, work / (8 * std::max<int64_t>(1, partial_elements))});
     return chunks >= 2 ? chunks : 0;
   }
 

@@ -47,9 +47,11 @@ struct StridedView {
 
 // What a split kernel's parts (Kernel::split_chunks) cut: its outermost dimension; a matrix
 // product's columns, where every reduction in it folds them (each part then packs only its own
-// columns of the right operand); or the images a convolution's weight gradient sums over, where
-// the kernel is that gradient alone (each part sums its images into a partial gradient).
-enum class SplitOver : uint8_t { Outer, Columns, Images };
+// columns of the right operand); the images a convolution's weight gradient sums over, where
+// the kernel is that gradient alone (each part sums its images into a partial gradient); or
+// the depth (k) a matrix product alone sums over, where its result has too few rows and
+// columns to give every thread a share (each part sums its range of k into a partial product).
+enum class SplitOver : uint8_t { Outer, Columns, Images, Depth };
 
 struct Kernel {
   KernelKind kind = KernelKind::Loop;
@@ -58,8 +60,9 @@ struct Kernel {
   std::vector<size_t> recomputed;  // cheap nodes of other kernels computed here again, not stored
   size_t root = 0;                 // MatMul: the matmul or convolution node; Scatter: the scatter_add
   bool parallel = false;           // the outermost dimension may be split across threads
-  // A kernel whose reductions fold the outermost dimension (so it is not `parallel`), or a
-  // weight gradient alone (which sums over its images), may run as `split_chunks` (> 1) parts
+  // A kernel whose reductions fold the outermost dimension (so it is not `parallel`), a weight
+  // gradient alone (which sums over its images) or a product alone (over its depth) may run as
+  // `split_chunks` (> 1) parts
   // (of what: `split_over`), each accumulating into its own partial
   // results at `partials_offset` in the region's arena (`split_layout`'s part_bytes per part), which
   // are then combined in part order. The number of parts depends on the shapes alone, never on
@@ -180,6 +183,21 @@ inline constexpr int64_t kMinSplitMatmulColumns = 128;
 // 0.39 ms in 32 parts. The split is taken only where it gives more parts than the output
 // channels that threads would otherwise share.
 inline constexpr int64_t kMinSplitPixels = 2048;
+// The threads a program's work is cut for: part counts come from the program and this number,
+// never from the live thread count, so that results are the same bits on any number of threads.
+// The CPU planner also gives a product's panels to threads when it has this many: W5's gradient
+// dW (256 x 512, k = 4096) split by rows had each of 16 threads pack all of B (8 MiB).
+inline constexpr int64_t kTunedThreads = 16;
+// A matrix product alone is split over its depth (SplitOver::Depth) when its result gives fewer
+// than kTunedThreads shares (a share: a register tile's rows, at most kDepthShareRows, or a
+// panel of kDepthShareColumns columns, as threads cut an unsplit product), into up to
+// kTunedThreads parts of at least kMinSplitDepth of k each, starting at multiples of
+// kSplitDepthGrain (a multiple of every backend's k-block, so that a part's range is whole
+// k-blocks).
+inline constexpr int64_t kDepthShareRows = 8;
+inline constexpr int64_t kDepthShareColumns = 16;
+inline constexpr int64_t kMinSplitDepth = 1024;
+inline constexpr int64_t kSplitDepthGrain = 256;
 // Kernel k's work: multiply-adds for a matrix product or convolution (whose weight gradient
 // sums over every image and pixel), else the elements of its index space times the scalar
 // operations computed at each (OpInfo::cost).

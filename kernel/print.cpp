@@ -20,6 +20,7 @@ std::string kernel_line(const ir::Region& r, const Kernel& k, size_t index) {
     out << " split " << k.split_chunks;
     if (k.split_over == SplitOver::Columns) out << " columns";
     if (k.split_over == SplitOver::Images) out << " images";
+    if (k.split_over == SplitOver::Depth) out << " depth";
   }
   out << ":";
   for (size_t n : k.nodes) out << " " << ir::op_name(r.nodes[n].op);

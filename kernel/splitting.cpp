@@ -67,7 +67,7 @@ SplitLayout split_layout(const ir::Region& r, const Kernel& k) {
     out.offsets.push_back(out.part_bytes);
     out.part_bytes += partial_bytes(r, i);
   };
-  if (k.split_over == SplitOver::Images) {
+  if (k.split_over == SplitOver::Images || k.split_over == SplitOver::Depth) {
     fold(k.root);
     return out;
   }
@@ -85,6 +85,7 @@ int64_t split_extent(const ir::Region& r, const Kernel& k) {
   switch (k.split_over) {
     case SplitOver::Columns: return k.space.size() > 1 ? k.space[1] : 1;
     case SplitOver::Images: return r.type(r.nodes[k.root].operands[1]).shape.at(0);
+    case SplitOver::Depth: return r.type(r.nodes[k.root].operands[0]).shape.back();
     case SplitOver::Outer: break;
   }
   return k.space.empty() ? 1 : k.space[0];

@@ -61,6 +61,15 @@ class KernelEmitter::GemmEmitter {
         detail::fail("cpu codegen", "internal error: a weight gradient split over images is not blocked by image");
       kb0_ = lo, kb1_ = hi;
       product(i64(0), i64(product_.M));
+    } else if (k.split_by(kernel::SplitOver::Depth)) {
+      // A part of a product split over its depth: [lo, hi) is whole k-blocks of k (thread_grain).
+      if (kernel::kSplitDepthGrain % product_.kc != 0)
+        detail::fail("cpu codegen", "a product split over its depth needs a k-block dividing " +
+                                        std::to_string(kernel::kSplitDepthGrain) + ", not " +
+                                        std::to_string(product_.kc));
+      kb0_ = builder_.CreateUDiv(lo, i64(product_.kc));
+      kb1_ = builder_.CreateUDiv(builder_.CreateAdd(hi, i64(product_.kc - 1)), i64(product_.kc));
+      product(i64(0), i64(product_.M));
     } else if (k.plan.split_columns) {
       // The kernel's range of rows [lo, hi) stands for the same share of the panels (as in
       // matmul_transposed.cpp): consecutive row ranges give consecutive panel ranges.
@@ -99,7 +108,8 @@ class KernelEmitter::GemmEmitter {
         {i64(product_.kc), builder_.CreateSub(i64(product_.K), builder_.CreateMul(kb, i64(product_.kc)))});
   }
 
-  // This call's k-blocks: all of them, or [kb0_, kb1_) when it is a part of a split over images.
+  // This call's k-blocks: all of them, or [kb0_, kb1_) when it is a part of a split over images
+  // or depth.
   Value* first_block() { return kb0_ ? kb0_ : i64(0); }
   Value* end_block() { return kb1_ ? kb1_ : i64(product_.blocks); }
 

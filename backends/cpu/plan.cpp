@@ -33,10 +33,9 @@ constexpr int64_t kBlockK = 256;
 // gradient) is reduced across lanes once per row instead of once per row and panel. A larger
 // one runs it on each tile while that is in L1.
 constexpr int64_t kWholeEpilogueBytes = 32 << 10;
-// The threads a product's work cut is shaped for: a product with this many panels gives every
-// thread some of them to pack and use. W5's gradient dW (256 x 512, k = 4096) split by rows
-// had each of 16 threads pack all of B (8 MiB).
-constexpr int64_t kTunedThreads = 16;
+// A product split over its depth has parts of whole k-blocks: every k-block (a power of two up
+// to kBlockK) divides the parts' grain.
+static_assert(kernel::kSplitDepthGrain % kBlockK == 0);
 // Transposed tiles: 24 accumulators, two A^T vectors and a broadcast; at most a vector's lanes,
 // since a tile's columns become the lanes of C's rows, and fewer where the registers are fewer.
 constexpr int kMaxTileColumns = 12;
@@ -80,7 +79,7 @@ bool transposed_tiles(const ir::Region& r, const kernel::Kernel& k, const kernel
   int64_t W = matmul_lanes(r, k, target);
   int64_t columns = std::min<int64_t>({kMaxTileColumns, W, (target.vector_registers - 3) / 2});
   if (!d.batch.empty() || !a_rows || !b_columns || d.K > block_k(target) || W < 8 || d.M <= W || d.M > 2 * W ||
-      d.N < columns || d.K % W != 0 || frame.reduces())
+      d.N < columns || d.K % W != 0 || frame.reduces() || k.split_chunks > 1)
     return false;
   plan->strategy = Strategy::TransposedTiles;
   plan->tile = {columns, 2 * W, d.K, 0, 0};
@@ -105,8 +104,9 @@ KernelPlan tiles(const ir::Region& r, const kernel::Kernel& k, const kernel::Ker
   plan.tile = {tile_rows(d.M, target), 2 * plan.vector_lanes, kc, 0, 0};
   int64_t esize = dtype_size(r.type(root.results[0]).dtype);
   plan.whole_epilogue = k.nodes.size() > 1 && d.M * d.N * esize <= kWholeEpilogueBytes;
-  plan.split_columns = root.op == ir::Op::MatMul && d.batch.empty() && d.N >= 2 * plan.tile.n && !frame.reduces() &&
-                       d.N / plan.tile.n >= std::min(kTunedThreads, support::ceil_div<int64_t>(d.M, plan.tile.m));
+  plan.split_columns =
+      root.op == ir::Op::MatMul && d.batch.empty() && d.N >= 2 * plan.tile.n && !frame.reduces() &&
+      d.N / plan.tile.n >= std::min(kernel::kTunedThreads, support::ceil_div<int64_t>(d.M, plan.tile.m));
   return plan;
 }
 
@@ -179,6 +179,7 @@ KernelPlan plan_kernel(const ir::Region& r, const kernel::RegionSchedule& s, con
 
 int64_t thread_grain(const ir::Region& r, const kernel::Kernel& k) {
   if (k.split_by(kernel::SplitOver::Columns)) return std::max<int64_t>(1, k.plan.tile.n);
+  if (k.split_by(kernel::SplitOver::Depth)) return kernel::kSplitDepthGrain;
   bool rows = k.plan.strategy == Strategy::Tiles && !k.plan.split_columns && kernel::product_dims(r, k).batch.empty();
   return rows ? std::max<int64_t>(1, k.plan.tile.m) : 1;
 }

@@ -155,6 +155,43 @@ TEST(SplitReductions, AWeightGradientIsSplitOverItsImages) {
   }
 }
 
+// A product alone whose result is too small to give every one of 16 threads a share (a tile of
+// rows or a panel of columns) but whose depth is long is split over its depth: each part sums
+// whole k-blocks of its range into a partial product (the last range ending in a short block),
+// and the parts are summed in order. As register tiles and as dot products (3 columns), in f32
+// and f64. A product with more after it in its kernel (a bias) is not.
+TEST(SplitReductions, ALongProductWithASmallResultIsSplitOverItsDepth) {
+  struct Case {
+    fx::Shape a, b;
+    const char* listing;
+  };
+  const Case cases[] = {
+      {{40, 12000}, {12000, 24}, "\\[40,24\\] split 11 depth: matmul \\|"},
+      {{6, 131072}, {131072, 3}, "\\[6,3\\] split 9 depth: matmul \\|"},
+  };
+  uint32_t seed = 40;
+  for (fx::DType t : {fx::f32, fx::f64}) {
+    for (const Case& c : cases) {
+      SCOPED_TRACE(std::string(fx::dtype_name(t)) + " a" + fx::testing::str(c.a));
+      Array a = fx::testing::make(t, fx::testing::random_doubles(fx::numel(c.a), -1, 1, seed++), c.a);
+      Array b = fx::testing::make(t, fx::testing::random_doubles(fx::numel(c.b), -1, 1, seed++), c.b);
+      auto product = [](Tensor a, Tensor b) { return fx::matmul(a, b); };
+      auto cpu = fx::jit(product, fx::Backend::Cpu);
+      std::string kernels = cpu.lower(a, b).kernels();
+      EXPECT_TRUE(std::regex_search(kernels, std::regex(c.listing))) << kernels;
+      auto got = same_at_every_thread_count([&] { return std::vector<Array>{cpu(a, b)}; });
+      std::vector<double> want = fx::jit(product, fx::Backend::Interp)(a, b).to_doubles();
+      double depth = static_cast<double>(c.a[1]);
+      double tolerance = (t == fx::f32 ? 0x1p-24 : 0x1p-53) * 8 * depth;
+      expect_near_all(got[0], want, tolerance);
+    }
+  }
+  auto biased = [](Tensor a, Tensor b) { return fx::matmul(a, b) + 1.0; };
+  Array a = random({40, 12000}, 50), b = random({12000, 24}, 51);
+  std::string kernels = fx::jit(biased, fx::Backend::Cpu).lower(a, b).kernels();
+  EXPECT_EQ(kernels.find("depth"), std::string::npos) << kernels;
+}
+
 // A column sum keeps the columns, which parts of columns would each write only in part: such a
 // product is split over its rows.
 TEST(SplitReductions, AProductWithColumnSumsIsSplitOverItsRows) {
