@@ -62,11 +62,10 @@ struct Kernel {
   bool parallel = false;           // the outermost dimension may be split across threads
   // A kernel whose reductions fold the outermost dimension (so it is not `parallel`), a weight
   // gradient alone (which sums over its images) or a product alone (over its depth) may run as
-  // `split_chunks` (> 1) parts
-  // (of what: `split_over`), each accumulating into its own partial
-  // results at `partials_offset` in the region's arena (`split_layout`'s part_bytes per part), which
-  // are then combined in part order. The number of parts depends on the shapes alone, never on
-  // the thread count, so results are the same bits on any number of threads.
+  // `split_chunks` (> 1) parts (of what: `split_over`), each accumulating into its own partial
+  // results at `partials_offset` in the region's arena (`split_layout`'s part_bytes per part),
+  // which are then combined in part order. The number of parts depends on the shapes alone,
+  // never on the thread count, so results are the same bits on any number of threads.
   int64_t split_chunks = 0;
   SplitOver split_over = SplitOver::Outer;
   // Whether the kernel runs as parts cutting `way`.
