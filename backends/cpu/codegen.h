@@ -43,16 +43,14 @@ using Index = std::vector<llvm::Value*>;
 // loop vectoriser, not the weaker straight-line vectoriser, sees a reduction in it, or so that
 // a loop whose unrolling gains nothing does not multiply the code LLVM compiles). Vectorize:
 // to vectorise it where legal whatever its cost model says (short loops with interleaved
-// accesses, which it otherwise leaves scalar). Unrolled: to unroll it fully, also in a kernel
-// module, whose optimiser unrolls no other loop (native.cpp): a pooling window's few taps,
-// which only the vectoriser of the loop around them makes fast. Paired: two iterations a trip,
-// a register tile's k loop, whose every trip is a few loads and a dozen multiply-adds. A loop
-// of no hint is Unrolled when it is innermost, has at most kMaxUnrolledTrips iterations between
-// constant bounds and would be at most kMaxUnrolledInstructions LLVM instructions unrolled.
+// accesses, which it otherwise leaves scalar). Paired: two iterations a trip, a register tile's
+// k loop, whose every trip is a few loads and a dozen multiply-adds. Unrolled: fully, also in a
+// kernel module, whose optimiser unrolls no loop itself (native.cpp); emit_for gives it to a loop
+// of no hint whose inner loops are all unrolled, with at most kMaxUnrolledTrips iterations
+// between constant bounds and at most kMaxUnrolledInstructions LLVM instructions unrolled (a
+// pooling window's taps, a narrow panel's packing).
 enum class LoopHint { None, Rolled, Vectorize, Unrolled, Paired };
 
-// The most iterations of a loop of constant bounds that is unrolled without being asked: an
-// innermost loop, or the shared lowering's loops (windows, taps, a short axis).
 inline constexpr int64_t kMaxUnrolledTrips = 16;
 inline constexpr int64_t kMaxUnrolledInstructions = 512;
 

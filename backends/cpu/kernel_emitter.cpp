@@ -47,8 +47,10 @@ void emit_if(llvm::IRBuilder<>& b, Value* cond, const std::function<void()>& the
 
 namespace {
 
-// Loops emit_for has emitted on this thread: a loop whose body emitted none is innermost.
-thread_local uint64_t loops_emitted = 0;
+// Loops emit_for has left rolled on this thread: a loop whose body left none is innermost once
+// the loops in it are unrolled. And the instructions their unrolling adds to the code emitted.
+thread_local uint64_t rolled_loops = 0;
+thread_local int64_t unrolled_growth = 0;
 
 // Iterations of the loop from lo to hi when both are constants, else -1.
 int64_t constant_trips(Value* lo, Value* hi) {
@@ -70,7 +72,8 @@ int64_t body_instructions(llvm::BasicBlock* first, llvm::BasicBlock* last_before
 
 std::vector<Value*> emit_for(llvm::IRBuilder<>& b, Value* lo, Value* hi, const std::vector<Value*>& carried,
                              const std::function<std::vector<Value*>(Value*, const std::vector<Value*>&)>& body, LoopHint hint) {
-  uint64_t loops_before = ++loops_emitted;
+  uint64_t rolled_before = rolled_loops;
+  int64_t growth_before = unrolled_growth;
   llvm::Function* f = b.GetInsertBlock()->getParent();
   llvm::LLVMContext& c = b.getContext();
   llvm::BasicBlock* pre = b.GetInsertBlock();
@@ -92,12 +95,19 @@ std::vector<Value*> emit_for(llvm::IRBuilder<>& b, Value* lo, Value* hi, const s
   b.CreateCondBr(b.CreateICmpSLT(i, hi), loop_body, exit);
   b.SetInsertPoint(loop_body);
   std::vector<Value*> next = body(i, cur);
-  // A small innermost loop of a few constant iterations is unrolled, as LLVM's unroller would
-  // have (a narrow panel's packing: its 16 columns then load as a vector, not as a gather).
+  // A small loop of a few constant iterations, its inner loops unrolled, is unrolled, as LLVM's
+  // unroller would have (a pooling window's taps; a narrow panel's packing, whose 16 columns then
+  // load as a vector, not as a gather).
   int64_t trips = constant_trips(lo, hi);
-  if (hint == LoopHint::None && loops_emitted == loops_before && trips >= 0 && trips <= kMaxUnrolledTrips &&
-      trips * body_instructions(loop_body, exit) <= kMaxUnrolledInstructions)
+  int64_t written = body_instructions(loop_body, exit);
+  int64_t size = written + unrolled_growth - growth_before;
+  if (hint == LoopHint::None && rolled_loops == rolled_before && trips >= 0 && trips <= kMaxUnrolledTrips &&
+      trips * size <= kMaxUnrolledInstructions) {
     hint = LoopHint::Unrolled;
+    unrolled_growth = growth_before + trips * size - written;
+  } else {
+    ++rolled_loops;
+  }
   Value* inc = b.CreateAdd(i, b.getInt64(1), "", true, true);
   llvm::BasicBlock* latch = b.GetInsertBlock();
   llvm::BranchInst* back = b.CreateBr(head);

@@ -124,9 +124,8 @@ class KernelEmitter::Renderer {
     for (const auto& c : carried) init.push_back(c.init);
     // Values computed inside the loop do not dominate the code after it.
     auto saved = emitter_.memo_;
-    auto out = emit_for(
-        builder_, emitter_.i64(lo), emitter_.i64(hi), init, [&](V i, const std::vector<V>& s) { return body(i, s); },
-        hi - lo <= kMaxUnrolledTrips ? LoopHint::Unrolled : LoopHint::None);
+    auto out = emit_for(builder_, emitter_.i64(lo), emitter_.i64(hi), init,
+                        [&](V i, const std::vector<V>& s) { return body(i, s); });
     emitter_.memo_ = std::move(saved);
     return out;
   }
