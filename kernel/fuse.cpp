@@ -35,6 +35,11 @@ constexpr int64_t kMaxPackedBlock = 4096;
 // Longest chain of cheap ops a reader recomputes instead of reading a stored value.
 constexpr int kMaxRecomputedNodes = 6;
 
+// How far ahead (steps) a kernel may be moved up to run side by side with the ones before it:
+// far enough for a scan body's independent products, near enough that a value computed early
+// does not hold its bytes for long.
+constexpr size_t kSideBySideLookahead = 16;
+
 Role role_of(const ir::Region& r, const ir::Node& n) {
   if (n.op == Op::Constant) return n.attrs.data.size() == 1 ? Role::Inline : Role::Global;
   if (ir::is_view(n.op)) return Role::View;
@@ -376,12 +381,34 @@ class Fuser {
     return true;
   }
 
-  // Joins the most recent producer kernel of node i, merging the others into it where that
+  // Which of the kernels whose values a node reads at its own index it joins: the most recent,
+  // but between matrix products, which never merge, the one whose operands are ready last (its
+  // newest predecessor is the newest), so that the other waits for nothing it does not need and
+  // may run side by side with the kernels before (an LSTM's second layer: its input product
+  // waits for the first layer's step, its recurrent product does not); where none is ready
+  // later, the first, so that the layers of a stack, whose sums read their products in the same
+  // order, get the same code.
+  int join_target(const std::set<int>& fused) {
+    if (!std::all_of(fused.begin(), fused.end(), [&](int g) { return G(g).kind == KernelKind::MatMul; }))
+      return *fused.rbegin();
+    int best = *fused.begin();
+    auto newest_pred = [&](int g) {
+      int newest = -1;
+      for (int p : G(g).preds) newest = std::max(newest, find(p));
+      return newest;
+    };
+    for (int g : fused) {
+      if (newest_pred(g) > newest_pred(best)) best = g;
+    }
+    return best;
+  }
+
+  // Joins the producer kernel join_target picks for node i, merging the others into it where that
   // creates no cycle; a value of a kernel that cannot be joined is recomputed when cheap (its
   // nodes appended to `recompute`), else stored. Returns the kernel, or -1 when none can be
   // joined; `reads` then holds what i reads as it will be placed.
   int join_producers(size_t i, Reads& reads, std::vector<size_t>& recompute) {
-    int target = reads.fused.empty() ? -1 : *reads.fused.rbegin();
+    int target = reads.fused.empty() ? -1 : join_target(reads.fused);
     for (int attempt = 0; attempt < 2; ++attempt) {
       std::set<int> stored = reads.stored;
       std::set<ValueId> leaves = reads.leaves;
@@ -518,7 +545,67 @@ class Fuser {
       }
     }
     order(s);
+    if (options_.side_by_side_kernels) place_side_by_side(s);
     return s;
+  }
+
+  // Gathers kernels that do not depend on each other into runs of consecutive steps and marks
+  // each run where at least two of its kernels are worth a thread (Kernel::beside_previous). A
+  // run grows by the kernel steps after it that read nothing the run or the kernels passed over
+  // compute: the next one whatever its size, a later one (moved up, at most
+  // kSideBySideLookahead steps) only when it is worth a thread. Steps keep their order where no
+  // run is marked. Control and wait steps end a run and are never passed over; a kernel split
+  // into parts (its parts and their combination are a hand-off of their own) never joins one.
+  void place_side_by_side(RegionSchedule& s) const {
+    std::vector<Step>& steps = s.steps;
+    auto joinable = [&](const Step& st) {
+      return st.kind == Step::Kind::Kernel && s.kernels[st.index].split_chunks <= 1;
+    };
+    auto worth = [&](const Step& st) { return kernel_work(region_, s.kernels[st.index]) >= kMinParallelWork; };
+    auto computes = [&](const Step& st, std::set<ValueId>& into) {
+      for (size_t n : s.kernels[st.index].nodes)
+        into.insert(region_.nodes[n].results.begin(), region_.nodes[n].results.end());
+    };
+    auto reads_none = [&](const Step& st, const std::set<ValueId>& values) {
+      std::set<ValueId> r = reads(s, st);
+      return std::none_of(r.begin(), r.end(), [&](ValueId v) { return values.count(v) > 0; });
+    };
+    for (size_t i = 0; i < steps.size();) {
+      if (!joinable(steps[i])) {
+        ++i;
+        continue;
+      }
+      size_t end = i + 1;  // the run: steps [i, end)
+      size_t window = std::min(steps.size(), i + kSideBySideLookahead);
+      std::vector<Step> before(steps.begin() + static_cast<long>(i), steps.begin() + static_cast<long>(window));
+      std::set<ValueId> run, passed;
+      computes(steps[i], run);
+      for (size_t j = end; j < window && steps[j].kind == Step::Kind::Kernel; ++j) {
+        bool independent = joinable(steps[j]) && reads_none(steps[j], run) && reads_none(steps[j], passed);
+        if (independent && (j == end || worth(steps[j]))) {
+          std::rotate(steps.begin() + static_cast<long>(end), steps.begin() + static_cast<long>(j),
+                      steps.begin() + static_cast<long>(j) + 1);
+          computes(steps[end++], run);
+        } else {
+          computes(steps[j], passed);
+        }
+      }
+      if (std::count_if(steps.begin() + static_cast<long>(i), steps.begin() + static_cast<long>(end), worth) < 2) {
+        std::copy(before.begin(), before.end(), steps.begin() + static_cast<long>(i));
+        ++i;
+        continue;
+      }
+      for (size_t t = i + 1; t < end; ++t) s.kernels[steps[t].index].beside_previous = true;
+      i = end;
+    }
+    // Kernels numbered in running order again.
+    std::vector<Kernel> running;
+    for (Step& st : steps) {
+      if (st.kind != Step::Kind::Kernel) continue;
+      running.push_back(std::move(s.kernels[st.index]));
+      st.index = running.size() - 1;
+    }
+    s.kernels = std::move(running);
   }
 
   // Kernels and steps in an order that respects every dependency (a topological sort of the

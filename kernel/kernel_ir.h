@@ -85,6 +85,10 @@ struct Kernel {
   // result returned both as a view and read by this product) is still read through its operands,
   // which are what this kernel was ordered after, not from the copy's buffer.
   std::vector<StridedView> operand_views;
+  // Runs side by side with the kernel of the step before it (FusionOptions::side_by_side_kernels):
+  // neither reads what the other computes, and the memory plan keeps every value either touches
+  // apart for the whole run, so the threads may take their chunks in any order.
+  bool beside_previous = false;
 };
 
 // Control: a loop or branch, or a collective, which a top-level region may run asynchronously
@@ -144,6 +148,11 @@ struct FusionOptions {
   // A scan's carries get a second buffer each in the scan's arena (scan_carry_buffers), so that
   // the CPU alternates them by step instead of copying each step's new carries back.
   bool double_buffered_scan_carries = true;
+  // Consecutive kernels that do not depend on each other run side by side, as one hand-off to
+  // the CPU's threads (Kernel::beside_previous), where at least two of them are worth a thread
+  // (kMinParallelWork): a scan body's small products then share the threads instead of each
+  // waiting for the one before it.
+  bool side_by_side_kernels = true;
   // A top-level collective runs asynchronously from its Control step to a Wait step (Step). The
   // steps are ordered so that each collective starts as soon as its operand is ready: a
   // data-parallel step's gradient buckets are exchanged while the backward pass goes on.

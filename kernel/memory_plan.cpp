@@ -37,15 +37,23 @@ ScanCarryBuffers scan_carry_buffers(const ir::Node& scan, int64_t body_arena_byt
 void plan_memory(const ir::Region& r, RegionSchedule& s, const FusionOptions& options) {
   std::vector<int32_t> producer = producers(r);
   size_t nsteps = s.steps.size();
+  // When each step runs: kernels side by side (Kernel::beside_previous) at the same time, so that
+  // nothing one of them touches shares bytes with what another touches.
+  std::vector<int64_t> time(nsteps);
+  for (size_t t = 0; t < nsteps; ++t) {
+    const Step& st = s.steps[t];
+    bool beside = t > 0 && st.kind == Step::Kind::Kernel && s.kernels[st.index].beside_previous;
+    time[t] = beside ? time[t - 1] : static_cast<int64_t>(t);
+  }
   // The step at which each node runs (views and inline constants: when read).
   std::vector<int64_t> node_step(r.nodes.size(), -1);
   for (size_t t = 0; t < nsteps; ++t) {
     const Step& st = s.steps[t];
     if (st.kind == Step::Kind::Wait) continue;
     if (st.kind == Step::Kind::Control) {
-      node_step[st.index] = static_cast<int64_t>(t);
+      node_step[st.index] = time[t];
     } else {
-      for (size_t n : s.kernels[st.index].nodes) node_step[n] = static_cast<int64_t>(t);
+      for (size_t n : s.kernels[st.index].nodes) node_step[n] = time[t];
     }
   }
   std::vector<int64_t> first(r.types.size(), INT64_MAX), last(r.types.size(), -1);
@@ -70,7 +78,7 @@ void plan_memory(const ir::Region& r, RegionSchedule& s, const FusionOptions& op
     std::vector<size_t> nodes;
     if (st.kind == Step::Kind::Wait) {
       // An asynchronous collective reads its operand and writes its result until its wait.
-      use(r.nodes[st.index].results[0], static_cast<int64_t>(t));
+      use(r.nodes[st.index].results[0], time[t]);
       nodes.push_back(st.index);
     } else if (st.kind == Step::Kind::Control) {
       nodes.push_back(st.index);
@@ -79,7 +87,7 @@ void plan_memory(const ir::Region& r, RegionSchedule& s, const FusionOptions& op
       nodes.insert(nodes.end(), s.kernels[st.index].recomputed.begin(), s.kernels[st.index].recomputed.end());
     }
     for (size_t n : nodes) {
-      for (ir::ValueId o : r.nodes[n].operands) use(o, static_cast<int64_t>(t));
+      for (ir::ValueId o : r.nodes[n].operands) use(o, time[t]);
     }
   }
   for (ir::ValueId v : r.results) use(v, static_cast<int64_t>(nsteps));
@@ -101,7 +109,7 @@ void plan_memory(const ir::Region& r, RegionSchedule& s, const FusionOptions& op
       const ir::Node& n = r.nodes[st.index];
       if (n.op == ir::Op::Scan && options.double_buffered_scan_carries) bytes = scan_carry_buffers(n, bytes).bytes;
       s.nested_offset[st.index] = 0;
-      if (bytes > 0) intervals.push_back({static_cast<int64_t>(t), static_cast<int64_t>(t), aligned(bytes), &s.nested_offset[st.index]});
+      if (bytes > 0) intervals.push_back({time[t], time[t], aligned(bytes), &s.nested_offset[st.index]});
     }
   }
   // A split kernel's partial results and a kernel's scratch live while it runs.
@@ -110,7 +118,7 @@ void plan_memory(const ir::Region& r, RegionSchedule& s, const FusionOptions& op
     if (st.kind != Step::Kind::Kernel) continue;
     Kernel& k = s.kernels[st.index];
     auto during_step = [&](int64_t bytes, int64_t* offset) {
-      intervals.push_back({static_cast<int64_t>(t), static_cast<int64_t>(t), aligned(bytes), offset});
+      intervals.push_back({time[t], time[t], aligned(bytes), offset});
     };
     if (k.split_chunks > 1) during_step(k.split_chunks * split_layout(r, k).part_bytes, &k.partials_offset);
     if (k.scratch_bytes > 0) during_step(k.scratch_bytes, &k.scratch_offset);

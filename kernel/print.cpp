@@ -15,7 +15,7 @@ std::string kernel_line(const ir::Region& r, const Kernel& k, size_t index) {
                                                           : "loop";
   out << "kernel " << index << " " << kind;
   if (k.plan.strategy != Strategy::Unplanned) out << "[" << strategy_name(k.plan.strategy) << "]";
-  out << " " << shape_str(k.space) << (k.parallel ? " parallel" : "");
+  out << " " << shape_str(k.space) << (k.parallel ? " parallel" : "") << (k.beside_previous ? " beside" : "");
   if (k.split_chunks > 1) {
     out << " split " << k.split_chunks;
     if (k.split_over == SplitOver::Columns) out << " columns";

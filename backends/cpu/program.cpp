@@ -133,9 +133,19 @@ class ProgramEmitter {
     for (const kernel::Step& st : s.steps) {
       if (st.kind == kernel::Step::Kind::Wait) slot.emplace(st.index, static_cast<int64_t>(slot.size()));
     }
-    for (const kernel::Step& st : s.steps) {
+    for (size_t t = 0; t < s.steps.size(); ++t) {
+      const kernel::Step& st = s.steps[t];
       if (st.kind == kernel::Step::Kind::Kernel) {
-        call_kernel(r, s, st.index, ptr, arena);
+        // A profiled program times each kernel alone.
+        std::vector<size_t> beside{st.index};
+        while (!target_.profile && t + 1 < s.steps.size() && s.steps[t + 1].kind == kernel::Step::Kind::Kernel &&
+               s.kernels[s.steps[t + 1].index].beside_previous)
+          beside.push_back(s.steps[++t].index);
+        if (beside.size() > 1) {
+          call_side_by_side(r, s, beside, ptr);
+        } else {
+          call_kernel(r, s, st.index, ptr, arena);
+        }
         continue;
       }
       if (st.kind == kernel::Step::Kind::Wait) {
@@ -220,36 +230,77 @@ class ProgramEmitter {
     return table;
   }
 
+  // How the entry point launches a kernel: its functions, its profile id, the extent of its
+  // outermost dimension, its work, and whether the thread pool cuts it into chunks.
+  struct Launch {
+    KernelFunctions fns;
+    int32_t id = 0;
+    int64_t n0 = 1, work = 0;
+    bool pooled = false;
+  };
+
+  Launch launch(const ir::Region& r, const RegionSchedule& s, const kernel::Kernel& k) {
+    Launch l;
+    l.id = kernel_count_++;
+    l.n0 = k.space.empty() ? 1 : k.space[0];
+    l.work = kernel::kernel_work(r, k);
+    l.fns = kernel_functions(r, s, k, l.work);
+    l.pooled = k.parallel && l.work >= kernel::kMinParallelWork && l.n0 > 1;
+    Value* count = builder_.CreateLoad(builder_.getInt64Ty(), launches_);
+    builder_.CreateStore(builder_.CreateAdd(count, builder_.getInt64(1)), launches_);
+    return l;
+  }
+
   void call_kernel(const ir::Region& r, const RegionSchedule& s, size_t ki, const std::vector<Value*>& ptr,
                    Value* arena) {
     const kernel::Kernel& k = s.kernels[ki];
-    int32_t id = kernel_count_++;
-    int64_t n0 = k.space.empty() ? 1 : k.space[0];
-    int64_t work = kernel::kernel_work(r, k);
-    KernelFunctions fns = kernel_functions(r, s, k, work);
-    Value* fn = fns.kernel.getCallee();
-    Value* count = builder_.CreateLoad(builder_.getInt64Ty(), launches_);
-    builder_.CreateStore(builder_.CreateAdd(count, builder_.getInt64(1)), launches_);
+    Launch l = launch(r, s, k);
     auto mark = [&] {
       if (target_.profile)
         builder_.CreateCall(module_.getOrInsertFunction("fx_profile_mark", builder_.getVoidTy(), builder_.getInt32Ty()),
-                            {builder_.getInt32(static_cast<uint32_t>(id))});
+                            {builder_.getInt32(static_cast<uint32_t>(l.id))});
     };
     mark();
     if (k.split_chunks > 1) {
-      split_call(r, s, k, fns, ptr, kernel::split_extent(r, k), arena);
-    } else if (k.parallel && work >= kernel::kMinParallelWork && n0 > 1) {
+      split_call(r, s, k, l.fns, ptr, kernel::split_extent(r, k), arena);
+    } else if (l.pooled) {
       auto pf =
           module_.getOrInsertFunction("fx_parallel_for", builder_.getVoidTy(), builder_.getPtrTy(), builder_.getPtrTy(),
                                       builder_.getInt64Ty(), builder_.getInt64Ty(), builder_.getInt64Ty());
-      builder_.CreateCall(pf, {fn, pointer_table(fns.buffers, ptr), builder_.getInt64(static_cast<uint64_t>(n0)),
-                               builder_.getInt64(static_cast<uint64_t>(work / n0)),
-                               builder_.getInt64(static_cast<uint64_t>(thread_grain(r, k)))});
+      builder_.CreateCall(
+          pf, {l.fns.kernel.getCallee(), pointer_table(l.fns.buffers, ptr),
+               builder_.getInt64(static_cast<uint64_t>(l.n0)), builder_.getInt64(static_cast<uint64_t>(l.work / l.n0)),
+               builder_.getInt64(static_cast<uint64_t>(thread_grain(r, k)))});
     } else {
-      builder_.CreateCall(fns.kernel, {pointer_table(fns.buffers, ptr), builder_.getInt64(0),
-                                       builder_.getInt64(static_cast<uint64_t>(n0))});
+      builder_.CreateCall(l.fns.kernel, {pointer_table(l.fns.buffers, ptr), builder_.getInt64(0),
+                                         builder_.getInt64(static_cast<uint64_t>(l.n0))});
     }
     mark();
+  }
+
+  // Runs kernels that were placed side by side (Kernel::beside_previous) as one hand-off to the
+  // thread pool (fx_parallel_group): a table of GroupKernel (runtime/cpu/helpers.h), a kernel
+  // the pool would not cut given whole as one grain.
+  void call_side_by_side(const ir::Region& r, const RegionSchedule& s, const std::vector<size_t>& kernels,
+                         const std::vector<Value*>& ptr) {
+    llvm::Type* p = builder_.getPtrTy();
+    llvm::Type* i64 = builder_.getInt64Ty();
+    auto* entry = llvm::StructType::get(context_, {p, p, i64, i64, i64});
+    Value* table = entry_alloca(entry, kernels.size());
+    for (size_t i = 0; i < kernels.size(); ++i) {
+      const kernel::Kernel& k = s.kernels[kernels[i]];
+      Launch l = launch(r, s, k);
+      Value* at = builder_.CreateConstInBoundsGEP1_64(entry, table, i);
+      int64_t per_item = l.pooled ? l.work / l.n0 : 0;
+      int64_t grain = l.pooled ? thread_grain(r, k) : std::max<int64_t>(1, l.n0);
+      std::vector<Value*> fields{
+          l.fns.kernel.getCallee(), pointer_table(l.fns.buffers, ptr), builder_.getInt64(static_cast<uint64_t>(l.n0)),
+          builder_.getInt64(static_cast<uint64_t>(per_item)), builder_.getInt64(static_cast<uint64_t>(grain))};
+      for (unsigned f = 0; f < fields.size(); ++f)
+        builder_.CreateStore(fields[f], builder_.CreateStructGEP(entry, at, f));
+    }
+    auto group = module_.getOrInsertFunction("fx_parallel_group", builder_.getVoidTy(), p, i64);
+    builder_.CreateCall(group, {table, builder_.getInt64(kernels.size())});
   }
 
   // Runs split kernel k (Kernel::split_chunks) as its parts of the n indices of its split

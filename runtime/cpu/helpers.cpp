@@ -1,6 +1,7 @@
 #include "runtime/cpu/helpers.h"
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <cmath>
@@ -61,9 +62,27 @@ Ranges ranges_of(int64_t n, int64_t chunks, int64_t grain) {
   return {n, chunks, grain > 1 && support::ceil_div(n, grain) >= chunks ? grain : 1};
 }
 
-// Runs fn over `ranges` on the calling thread; range i gets the buffers at bufs + i * stride.
-void run_serially(KernelFn fn, void** bufs, int64_t stride, const Ranges& ranges) {
-  for (int64_t i = 0; i < ranges.chunks; ++i) fn(bufs + i * stride, ranges.begin(i), ranges.begin(i + 1));
+// One kernel of a pool job: fn over `ranges`, range i with the buffers at bufs + i * stride.
+struct Segment {
+  KernelFn fn = nullptr;
+  void** bufs = nullptr;
+  int64_t stride = 0;
+  Ranges ranges;
+  void run_chunk(int64_t i) const { fn(bufs + i * stride, ranges.begin(i), ranges.begin(i + 1)); }
+};
+
+// Runs the segments' chunks on the calling thread, in order.
+void run_serially(const Segment* segments, int64_t count) {
+  for (int64_t s = 0; s < count; ++s) {
+    for (int64_t i = 0; i < segments[s].ranges.chunks; ++i) segments[s].run_chunk(i);
+  }
+}
+
+// How many chunks parallel_for cuts [0, n) into on `threads` threads.
+int64_t chunk_count(int64_t n, int64_t work_per_item, int64_t grain, int threads) {
+  int64_t grains = support::ceil_div(n, std::max<int64_t>(1, grain));
+  int64_t by_work = std::max<int64_t>(1, n * std::max<int64_t>(1, work_per_item) / kMinChunkWork);
+  return std::min<int64_t>({grains, static_cast<int64_t>(threads), by_work, kMaxChunks});
 }
 
 // Spins on an atomic for up to `budget` before giving up, so that a hand-off between kernels
@@ -83,8 +102,9 @@ bool spin_until(Ready ready, std::chrono::nanoseconds budget) {
 // short enough to give a busy machine its cores back soon.
 constexpr std::chrono::microseconds kWorkerSpin{100}, kCallerSpin{50};
 
-// A fixed set of workers that run one parallel_for at a time. The calling thread takes chunks
-// too; a second caller that finds the pool busy runs its loop alone instead of waiting.
+// A fixed set of workers that run one job at a time: one kernel's chunks, or the chunks of
+// several kernels run side by side (at most kMaxGroupKernels segments). The calling thread takes
+// chunks too; a second caller that finds the pool busy runs its job alone instead of waiting.
 //
 // A job is published in one atomic word, claim_ = generation (24 bits) | chunks (20) | next
 // chunk (20). A worker owns chunk i of generation g only by advancing that word from
@@ -110,18 +130,19 @@ class Pool {
   }
   int size() const { return static_cast<int>(workers_.size()) + 1; }
 
-  // Runs fn over `ranges`; range i gets the buffers at bufs + i * stride.
-  void run(KernelFn fn, void** bufs, int64_t stride, const Ranges& ranges) {
+  // Runs every chunk of the `count` segments.
+  void run(const Segment* segments, int64_t count) {
     std::unique_lock<std::mutex> busy(busy_, std::try_to_lock);
     if (!busy.owns_lock() || workers_.empty()) {
-      run_serially(fn, bufs, stride, ranges);
+      run_serially(segments, count);
       return;
     }
-    int64_t chunks = ranges.chunks;
-    fn_ = fn;
-    bufs_ = bufs;
-    stride_ = stride;
-    ranges_ = ranges;
+    int64_t chunks = 0;
+    for (int64_t s = 0; s < count; ++s) {
+      segments_[static_cast<size_t>(s)] = segments[s];
+      chunks += segments[s].ranges.chunks;
+      ends_[static_cast<size_t>(s)] = chunks;
+    }
     pending_.store(chunks);
     uint64_t g = next_generation();
     claim_.store(pack(g, static_cast<uint64_t>(chunks), 0));
@@ -153,7 +174,9 @@ class Pool {
       if (generation(claim) != g || c >= chunks) return;
       if (!claim_.compare_exchange_weak(claim, claim + 1)) continue;
       int64_t i = static_cast<int64_t>(c);
-      fn_(bufs_ + i * stride_, ranges_.begin(i), ranges_.begin(i + 1));
+      size_t s = 0;
+      while (i >= ends_[s]) ++s;
+      segments_[s].run_chunk(s == 0 ? i : i - ends_[s - 1]);
       if (pending_.fetch_sub(1) == 1) {
         std::lock_guard<std::mutex> lock(mu_);
         done_.notify_all();
@@ -183,10 +206,8 @@ class Pool {
   std::atomic<int64_t> pending_{0};
   std::atomic<int> sleepers_{0};
   // The published job; written by the caller only while no chunk of the previous job runs.
-  KernelFn fn_ = nullptr;
-  void** bufs_ = nullptr;
-  int64_t stride_ = 0;
-  Ranges ranges_;
+  std::array<Segment, kMaxGroupKernels> segments_;
+  std::array<int64_t, kMaxGroupKernels> ends_{};  // the chunks of segments 0..s together
 };
 
 std::mutex pool_mu;
@@ -206,6 +227,8 @@ extern "C" void fx_parallel_for(KernelFn fn, void** bufs, int64_t n, int64_t wor
 extern "C" void fx_parallel_parts(KernelFn fn, void** parts, int64_t buffers, int64_t n, int64_t count, int64_t grain) {
   parallel_parts(fn, parts, buffers, n, count, grain);
 }
+
+extern "C" void fx_parallel_group(const GroupKernel* kernels, int64_t count) { parallel_group(kernels, count); }
 
 thread_local std::exception_ptr collective_failure;
 
@@ -322,6 +345,7 @@ const std::vector<RuntimeSymbol>& runtime_symbols() {
       {"fx_collective_start", reinterpret_cast<void*>(&fx_collective_start)},
       {"fx_collective_wait", reinterpret_cast<void*>(&fx_collective_wait)},
       {"fx_parallel_parts", reinterpret_cast<void*>(&fx_parallel_parts)},
+      {"fx_parallel_group", reinterpret_cast<void*>(&fx_parallel_group)},
       {"fx_profile_mark", reinterpret_cast<void*>(&fx_profile_mark)},
       {"fx_rng", reinterpret_cast<void*>(&fx_rng)},
       {"fx_rng_fold", reinterpret_cast<void*>(&fx_rng_fold)},
@@ -331,24 +355,40 @@ const std::vector<RuntimeSymbol>& runtime_symbols() {
 }
 
 void parallel_for(KernelFn fn, void** bufs, int64_t n, int64_t work_per_item, int64_t grain) {
-  int threads = num_threads();
-  int64_t grains = support::ceil_div(n, std::max<int64_t>(1, grain));
-  int64_t by_work = std::max<int64_t>(1, n * std::max<int64_t>(1, work_per_item) / kMinChunkWork);
-  int64_t chunks = std::min<int64_t>({grains, static_cast<int64_t>(threads), by_work, kMaxChunks});
+  int64_t chunks = chunk_count(n, work_per_item, grain, num_threads());
   if (chunks <= 1) {
     fn(bufs, 0, n);
     return;
   }
-  pool()->run(fn, bufs, 0, ranges_of(n, chunks, grain));
+  Segment job{fn, bufs, 0, ranges_of(n, chunks, grain)};
+  pool()->run(&job, 1);
 }
 
 void parallel_parts(KernelFn fn, void** parts, int64_t buffers, int64_t n, int64_t count, int64_t grain) {
-  Ranges ranges = ranges_of(n, count, grain);
+  Segment job{fn, parts, buffers, ranges_of(n, count, grain)};
   if (num_threads() == 1) {
-    run_serially(fn, parts, buffers, ranges);
+    run_serially(&job, 1);
     return;
   }
-  pool()->run(fn, parts, buffers, ranges);
+  pool()->run(&job, 1);
+}
+
+void parallel_group(const GroupKernel* kernels, int64_t count) {
+  int threads = num_threads();
+  std::array<Segment, kMaxGroupKernels> job;
+  for (int64_t first = 0; first < count; first += kMaxGroupKernels) {
+    int64_t batch = std::min(count - first, kMaxGroupKernels);
+    for (int64_t k = 0; k < batch; ++k) {
+      const GroupKernel& g = kernels[first + k];
+      job[static_cast<size_t>(k)] = {g.fn, g.bufs, 0,
+                                     ranges_of(g.n, chunk_count(g.n, g.work_per_item, g.grain, threads), g.grain)};
+    }
+    if (threads == 1) {
+      run_serially(job.data(), batch);
+    } else {
+      pool()->run(job.data(), batch);
+    }
+  }
 }
 
 }  // namespace fluxion::cpu

@@ -19,7 +19,7 @@ enum ErrorCode : int32_t { kOk = 0, kWhileMaxIters = 1, kCollectiveFailed = -1 }
 // signatures, the error codes and the entry point's signature. An exported CPU program records
 // the version it was generated against and loads only into a library of the same version, so a
 // change to any of them must increase it (tests/runtime pins the list of helpers).
-inline constexpr uint32_t kHelpersAbi = 3;  // 2: fx_debug_print; 3: chunks in grains
+inline constexpr uint32_t kHelpersAbi = 4;  // 2: fx_debug_print; 3: chunks in grains; 4: fx_parallel_group
 
 struct RuntimeSymbol {
   const char* name;
@@ -40,6 +40,19 @@ void parallel_for(KernelFn fn, void** bufs, int64_t n, int64_t work_per_item, in
 // at parts + i * buffers, on as many of the pool's threads as there are parts. The parts do not
 // depend on the thread count (split kernels: kernel/kernel_ir.h).
 void parallel_parts(KernelFn fn, void** parts, int64_t buffers, int64_t n, int64_t count, int64_t grain);
+// One kernel of kernels run side by side: what parallel_for takes. A kernel to run whole, on
+// one thread, has a grain of at least n.
+struct GroupKernel {
+  KernelFn fn;
+  void** bufs;
+  int64_t n, work_per_item, grain;
+};
+// The most kernels the pool runs as one job; parallel_group runs more as several jobs.
+inline constexpr int64_t kMaxGroupKernels = 8;
+// Runs `count` kernels that do not depend on each other side by side: each is split into chunks
+// as parallel_for splits it, and the pool's threads take the chunks of all of them in any order.
+// Returns when every chunk is done.
+void parallel_group(const GroupKernel* kernels, int64_t count);
 
 // What the calling thread's last failed fx_collective or fx_debug_print raised (generated code then returns
 // kCollectiveFailed), taken: the next call returns nullptr until another fails.

@@ -100,6 +100,37 @@ TEST_P(Concurrency, OneCompiledProgramCalledFromEightThreads) {
   EXPECT_EQ(got, want);
 }
 
+// Two products that run side by side on the CPU's thread pool (each large enough for a
+// hand-off), called from four threads at once: one caller's job holds the pool while the others
+// run theirs alone, and every call must give the single-threaded bits.
+TEST_P(Concurrency, KernelsSideBySideOnThePoolFromFourThreads) {
+  int before = fx::num_threads();
+  fx::set_num_threads(4);
+  auto f = fx::jit(
+      [](Tensor x, Tensor w1, Tensor w2) { return std::make_tuple(fx::matmul(fx::tanh(x), w1), fx::matmul(x, w2)); },
+      backend());
+  Array x = make(DType::f32, random_doubles(128 * 64, -1, 1, 300), {128, 64});
+  Array w1 = make(DType::f32, random_doubles(64 * 64, -1, 1, 301), {64, 64});
+  Array w2 = make(DType::f32, random_doubles(64 * 64, -1, 1, 302), {64, 64});
+  auto run = [&] {
+    auto [a, b] = f(x, w1, w2);
+    std::vector<double> out = a.to_doubles(), second = b.to_doubles();
+    out.insert(out.end(), second.begin(), second.end());
+    return out;
+  };
+  std::vector<double> want = run();
+  std::vector<std::vector<double>> got(4);
+  std::vector<std::thread> threads;
+  for (size_t t = 0; t < got.size(); ++t) {
+    threads.emplace_back([&, t] {
+      for (int rep = 0; rep < 10; ++rep) got[t] = run();
+    });
+  }
+  for (std::thread& th : threads) th.join();
+  fx::set_num_threads(before);
+  for (size_t t = 0; t < got.size(); ++t) EXPECT_EQ(got[t], want) << "thread " << t;
+}
+
 // Programs with collectives (in a job of one rank, where they copy) called from eight threads
 // at once: their exchanges share the process's communication thread, which must hand each
 // call its own results and finish them before the call returns.

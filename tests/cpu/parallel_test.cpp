@@ -1,6 +1,7 @@
 // Kernels on many threads. A kernel whose reductions fold its outermost dimension runs as a
 // fixed number of parts with partial results combined in order, so its results are the same
-// bits at every thread count and agree with the interpreter's within rounding.
+// bits at every thread count and agree with the interpreter's within rounding; so do kernels
+// that run side by side.
 #include <gtest/gtest.h>
 
 #include <fluxion/fluxion.h>
@@ -14,7 +15,10 @@
 #include <vector>
 
 #include "common/test_util.h"
+#include "cpu/lstm_cell.h"
 #include "cpu/strategies.h"
+#include "ir/ir.h"
+#include "kernel/kernel_ir.h"
 
 namespace fx = fluxion;
 using fx::Array;
@@ -290,6 +294,97 @@ TEST(ThreadRanges, TranscendentalFunctionsGiveTheSameBitsWhereverARangeEnds) {
     auto got = same_at_every_thread_count([&] { return std::vector<Array>{cpu(x)}; });
     expect_near_all(got[0], fx::jit(f, fx::Backend::Interp)(x).to_doubles(), 1e-5);
   }
+}
+
+// Kernels that do not depend on each other run side by side, as one hand-off to the threads:
+// the same bits at every thread count. A product of a product waits for it.
+TEST(SideBySide, IndependentProductsRunAsOneHandOff) {
+  auto f = [](Tensor x, Tensor w1, Tensor w2) {
+    return std::make_tuple(fx::matmul(fx::tanh(x), w1), fx::matmul(x, w2));
+  };
+  Array x = random({128, 64}, 30), w1 = random({64, 64}, 31, 0.2), w2 = random({64, 64}, 32, 0.2);
+  auto cpu = fx::jit(f, fx::Backend::Cpu);
+  std::string kernels = cpu.lower(x, w1, w2).kernels();
+  EXPECT_TRUE(
+      std::regex_search(kernels, std::regex("kernel 2 matmul\\[[a-z]+\\] \\[128,64\\] parallel beside: matmul")))
+      << kernels;
+  auto got = same_at_every_thread_count([&] {
+    auto [a, b] = cpu(x, w1, w2);
+    return std::vector<Array>{a, b};
+  });
+  auto [a, b] = fx::jit(f, fx::Backend::Interp)(x, w1, w2);
+  expect_near_all(got[0], a.to_doubles(), 1e-5);
+  expect_near_all(got[1], b.to_doubles(), 1e-5);
+  auto chain = [](Tensor x, Tensor w1, Tensor w2) { return fx::matmul(fx::matmul(x, w1), w2); };
+  kernels = fx::jit(chain, fx::Backend::Cpu).lower(x, w1, w2).kernels();
+  EXPECT_EQ(kernels.find("beside"), std::string::npos) << kernels;
+}
+
+// The memory plan keeps apart the bytes of whatever kernels side by side read and write: one
+// after the other, the second product would be computed where tanh's result was, which the
+// first product reads last.
+TEST(SideBySide, KernelsSideBySideShareNoBytes) {
+  fx::ir::Program p = fx::ir::parse(
+      "func @main(%0: f32[128,64], %1: f32[64,64], %2: f32[64,64]) -> (f32[128,64], f32[128,64]) {\n"
+      "  %3 = tanh %0 : f32[128,64]\n"
+      "  %4 = matmul %3, %1 : f32[128,64]\n"
+      "  %5 = matmul %0, %2 : f32[128,64]\n"
+      "  return %4, %5\n"
+      "}");
+  constexpr int64_t kBytes = 128 * 64 * 4;
+  fx::kernel::RegionSchedule s = fx::kernel::schedule(p.body, true);
+  ASSERT_EQ(s.kernels.size(), 3u) << fx::kernel::print(p.body, s);
+  EXPECT_TRUE(s.kernels[2].beside_previous) << fx::kernel::print(p.body, s);
+  EXPECT_TRUE(s.offset[3] + kBytes <= s.offset[5] || s.offset[5] + kBytes <= s.offset[3])
+      << "tanh at " << s.offset[3] << ", the second product at " << s.offset[5];
+  fx::kernel::FusionOptions one_by_one;
+  one_by_one.side_by_side_kernels = false;
+  fx::kernel::RegionSchedule t = fx::kernel::schedule(p.body, true, one_by_one);
+  EXPECT_FALSE(t.kernels[2].beside_previous);
+  EXPECT_EQ(t.offset[3], t.offset[5]) << "one after the other, the bytes are shared";
+}
+
+// A stacked LSTM's step: the second layer's recurrent product runs beside the first layer's
+// input product (it waits for nothing in the step), and in the backward pass the weight
+// gradients run beside each other. Values and gradients the same bits at every thread count
+// and the interpreter's within rounding.
+TEST(SideBySide, AStackedLstmsProductsShareTheThreads) {
+  const int64_t in = 32, hidden = 32, batch = 64, steps = 4;
+  auto loss = [=](Tensor Wx1, Tensor Wh1, Tensor b1, Tensor Wx2, Tensor Wh2, Tensor b2, Tensor xs) {
+    using State = std::pair<std::pair<Tensor, Tensor>, std::pair<Tensor, Tensor>>;
+    auto body = [&](State s, Tensor x) {
+      auto [h1, c1] = fx::testing::lstm_cell(Wx1, Wh1, b1, x, s.first.first, s.first.second);
+      auto [h2, c2] = fx::testing::lstm_cell(Wx2, Wh2, b2, h1, s.second.first, s.second.second);
+      return std::make_pair(State{{h1, c1}, {h2, c2}}, fx::sum(h2 * h2));
+    };
+    Tensor zeros = fx::zeros({hidden, batch});
+    auto [state, ys] = fx::scan(body, State{{zeros, zeros}, {zeros, zeros}}, xs);
+    return fx::sum(ys);
+  };
+  auto step = fx::value_and_grad(loss, {0, 1, 2, 3, 4, 5});
+  std::vector<Array> args{random({4 * hidden, in}, 60, 0.2),     random({4 * hidden, hidden}, 61, 0.2),
+                          random({4 * hidden, 1}, 62, 0.2),      random({4 * hidden, hidden}, 63, 0.2),
+                          random({4 * hidden, hidden}, 64, 0.2), random({4 * hidden, 1}, 65, 0.2),
+                          random({steps, in, batch}, 66)};
+  auto cpu = fx::jit(step, fx::Backend::Cpu);
+  auto call = [&](auto& f) { return f(args[0], args[1], args[2], args[3], args[4], args[5], args[6]); };
+  std::string kernels = cpu.lower(args[0], args[1], args[2], args[3], args[4], args[5], args[6]).kernels();
+  auto beside = [&](const std::string& pattern) {
+    std::regex r(pattern);
+    return std::distance(std::sregex_iterator(kernels.begin(), kernels.end(), r), std::sregex_iterator());
+  };
+  EXPECT_GE(beside("kernel 1 matmul\\[[a-z]+\\] \\[128,64\\] parallel beside: matmul \\|"), 1) << kernels;
+  EXPECT_GE(beside("matmul\\[[a-z]+\\] \\[128,32\\] parallel beside: matmul"), 2) << kernels;
+  auto got = same_at_every_thread_count([&] {
+    auto [value, grads] = call(cpu);
+    std::vector<Array> out{value};
+    out.insert(out.end(), grads.begin(), grads.end());
+    return out;
+  });
+  auto interp = fx::jit(step, fx::Backend::Interp);
+  auto [value, grads] = call(interp);
+  expect_near_all(got[0], value.to_doubles(), 1e-4);
+  for (size_t i = 0; i < grads.size(); ++i) expect_near_all(got[i + 1], grads[i].to_doubles(), 1e-4);
 }
 
 }  // namespace

@@ -21,8 +21,8 @@ using namespace fluxion::testing;
 namespace {
 
 constexpr const char* kPinnedHelpers =
-    "fx_parallel_for fx_collective fx_collective_start fx_collective_wait fx_parallel_parts fx_profile_mark fx_rng "
-    "fx_rng_fold fx_debug_print ";
+    "fx_parallel_for fx_collective fx_collective_start fx_collective_wait fx_parallel_parts fx_parallel_group "
+    "fx_profile_mark fx_rng fx_rng_fold fx_debug_print ";
 
 class ArtifactTest : public ::testing::Test {
  protected:
@@ -235,7 +235,7 @@ TEST(ArtifactSave, NamesMustFitTheProgram) {
 TEST(CpuHelpers, TheInterfaceOfExportedCodeIsPinned) {
   std::string names;
   for (const fx::cpu::RuntimeSymbol& s : fx::cpu::runtime_symbols()) names += std::string(s.name) + " ";
-  EXPECT_EQ(fx::cpu::kHelpersAbi, 3u);
+  EXPECT_EQ(fx::cpu::kHelpersAbi, 4u);
   EXPECT_EQ(names, kPinnedHelpers) << "update kHelpersAbi (runtime/cpu/helpers.h) and this list together";
 }
 
