@@ -2,6 +2,7 @@
 // scan, while and cond as native control flow around the steps of their regions. Kernels are
 // called directly, or through the runtime's thread pool when they are large enough to split.
 #include <algorithm>
+#include <cstddef>
 #include <map>
 #include <memory>
 #include <tuple>
@@ -283,12 +284,17 @@ class ProgramEmitter {
   // the pool would not cut given whole as one grain.
   void call_side_by_side(const ir::Region& r, const RegionSchedule& s, const std::vector<size_t>& kernels,
                          const std::vector<Value*>& ptr) {
+    static_assert(sizeof(GroupKernel) == 40 && offsetof(GroupKernel, bufs) == 8 && offsetof(GroupKernel, n) == 16 &&
+                      offsetof(GroupKernel, grain) == 32,
+                  "the table's entries are GroupKernel's fields in order: two pointers, three int64_t");
     llvm::Type* p = builder_.getPtrTy();
     llvm::Type* i64 = builder_.getInt64Ty();
     auto* entry = llvm::StructType::get(context_, {p, p, i64, i64, i64});
     Value* table = entry_alloca(entry, kernels.size());
     for (size_t i = 0; i < kernels.size(); ++i) {
       const kernel::Kernel& k = s.kernels[kernels[i]];
+      if (k.split_chunks > 1)
+        detail::fail("cpu codegen", "internal error: a kernel split into parts placed beside another");
       Launch l = launch(r, s, k);
       Value* at = builder_.CreateConstInBoundsGEP1_64(entry, table, i);
       int64_t per_item = l.pooled ? l.work / l.n0 : 0;
