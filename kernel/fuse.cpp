@@ -566,8 +566,13 @@ class Fuser {
       for (size_t n : s.kernels[st.index].nodes)
         into.insert(region_.nodes[n].results.begin(), region_.nodes[n].results.end());
     };
+    // What each kernel reads, found once: a kernel is looked at from every run whose window holds it.
+    std::vector<std::set<ValueId>> kernel_reads(s.kernels.size());
+    for (const Step& st : steps) {
+      if (st.kind == Step::Kind::Kernel) kernel_reads[st.index] = reads(s, st);
+    }
     auto reads_none = [&](const Step& st, const std::set<ValueId>& values) {
-      std::set<ValueId> r = reads(s, st);
+      const std::set<ValueId>& r = kernel_reads[st.index];
       return std::none_of(r.begin(), r.end(), [&](ValueId v) { return values.count(v) > 0; });
     };
     for (size_t i = 0; i < steps.size();) {

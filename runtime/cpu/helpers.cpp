@@ -364,13 +364,18 @@ void parallel_for(KernelFn fn, void** bufs, int64_t n, int64_t work_per_item, in
   pool()->run(&job, 1);
 }
 
+// On one thread the segments run here, in order, without looking up the pool (which locks).
+void run_job(const Segment* segments, int64_t count, int threads) {
+  if (threads == 1) {
+    run_serially(segments, count);
+  } else {
+    pool()->run(segments, count);
+  }
+}
+
 void parallel_parts(KernelFn fn, void** parts, int64_t buffers, int64_t n, int64_t count, int64_t grain) {
   Segment job{fn, parts, buffers, ranges_of(n, count, grain)};
-  if (num_threads() == 1) {
-    run_serially(&job, 1);
-    return;
-  }
-  pool()->run(&job, 1);
+  run_job(&job, 1, num_threads());
 }
 
 void parallel_group(const GroupKernel* kernels, int64_t count) {
@@ -383,11 +388,7 @@ void parallel_group(const GroupKernel* kernels, int64_t count) {
       job[static_cast<size_t>(k)] = {g.fn, g.bufs, 0,
                                      ranges_of(g.n, chunk_count(g.n, g.work_per_item, g.grain, threads), g.grain)};
     }
-    if (threads == 1) {
-      run_serially(job.data(), batch);
-    } else {
-      pool()->run(job.data(), batch);
-    }
+    run_job(job.data(), batch, threads);
   }
 }
 
