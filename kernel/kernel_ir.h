@@ -73,7 +73,8 @@ struct Kernel {
   int64_t partials_offset = 0;
   // Bytes of the region's arena the kernel uses while it runs, at `scratch_offset`, beside its
   // values: a Scatter of FusionOptions::sorted_scatter_min_indices or more indices keeps its
-  // index order there (scatter_lowering.h, scatter_order_words).
+  // index order there (scatter_lowering.h, scatter_order_words); a CPU product planned
+  // `shared_pack` its packed right operand (the CPU planner sets them, then plans memory again).
   int64_t scratch_bytes = 0;
   int64_t scratch_offset = 0;
   // How the backend runs it: chosen for the backend's target before any code is emitted (its
@@ -176,6 +177,12 @@ inline constexpr int64_t kMaxSplitChunks = 64;
 // products then cost a hand-off each); W6's memory-bound per-step kernels, which 2^15 would
 // have split, are split instead by counting at least 4 operations an element (splitting.cpp).
 inline constexpr int64_t kMinParallelWork = int64_t{1} << 18;
+// The least work of one index of a loop kernel: its loads and stores cost about as much as a few
+// scalar operations. Counting a copy or a concatenation as one operation an index kept W6's
+// [256, 256] gradient concatenations on the calling thread, where they took 8.4 us against 4.5 us
+// at one thread, because the two threads' products had left their operands in the other core's
+// cache; split like the products, 4.2 us.
+inline constexpr int64_t kLeastOperationsPerIndex = 4;
 // The least work of one part of a split reduction: 2^16 cut an LSTM step's gradient kernels
 // into parts of a few hundred elements, and rnn_train ran slower on two threads than on one.
 inline constexpr int64_t kSplitChunkWork = int64_t{1} << 18;
@@ -240,6 +247,9 @@ RegionSchedule straight_line_schedule(const ir::Region& r);
 // Assigns arena offsets to every Slot value and nested arena (memory_plan.cpp):
 // slots whose lifetimes do not overlap share bytes.
 void plan_memory(const ir::Region& r, RegionSchedule& s, const FusionOptions& options);
+// plan_memory again over r and every region nested in it, innermost first: after a backend's
+// planner has given kernels scratch bytes.
+void replan_memory(const ir::Region& r, RegionSchedule& s, const FusionOptions& options);
 // The second buffers of a scan's carries (FusionOptions::double_buffered_scan_carries; memory_plan.cpp):
 // each carry's offset in the scan's nested arena, after the body's arena, and the arena's bytes.
 struct ScanCarryBuffers {

@@ -145,4 +145,11 @@ void plan_memory(const ir::Region& r, RegionSchedule& s, const FusionOptions& op
   s.arena_bytes = top;
 }
 
+void replan_memory(const ir::Region& r, RegionSchedule& s, const FusionOptions& options) {
+  for (auto& [node, subs] : s.nested) {
+    for (size_t i = 0; i < subs.size(); ++i) replan_memory(r.nodes[node].regions[i], subs[i], options);
+  }
+  plan_memory(r, s, options);
+}
+
 }  // namespace fluxion::kernel

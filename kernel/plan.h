@@ -68,6 +68,10 @@ struct KernelPlan {
   // runs once over the whole result after the last k-block rather than on each tile.
   bool split_columns = false;
   bool whole_epilogue = false;
+  // CPU: a batch of products of one B (its batch strides zero): B is packed once, its panels
+  // shared by every batch entry (in the kernel's scratch bytes, Kernel::scratch_bytes), before
+  // the products run, instead of once per entry.
+  bool shared_pack = false;
   // The node the strategy is built around when it is not the kernel's root (the pooling
   // gradient of PoolWindows, the concatenation of Pieces); -1 otherwise.
   int64_t node = -1;

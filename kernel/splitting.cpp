@@ -12,13 +12,6 @@ namespace {
 
 constexpr int64_t kPartialAlign = 64;  // each partial result starts on its own cache line
 
-// The least work of one index of a loop kernel: its loads and stores cost about as much as a few
-// scalar operations. Counting a copy or a concatenation as one operation an index kept W6's
-// [256, 256] gradient concatenations on the calling thread, where they took 8.4 us against 4.5 us
-// at one thread, because the two threads' products had left their operands in the other core's
-// cache; split like the products, 4.2 us.
-constexpr int64_t kLeastOperationsPerIndex = 4;
-
 // Scalar operations at one index of a loop kernel for node n: the op table's cost, a pooling
 // window's elements for pooling and its gradient, nothing for a view (index arithmetic only).
 int64_t operations(const ir::Node& n) {

@@ -39,6 +39,10 @@ ModuleInfo emit_program(const ir::Program& p, const kernel::RegionSchedule& s, c
 
 using Index = std::vector<llvm::Value*>;
 
+// Stands in KernelEmitter::buffers() for the kernel's scratch bytes (Kernel::scratch_offset in
+// the arena), which are no value's.
+inline constexpr ir::ValueId kScratchBuffer = -2;
+
 // What LLVM is told about a loop emit_for makes. Rolled: not to unroll it at all (so that the
 // loop vectoriser, not the weaker straight-line vectoriser, sees a reduction in it, or so that
 // a loop whose unrolling gains nothing does not multiply the code LLVM compiles). Vectorize:
@@ -91,6 +95,10 @@ class KernelEmitter {
   // reduction's, or an image-split weight gradient's), combined in part order, into its own
   // buffer; `bufs` holds buffers()' pointers.
   llvm::Function* emit_combine(const std::string& name);
+  // The packing of B of a product planned shared_pack, on a fresh emitter: `void name(ptr bufs,
+  // i64 begin, i64 end)` packs units [begin, end) (a unit: one panel of one k-block, k-block by
+  // k-block) into the kernel's scratch bytes, which the kernel's function then reads.
+  llvm::Function* emit_pack(const std::string& name);
 
   // The value of v at index `idx` (one i64 per dimension of v's type).
   llvm::Value* at(ir::ValueId v, const Index& idx);
@@ -108,6 +116,14 @@ class KernelEmitter {
   llvm::Value* view(const ir::Node& n, ir::ValueId v, const Index& idx);
   llvm::Value* load(ir::ValueId v, const Index& idx);
   llvm::Value* pointer(ir::ValueId v);
+  // The kernel's scratch bytes (kScratchBuffer).
+  llvm::Value* scratch();
+  // The data pointer in `bufs` of a value, or kScratchBuffer, loaded once in the entry block.
+  llvm::Value* table_pointer(ir::ValueId v);
+  // Tells LLVM that f's buffers do not overlap: one alias scope per buffer.
+  void mark_alias_scopes(llvm::Function* f, const std::string& name);
+  // The attributes of a function with loops that vectorise (emit, emit_pack).
+  void vectorised(llvm::Function* f) const;
   llvm::Value* flat(const Index& idx, const Shape& shape);
   llvm::Value* address(ir::ValueId v, const Index& idx);
   llvm::Value* constant(DType t, double v);
@@ -177,6 +193,8 @@ class KernelEmitter {
   // A MatMul kernel by its plan: tiles, transposed tiles, sliding windows or im2col.
   void product(llvm::Value* lo, llvm::Value* hi);
   void gemm(const Gemm& g, llvm::Value* lo, llvm::Value* hi);
+  // Packs units [lo, hi) of B of a product planned shared_pack (gemm.cpp).
+  void gemm_pack(const Gemm& g, llvm::Value* lo, llvm::Value* hi);
   // The product of few rows by a transposed right operand, computed as C^T tiles
   // (matmul_transposed.cpp; planned TransposedTiles).
   void gemm_transposed(const Gemm& g, llvm::Value* lo, llvm::Value* hi);

@@ -9,8 +9,10 @@
 // last k-block the kernel's epilogue (bias, activation, reductions...) runs on the tile (on
 // the leftover rows' tiles together) while it is in L1. Threads split the outermost batch
 // dimension, the rows or the panels (a wide product, or the parts of one split over its
-// columns); each packs the panels it uses. A part of a weight gradient split over its images
-// runs that range of k-blocks (a block is an image).
+// columns); each packs the panels it uses, except that a batch of products of one B planned
+// `shared_pack` has every panel of every k-block packed once into its scratch bytes first
+// (gemm_pack, the threads splitting the panels) and every entry's tiles read them there. A part
+// of a weight gradient split over its images runs that range of k-blocks (a block is an image).
 #include <algorithm>
 #include <bit>
 #include <iterator>
@@ -43,7 +45,22 @@ class KernelEmitter::GemmEmitter {
     whole_epilogue_ = e.kernel_.plan.whole_epilogue;
     tile_epilogue_ = has_epilogue && !whole_epilogue_;
     epilogue_ = has_epilogue;
-    panel_ = e.stack_buffer(elem_type_, std::max<int64_t>(1, g.kc) * panel_columns_);
+    panels_ = support::ceil_div<int64_t>(g.N, panel_columns_);
+    if (e.kernel_.plan.shared_pack) {
+      packed_ = e.scratch();
+    } else {
+      panel_ = e.stack_buffer(elem_type_, std::max<int64_t>(1, g.kc) * panel_columns_);
+    }
+  }
+
+  // Units [lo, hi) of the shared packing, unit u being panel u % panels_ of k-block u / panels_.
+  void pack_units(Value* lo, Value* hi) {
+    for_each(lo, hi, [&](Value* u) {
+      Value* kb = builder_.CreateUDiv(u, i64(panels_));
+      Value* j0 = builder_.CreateMul(builder_.CreateURem(u, i64(panels_)), i64(panel_columns_));
+      panel_ = shared_panel(u);
+      pack(kb, block_length(kb), j0, panel_width(j0));
+    });
   }
 
   void run(Value* lo, Value* hi) {
@@ -119,6 +136,18 @@ class KernelEmitter::GemmEmitter {
     return p1_ ? emitter_.intrinsic(llvm::Intrinsic::smin,
                                     {builder_.CreateMul(p1_, i64(panel_columns_)), i64(product_.N)})
                : i64(product_.N);
+  }
+
+  // Where unit u (a k-block's panel; pack_units) of the shared packing starts.
+  Value* shared_panel(Value* u) { return element(packed_, builder_.CreateMul(u, i64(product_.kc * panel_columns_))); }
+
+  // The columns of the panel starting at column j0: a constant where every panel is as wide (N
+  // a multiple of NR, or a single panel).
+  Value* panel_width(Value* j0) {
+    int64_t N = product_.N;
+    int NR = panel_columns_;
+    return N % NR == 0 || N < NR ? i64(std::min<int64_t>(N, NR))
+                                 : emitter_.intrinsic(llvm::Intrinsic::smin, {i64(NR), builder_.CreateSub(i64(N), j0)});
   }
 
   // Rows [r0, r1) of the product of batch_.
@@ -226,23 +255,22 @@ class KernelEmitter::GemmEmitter {
   // tile for it.
   void k_block(Value* kb, bool first, Value* last) {
     Value* length = block_length(kb);
-    const int NR = panel_columns_;
-    int64_t N = product_.N;
     Value* from = p0_ ? p0_ : i64(0);
-    Value* to = p1_ ? p1_ : i64(support::ceil_div<int64_t>(N, NR));
+    Value* to = p1_ ? p1_ : i64(panels_);
     for_each(from, to, [&](Value* jp) {
-      Value* j0 = builder_.CreateMul(jp, i64(NR));
-      // A constant where every panel is as wide (N a multiple of NR, or a single panel).
-      Value* columns = N % NR == 0 || N < NR
-                           ? i64(std::min<int64_t>(N, NR))
-                           : emitter_.intrinsic(llvm::Intrinsic::smin, {i64(NR), builder_.CreateSub(i64(N), j0)});
+      Value* j0 = builder_.CreateMul(jp, i64(panel_columns_));
+      Value* columns = panel_width(j0);
+      if (packed_) {
+        panel_ = shared_panel(builder_.CreateAdd(builder_.CreateMul(kb, i64(panels_)), jp));
+      } else {
+        pack(kb, length, j0, columns);
+      }
       panel(kb, length, j0, columns, first, last);
     });
   }
 
-  // Columns [j0, j0 + columns) of k-block kb: B's panel packed, then every row tile.
+  // Columns [j0, j0 + columns) of k-block kb, B's panel packed: every row tile.
   void panel(Value* kb, Value* length, Value* j0, Value* columns, bool first, Value* last) {
-    pack(kb, length, j0, columns);
     emit_for(builder_, i64(0), full_tiles_, {}, [&](Value* ib, const std::vector<Value*>&) {
       tile(kb, length, builder_.CreateAdd(r0_, builder_.CreateMul(ib, i64(tile_rows_))), tile_rows_, j0, columns, first,
            last);
@@ -448,7 +476,9 @@ class KernelEmitter::GemmEmitter {
   llvm::FixedVectorType* vector_type_;
   llvm::Align align_;
   Value* result_data_;  // the result's buffer
-  Value* panel_;        // the packed panel of B, k-block rows x NR
+  Value* panel_ = nullptr;   // the packed panel of B, k-block rows x NR
+  Value* packed_ = nullptr;  // shared_pack: every panel of every k-block, packed (scratch)
+  int64_t panels_ = 0;       // panels of NR columns in N
   bool epilogue_ = false, whole_epilogue_ = false, tile_epilogue_ = false;
   // The batch and rows being emitted, and their row tiles.
   Index batch_;
@@ -459,5 +489,7 @@ class KernelEmitter::GemmEmitter {
 };
 
 void KernelEmitter::gemm(const Gemm& g, Value* lo, Value* hi) { GemmEmitter(*this, g).run(lo, hi); }
+
+void KernelEmitter::gemm_pack(const Gemm& g, Value* lo, Value* hi) { GemmEmitter(*this, g).pack_units(lo, hi); }
 
 }  // namespace fluxion::cpu

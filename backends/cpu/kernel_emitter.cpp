@@ -175,6 +175,12 @@ Value* KernelEmitter::flat(const Index& idx, const Shape& shape) {
 Value* KernelEmitter::pointer(ir::ValueId v) {
   if (schedule_.storage[static_cast<size_t>(v)] == kernel::Storage::Alias)
     v = schedule_.alias_of[static_cast<size_t>(v)];
+  return table_pointer(v);
+}
+
+Value* KernelEmitter::scratch() { return table_pointer(kScratchBuffer); }
+
+Value* KernelEmitter::table_pointer(ir::ValueId v) {
   auto it = pointers_.find(v);
   if (it != pointers_.end()) return it->second;
   // Loaded once, in the entry block, so every use is dominated.
@@ -360,13 +366,17 @@ llvm::Function* KernelEmitter::begin_function(const std::string& name, const std
   return f;
 }
 
-llvm::Function* KernelEmitter::emit(const std::string& name) {
-  llvm::Function* f = begin_function(name, {builder_.getInt64Ty(), builder_.getInt64Ty()});
+void KernelEmitter::vectorised(llvm::Function* f) const {
   // Vectors as wide as the machine has: LLVM's x86 tuning otherwise prefers 256 bits on
   // AVX-512 CPUs and splits wider vectors (the matmul's register tiles among them).
   f->addFnAttr("prefer-vector-width", std::to_string(8 * target_.vector_bytes));
   f->addFnAttr("min-legal-vector-width",
                std::to_string(8 * std::max(target_.vector_bytes, target_.matmul_vector_bytes)));
+}
+
+llvm::Function* KernelEmitter::emit(const std::string& name) {
+  llvm::Function* f = begin_function(name, {builder_.getInt64Ty(), builder_.getInt64Ty()});
+  vectorised(f);
   Value* lo = f->getArg(1);
   Value* hi = f->getArg(2);
   using kernel::Strategy;
@@ -408,8 +418,22 @@ llvm::Function* KernelEmitter::emit(const std::string& name) {
                                       kernel::strategy_name(kernel_.plan.strategy) + "' is not a CPU strategy");
   }
   builder_.CreateRetVoid();
-  // Distinct buffers never overlap where one is written (the memory plan guarantees it): say so
-  // with one alias scope per buffer, so loops vectorize without run-time overlap checks.
+  mark_alias_scopes(f, name);
+  return f;
+}
+
+llvm::Function* KernelEmitter::emit_pack(const std::string& name) {
+  llvm::Function* f = begin_function(name, {builder_.getInt64Ty(), builder_.getInt64Ty()});
+  vectorised(f);
+  gemm_pack(matmul_gemm(), f->getArg(1), f->getArg(2));
+  builder_.CreateRetVoid();
+  mark_alias_scopes(f, name);
+  return f;
+}
+
+// Distinct buffers never overlap where one is written (the memory plan guarantees it): say so
+// with one alias scope per buffer, so loops vectorize without run-time overlap checks.
+void KernelEmitter::mark_alias_scopes(llvm::Function* f, const std::string& name) {
   llvm::MDBuilder mdb(context_);
   llvm::MDNode* domain = mdb.createAnonymousAliasScopeDomain(name);
   std::vector<llvm::Metadata*> scopes;
@@ -433,7 +457,6 @@ llvm::Function* KernelEmitter::emit(const std::string& name) {
       in.setMetadata(llvm::LLVMContext::MD_noalias, llvm::MDNode::get(context_, others));
     }
   }
-  return f;
 }
 
 llvm::Function* KernelEmitter::emit_combine(const std::string& name) {

@@ -41,13 +41,13 @@ std::string KernelModules::add(std::unique_ptr<llvm::LLVMContext> context, std::
     }
     name += "_";
   }
-  for (const char* defined : {kModuleKernel, kModuleCombine}) {
+  for (const char* defined : kModuleFunctions) {
     if (llvm::Function* f = module->getFunction(defined)) {
-      f->setName(defined == kModuleKernel ? kernel_symbol(name) : combine_symbol(name));
+      f->setName(module_symbol(defined, name));
       f->setLinkage(llvm::GlobalValue::ExternalLinkage);
     }
   }
-  if (!module->getFunction(kernel_symbol(name)))
+  if (!module->getFunction(module_symbol(kModuleKernel, name)))
     detail::fail("cpu codegen", "internal error: a kernel module defines no kernel");
   module->setModuleIdentifier(name);
   by_name_.emplace(name, modules_.size());
@@ -55,7 +55,8 @@ std::string KernelModules::add(std::unique_ptr<llvm::LLVMContext> context, std::
   return name;
 }
 
-std::string kernel_symbol(const std::string& suffix) { return "fx_kernel_" + suffix; }
-std::string combine_symbol(const std::string& suffix) { return "fx_combine_" + suffix; }
+std::string module_symbol(const char* defined, const std::string& suffix) {
+  return "fx_" + std::string(defined) + "_" + suffix;
+}
 
 }  // namespace fluxion::cpu

@@ -4,6 +4,7 @@
 // compiled once and called by one name.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -18,10 +19,13 @@ class Module;
 
 namespace fluxion::cpu {
 
-// What a kernel module defines before KernelModules::add names it: the kernel, and a split
-// kernel's combination of its parts (KernelEmitter::emit, emit_combine).
+// What a kernel module defines before KernelModules::add names it: the kernel, a split
+// kernel's combination of its parts and a product's shared packing (KernelEmitter::emit,
+// emit_combine, emit_pack).
 inline constexpr const char* kModuleKernel = "kernel";
 inline constexpr const char* kModuleCombine = "combine";
+inline constexpr const char* kModulePack = "pack";
+inline constexpr std::array<const char*, 3> kModuleFunctions{kModuleKernel, kModuleCombine, kModulePack};
 
 // A kernel whose work (kernel::kernel_work) is below this stays in the entry point's module,
 // where LLVM may inline it: a loop's small per-step kernels (W7's scalar state) would otherwise
@@ -46,7 +50,7 @@ class KernelModules {
   // one kernel; fill it, then add() it.
   std::pair<std::unique_ptr<llvm::LLVMContext>, std::unique_ptr<llvm::Module>> make() const;
   // Takes a filled module and returns the name suffix its functions are exported under:
-  // kernel_symbol(suffix) and combine_symbol(suffix), the hash of its text. A module whose text
+  // module_symbol(defined, suffix) for each function it defines, the hash of its text. A module whose text
   // is that of one added before is dropped and gets that one's suffix.
   std::string add(std::unique_ptr<llvm::LLVMContext> context, std::unique_ptr<llvm::Module> module);
 
@@ -59,7 +63,7 @@ class KernelModules {
   std::map<std::string, size_t> by_name_;
 };
 
-std::string kernel_symbol(const std::string& suffix);
-std::string combine_symbol(const std::string& suffix);
+// The exported name of function `defined` (kModuleKernel...) of the module named `suffix`.
+std::string module_symbol(const char* defined, const std::string& suffix);
 
 }  // namespace fluxion::cpu

@@ -191,7 +191,9 @@ int64_t cache_bytes(int level) {
 // kernel modules' functions. Everything else (scalar_math's functions) becomes internal before
 // code generation, so that the modules' objects define no symbol twice.
 bool exported(llvm::StringRef name) {
-  return name == "fx_entry" || name.starts_with(kernel_symbol("")) || name.starts_with(combine_symbol(""));
+  return name == "fx_entry" || std::any_of(kModuleFunctions.begin(), kModuleFunctions.end(), [&](const char* defined) {
+           return name.starts_with(module_symbol(defined, ""));
+         });
 }
 
 // Object code for module m: verified, optimised and compiled on the calling thread, with a

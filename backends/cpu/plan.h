@@ -22,7 +22,7 @@ kernel::KernelPlan plan_kernel(const ir::Region& r, const kernel::RegionSchedule
                                const Target& target);
 // Plans every kernel of the schedule and of its loop bodies, then applies the plan rules of
 // FLUXION_KERNEL_PLANS (kernel/plan_rules.h); raises Error for a ruled plan the CPU code
-// cannot run.
+// cannot run. Products planned shared_pack get their scratch bytes, and memory is planned again.
 void plan_kernels(const ir::Region& r, kernel::RegionSchedule& s, const Target& target);
 
 // The indices that a thread's share or a split part of kernel k starts at a multiple of: a
@@ -30,6 +30,12 @@ void plan_kernels(const ir::Region& r, kernel::RegionSchedule& s, const Target& 
 // would run its last rows one at a time), a panel's columns where parts split its columns (each
 // part owns whole panels), else 1.
 int64_t thread_grain(const ir::Region& r, const kernel::Kernel& k);
+
+// A product planned shared_pack: its packed units (every k-block's panels of B, k-block by
+// k-block) and their bytes (a unit is k-block rows x the tile's columns, the last k-block's rows
+// padded to a whole block).
+int64_t shared_pack_units(const ir::Region& r, const kernel::Kernel& k);
+int64_t shared_pack_bytes(const ir::Region& r, const kernel::Kernel& k);
 
 // Whether kernel k's stride-1 convolution runs as sliding windows: it has one group, vectors of
 // at least 4 lanes, and stack buffers within the limit (sliding_conv.cpp).

@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <map>
 #include <memory>
+#include <optional>
 #include <tuple>
 
 #include "backends/cpu/codegen.h"
@@ -143,7 +144,7 @@ class ProgramEmitter {
                s.kernels[s.steps[t + 1].index].beside_previous)
           beside.push_back(s.steps[++t].index);
         if (beside.size() > 1) {
-          call_side_by_side(r, s, beside, ptr);
+          call_side_by_side(r, s, beside, ptr, arena);
         } else {
           call_kernel(r, s, st.index, ptr, arena);
         }
@@ -181,11 +182,12 @@ class ProgramEmitter {
     return results;
   }
 
-  // A kernel's function, and a split kernel's combination of its parts, as the entry point
-  // calls them, with the values whose pointers each takes (KernelEmitter::buffers).
+  // A kernel's function, a split kernel's combination of its parts and a product's shared
+  // packing, as the entry point calls them, with the values whose pointers each takes
+  // (KernelEmitter::buffers).
   struct KernelFunctions {
-    llvm::FunctionCallee kernel, combine;
-    std::vector<ir::ValueId> buffers, combine_buffers;
+    llvm::FunctionCallee kernel, combine, pack;
+    std::vector<ir::ValueId> buffers, combine_buffers, pack_buffers;
   };
 
   // Emits kernel k into the entry point's module when it is small, else into a module of its own
@@ -193,7 +195,7 @@ class ProgramEmitter {
   KernelFunctions kernel_functions(const ir::Region& r, const RegionSchedule& s, const kernel::Kernel& k,
                                    int64_t work) {
     bool own = k.kind != kernel::KernelKind::StraightLine && work >= kOwnModuleMinWork;
-    bool split = k.split_chunks > 1;
+    bool split = k.split_chunks > 1, pack = k.plan.shared_pack;
     std::unique_ptr<llvm::LLVMContext> own_context;
     std::unique_ptr<llvm::Module> own_module;
     if (own) std::tie(own_context, own_module) = kernels_.make();
@@ -212,50 +214,129 @@ class ProgramEmitter {
       out.combine = ce.emit_combine(own ? kModuleCombine : "combine" + number);
       out.combine_buffers = ce.buffers();
     }
+    if (pack) {
+      llvm::IRBuilder<> pb(m.getContext());
+      KernelEmitter pe(r, s, k, target_, m, pb);
+      out.pack = pe.emit_pack(own ? kModulePack : "pack" + number);
+      out.pack_buffers = pe.buffers();
+    }
     if (!own) return out;
     std::string suffix = kernels_.add(std::move(own_context), std::move(own_module));
     llvm::Type* ptr = builder_.getPtrTy();
-    out.kernel = module_.getOrInsertFunction(kernel_symbol(suffix), builder_.getVoidTy(), ptr, builder_.getInt64Ty(),
-                                             builder_.getInt64Ty());
-    if (split) out.combine = module_.getOrInsertFunction(combine_symbol(suffix), builder_.getVoidTy(), ptr, ptr);
+    out.kernel = module_.getOrInsertFunction(module_symbol(kModuleKernel, suffix), builder_.getVoidTy(), ptr,
+                                             builder_.getInt64Ty(), builder_.getInt64Ty());
+    if (split)
+      out.combine = module_.getOrInsertFunction(module_symbol(kModuleCombine, suffix), builder_.getVoidTy(), ptr, ptr);
+    if (pack)
+      out.pack = module_.getOrInsertFunction(module_symbol(kModulePack, suffix), builder_.getVoidTy(), ptr,
+                                             builder_.getInt64Ty(), builder_.getInt64Ty());
     return out;
   }
 
-  Value* pointer_table(const std::vector<ir::ValueId>& values, const std::vector<Value*>& ptr) {
+  // The pointers of `values` (kScratchBuffer: `scratch`) as a kernel's function takes them.
+  Value* pointer_table(const std::vector<ir::ValueId>& values, const std::vector<Value*>& ptr,
+                       Value* scratch = nullptr) {
     Value* table = entry_alloca(builder_.getPtrTy(), std::max<uint64_t>(1, values.size()));
     for (size_t i = 0; i < values.size(); ++i) {
-      Value* p = ptr[static_cast<size_t>(values[i])];
+      Value* p = values[i] == kScratchBuffer ? scratch : ptr[static_cast<size_t>(values[i])];
       if (!p) detail::fail("cpu codegen", "internal error: kernel reads a value without storage");
       builder_.CreateStore(p, builder_.CreateConstInBoundsGEP1_64(builder_.getPtrTy(), table, i));
     }
     return table;
   }
 
-  // How the entry point launches a kernel: its functions, its profile id, the extent of its
-  // outermost dimension, its work, and whether the thread pool cuts it into chunks.
-  struct Launch {
-    KernelFunctions fns;
-    int32_t id = 0;
-    int64_t n0 = 1, work = 0;
+  // A function over the indices [0, n) with its pointer table: cut by the thread pool into
+  // chunks of whole grains (`pooled`, `work_per_item` telling it how many are worth a thread),
+  // else called once over all of them.
+  struct Call {
+    llvm::FunctionCallee fn;
+    Value* bufs = nullptr;
+    int64_t n = 1, work_per_item = 0, grain = 1;
     bool pooled = false;
   };
 
-  Launch launch(const ir::Region& r, const RegionSchedule& s, const kernel::Kernel& k) {
+  // How the entry point launches a kernel: its functions, its profile id, its own call and, for
+  // a product planned shared_pack, the packing that must run before it.
+  struct Launch {
+    KernelFunctions fns;
+    int32_t id = 0;
+    Call kernel;
+    std::optional<Call> pack;
+  };
+
+  Launch launch(const ir::Region& r, const RegionSchedule& s, const kernel::Kernel& k, const std::vector<Value*>& ptr,
+                Value* arena) {
     Launch l;
     l.id = kernel_count_++;
-    l.n0 = k.space.empty() ? 1 : k.space[0];
-    l.work = kernel::kernel_work(r, k);
-    l.fns = kernel_functions(r, s, k, l.work);
-    l.pooled = k.parallel && l.work >= kernel::kMinParallelWork && l.n0 > 1;
+    int64_t n0 = k.space.empty() ? 1 : k.space[0];
+    int64_t work = kernel::kernel_work(r, k);
+    l.fns = kernel_functions(r, s, k, work);
+    Value* scratch = k.scratch_bytes > 0 ? builder_.CreateConstInBoundsGEP1_64(builder_.getInt8Ty(), arena,
+                                                                               static_cast<uint64_t>(k.scratch_offset))
+                                         : nullptr;
+    bool pooled = k.parallel && work >= kernel::kMinParallelWork && n0 > 1;
     Value* count = builder_.CreateLoad(builder_.getInt64Ty(), launches_);
     builder_.CreateStore(builder_.CreateAdd(count, builder_.getInt64(1)), launches_);
+    if (k.split_chunks > 1) return l;  // split_call makes its parts' tables
+    l.kernel = Call{.fn = l.fns.kernel,
+                    .bufs = pointer_table(l.fns.buffers, ptr, scratch),
+                    .n = n0,
+                    .work_per_item = pooled ? work / n0 : 0,
+                    .grain = pooled ? thread_grain(r, k) : n0,
+                    .pooled = pooled};
+    if (k.plan.shared_pack) {
+      l.pack = Call{.fn = l.fns.pack,
+                    .bufs = pointer_table(l.fns.pack_buffers, ptr, scratch),
+                    .n = shared_pack_units(r, k),
+                    .work_per_item = k.plan.tile.k * k.plan.tile.n,
+                    .grain = 1,
+                    .pooled = pooled};
+    }
     return l;
+  }
+
+  void call_alone(Call c) {
+    if (!c.pooled) {
+      builder_.CreateCall(c.fn, {c.bufs, builder_.getInt64(0), builder_.getInt64(static_cast<uint64_t>(c.n))});
+      return;
+    }
+    llvm::Type* i64 = builder_.getInt64Ty();
+    auto pf = module_.getOrInsertFunction("fx_parallel_for", builder_.getVoidTy(), builder_.getPtrTy(),
+                                          builder_.getPtrTy(), i64, i64, i64);
+    builder_.CreateCall(pf, {c.fn.getCallee(), c.bufs, builder_.getInt64(static_cast<uint64_t>(c.n)),
+                             builder_.getInt64(static_cast<uint64_t>(c.work_per_item)),
+                             builder_.getInt64(static_cast<uint64_t>(c.grain))});
+  }
+
+  // Calls run side by side as one hand-off to the thread pool (fx_parallel_group): a table of
+  // GroupKernel (runtime/cpu/helpers.h), a call the pool would not cut given whole as one grain.
+  void call_group(const std::vector<Call>& calls) {
+    if (calls.size() == 1) return call_alone(calls[0]);
+    static_assert(sizeof(GroupKernel) == 40 && offsetof(GroupKernel, bufs) == 8 && offsetof(GroupKernel, n) == 16 &&
+                      offsetof(GroupKernel, grain) == 32,
+                  "the table's entries are GroupKernel's fields in order: two pointers, three int64_t");
+    llvm::Type* p = builder_.getPtrTy();
+    llvm::Type* i64 = builder_.getInt64Ty();
+    auto* entry = llvm::StructType::get(context_, {p, p, i64, i64, i64});
+    Value* table = entry_alloca(entry, calls.size());
+    for (size_t i = 0; i < calls.size(); ++i) {
+      Call c = calls[i];
+      Value* at = builder_.CreateConstInBoundsGEP1_64(entry, table, i);
+      std::vector<Value*> fields{
+          c.fn.getCallee(), c.bufs, builder_.getInt64(static_cast<uint64_t>(c.n)),
+          builder_.getInt64(static_cast<uint64_t>(c.pooled ? c.work_per_item : 0)),
+          builder_.getInt64(static_cast<uint64_t>(c.pooled ? c.grain : std::max<int64_t>(1, c.n)))};
+      for (unsigned f = 0; f < fields.size(); ++f)
+        builder_.CreateStore(fields[f], builder_.CreateStructGEP(entry, at, f));
+    }
+    auto group = module_.getOrInsertFunction("fx_parallel_group", builder_.getVoidTy(), p, i64);
+    builder_.CreateCall(group, {table, builder_.getInt64(calls.size())});
   }
 
   void call_kernel(const ir::Region& r, const RegionSchedule& s, size_t ki, const std::vector<Value*>& ptr,
                    Value* arena) {
     const kernel::Kernel& k = s.kernels[ki];
-    Launch l = launch(r, s, k);
+    Launch l = launch(r, s, k, ptr, arena);
     auto mark = [&] {
       if (target_.profile)
         builder_.CreateCall(module_.getOrInsertFunction("fx_profile_mark", builder_.getVoidTy(), builder_.getInt32Ty()),
@@ -264,49 +345,29 @@ class ProgramEmitter {
     mark();
     if (k.split_chunks > 1) {
       split_call(r, s, k, l.fns, ptr, kernel::split_extent(r, k), arena);
-    } else if (l.pooled) {
-      auto pf =
-          module_.getOrInsertFunction("fx_parallel_for", builder_.getVoidTy(), builder_.getPtrTy(), builder_.getPtrTy(),
-                                      builder_.getInt64Ty(), builder_.getInt64Ty(), builder_.getInt64Ty());
-      builder_.CreateCall(
-          pf, {l.fns.kernel.getCallee(), pointer_table(l.fns.buffers, ptr),
-               builder_.getInt64(static_cast<uint64_t>(l.n0)), builder_.getInt64(static_cast<uint64_t>(l.work / l.n0)),
-               builder_.getInt64(static_cast<uint64_t>(thread_grain(r, k)))});
     } else {
-      builder_.CreateCall(l.fns.kernel, {pointer_table(l.fns.buffers, ptr), builder_.getInt64(0),
-                                         builder_.getInt64(static_cast<uint64_t>(l.n0))});
+      if (l.pack) call_alone(*l.pack);
+      call_alone(l.kernel);
     }
     mark();
   }
 
-  // Runs kernels that were placed side by side (Kernel::beside_previous) as one hand-off to the
-  // thread pool (fx_parallel_group): a table of GroupKernel (runtime/cpu/helpers.h), a kernel
-  // the pool would not cut given whole as one grain.
+  // Runs kernels that were placed side by side (Kernel::beside_previous) as one hand-off, after
+  // one for the shared packing of those products that have it (which reads only what the run
+  // reads, and writes only the kernels' own scratch bytes).
   void call_side_by_side(const ir::Region& r, const RegionSchedule& s, const std::vector<size_t>& kernels,
-                         const std::vector<Value*>& ptr) {
-    static_assert(sizeof(GroupKernel) == 40 && offsetof(GroupKernel, bufs) == 8 && offsetof(GroupKernel, n) == 16 &&
-                      offsetof(GroupKernel, grain) == 32,
-                  "the table's entries are GroupKernel's fields in order: two pointers, three int64_t");
-    llvm::Type* p = builder_.getPtrTy();
-    llvm::Type* i64 = builder_.getInt64Ty();
-    auto* entry = llvm::StructType::get(context_, {p, p, i64, i64, i64});
-    Value* table = entry_alloca(entry, kernels.size());
-    for (size_t i = 0; i < kernels.size(); ++i) {
-      const kernel::Kernel& k = s.kernels[kernels[i]];
+                         const std::vector<Value*>& ptr, Value* arena) {
+    std::vector<Call> packs, calls;
+    for (size_t ki : kernels) {
+      const kernel::Kernel& k = s.kernels[ki];
       if (k.split_chunks > 1)
         detail::fail("cpu codegen", "internal error: a kernel split into parts placed beside another");
-      Launch l = launch(r, s, k);
-      Value* at = builder_.CreateConstInBoundsGEP1_64(entry, table, i);
-      int64_t per_item = l.pooled ? l.work / l.n0 : 0;
-      int64_t grain = l.pooled ? thread_grain(r, k) : std::max<int64_t>(1, l.n0);
-      std::vector<Value*> fields{
-          l.fns.kernel.getCallee(), pointer_table(l.fns.buffers, ptr), builder_.getInt64(static_cast<uint64_t>(l.n0)),
-          builder_.getInt64(static_cast<uint64_t>(per_item)), builder_.getInt64(static_cast<uint64_t>(grain))};
-      for (unsigned f = 0; f < fields.size(); ++f)
-        builder_.CreateStore(fields[f], builder_.CreateStructGEP(entry, at, f));
+      Launch l = launch(r, s, k, ptr, arena);
+      if (l.pack) packs.push_back(*l.pack);
+      calls.push_back(l.kernel);
     }
-    auto group = module_.getOrInsertFunction("fx_parallel_group", builder_.getVoidTy(), p, i64);
-    builder_.CreateCall(group, {table, builder_.getInt64(kernels.size())});
+    if (!packs.empty()) call_group(packs);
+    call_group(calls);
   }
 
   // Runs split kernel k (Kernel::split_chunks) as its parts of the n indices of its split

@@ -57,6 +57,23 @@ void expect_near_all(const std::vector<double>& got, const std::vector<double>& 
   }
 }
 
+// Compiles f(x, w1, w2), a pair of results, for the CPU and expects its kernel listing to match
+// `listing`, its results the same bits at every thread count and the interpreter's within
+// rounding.
+template <class F>
+void expect_pair_side_by_side(F f, const std::string& listing, const Array& x, const Array& w1, const Array& w2) {
+  auto cpu = fx::jit(f, fx::Backend::Cpu);
+  std::string kernels = cpu.lower(x, w1, w2).kernels();
+  EXPECT_TRUE(std::regex_search(kernels, std::regex(listing))) << kernels;
+  auto got = same_at_every_thread_count([&] {
+    auto [a, b] = cpu(x, w1, w2);
+    return std::vector<Array>{a, b};
+  });
+  auto [a, b] = fx::jit(f, fx::Backend::Interp)(x, w1, w2);
+  expect_near_all(got[0], a.to_doubles(), 1e-5);
+  expect_near_all(got[1], b.to_doubles(), 1e-5);
+}
+
 TEST(SplitReductions, ColumnSumsMaxAndMinAreSplitAndTheSameAtEveryThreadCount) {
   auto f = [](Tensor x) { return std::make_tuple(fx::sum(x, {0}), fx::max(x, {0}), fx::min(x * 2.0, {0})); };
   Array x = random({4096, 48}, 1);
@@ -284,6 +301,45 @@ TEST(TallProducts, ThreadsTakeWholeRegisterTilesOfRowsAndGetTheSameBits) {
   }
 }
 
+// A layer's weight applied to every sequence of a batch is packed once for all of them, into
+// scratch bytes, and every entry's tiles read the packed panels there: the weight's rows
+// contiguous or transposed (packed through in-register transposes), a last panel narrower than
+// the others, a last k-block shorter. The same bits at every thread count, the interpreter's
+// values within rounding. A batch of products of different right operands packs each its own.
+TEST(SharedPack, ABatchOfProductsOfOneWeightPacksItOnce) {
+  auto plain = [](Tensor x, Tensor w, Tensor bias) { return fx::relu(fx::matmul(x, w) + bias); };
+  auto transposed = [](Tensor x, Tensor wt, Tensor bias) { return fx::relu(fx::matmul(x, fx::transpose(wt)) + bias); };
+  for (fx::Shape dims : {fx::Shape{16, 24, 600, 70}, {8, 13, 1100, 33}, {4, 97, 256, 64}}) {
+    int64_t batch = dims[0], m = dims[1], k = dims[2], n = dims[3];
+    Array x = random({batch, m, k}, 40, 0.5), w = random({k, n}, 41, 0.1), wt = random({n, k}, 42, 0.1),
+          bias = random({1, n}, 43);
+    auto cpu = fx::jit(plain, fx::Backend::Cpu);
+    std::string kernels = cpu.lower(x, w, bias).kernels();
+    EXPECT_NE(kernels.find("shared pack"), std::string::npos) << kernels;
+    auto got = same_at_every_thread_count([&] { return std::vector<Array>{cpu(x, w, bias)}; });
+    expect_near_all(got[0], fx::jit(plain, fx::Backend::Interp)(x, w, bias).to_doubles(), 1e-5);
+    auto cpu_t = fx::jit(transposed, fx::Backend::Cpu);
+    kernels = cpu_t.lower(x, wt, bias).kernels();
+    EXPECT_NE(kernels.find("shared pack"), std::string::npos) << kernels;
+    got = same_at_every_thread_count([&] { return std::vector<Array>{cpu_t(x, wt, bias)}; });
+    expect_near_all(got[0], fx::jit(transposed, fx::Backend::Interp)(x, wt, bias).to_doubles(), 1e-5);
+  }
+  auto batched = [](Tensor x, Tensor w) { return fx::matmul(x, w); };
+  Array x = random({16, 24, 600}, 44, 0.5), ws = random({16, 600, 70}, 45, 0.1);
+  auto each = fx::jit(batched, fx::Backend::Cpu);
+  std::string kernels = each.lower(x, ws).kernels();
+  EXPECT_EQ(kernels.find("shared pack"), std::string::npos) << kernels;
+  auto got = same_at_every_thread_count([&] { return std::vector<Array>{each(x, ws)}; });
+  expect_near_all(got[0], fx::jit(batched, fx::Backend::Interp)(x, ws).to_doubles(), 1e-5);
+}
+
+// Products side by side pack their weights first, side by side too, then run.
+TEST(SharedPack, ProductsSideBySidePackFirst) {
+  auto f = [](Tensor x, Tensor w1, Tensor w2) { return std::make_tuple(fx::matmul(x, w1), fx::matmul(x, w2)); };
+  Array x = random({16, 64, 128}, 48, 0.5), w1 = random({128, 128}, 49, 0.1), w2 = random({128, 128}, 50, 0.1);
+  expect_pair_side_by_side(f, "kernel 0 matmul.*shared pack\\nkernel 1 matmul.* beside: .*shared pack", x, w1, w2);
+}
+
 // Math functions give one result per element whether a thread's range puts it in a vectorized
 // loop body or in a scalar remainder: rows of an odd length put the ranges' ends anywhere.
 TEST(ThreadRanges, TranscendentalFunctionsGiveTheSameBitsWhereverARangeEnds) {
@@ -303,20 +359,9 @@ TEST(SideBySide, IndependentProductsRunAsOneHandOff) {
     return std::make_tuple(fx::matmul(fx::tanh(x), w1), fx::matmul(x, w2));
   };
   Array x = random({128, 64}, 30), w1 = random({64, 64}, 31, 0.2), w2 = random({64, 64}, 32, 0.2);
-  auto cpu = fx::jit(f, fx::Backend::Cpu);
-  std::string kernels = cpu.lower(x, w1, w2).kernels();
-  EXPECT_TRUE(
-      std::regex_search(kernels, std::regex("kernel 2 matmul\\[[a-z]+\\] \\[128,64\\] parallel beside: matmul")))
-      << kernels;
-  auto got = same_at_every_thread_count([&] {
-    auto [a, b] = cpu(x, w1, w2);
-    return std::vector<Array>{a, b};
-  });
-  auto [a, b] = fx::jit(f, fx::Backend::Interp)(x, w1, w2);
-  expect_near_all(got[0], a.to_doubles(), 1e-5);
-  expect_near_all(got[1], b.to_doubles(), 1e-5);
+  expect_pair_side_by_side(f, "kernel 2 matmul\\[[a-z]+\\] \\[128,64\\] parallel beside: matmul", x, w1, w2);
   auto chain = [](Tensor x, Tensor w1, Tensor w2) { return fx::matmul(fx::matmul(x, w1), w2); };
-  kernels = fx::jit(chain, fx::Backend::Cpu).lower(x, w1, w2).kernels();
+  std::string kernels = fx::jit(chain, fx::Backend::Cpu).lower(x, w1, w2).kernels();
   EXPECT_EQ(kernels.find("beside"), std::string::npos) << kernels;
 }
 

@@ -90,6 +90,39 @@ TEST(CpuPlans, AWideProductSplitsItsColumnsAcrossThreads) {
   EXPECT_FALSE(plans(product(256, 4096, 480), avx512())[0].split_columns);
 }
 
+TEST(CpuPlans, ABatchOfProductsOfOneWeightPacksItOnce) {
+  // 16 x (64 x 512 @ 512 x 64) of one weight with AVX-512: its two k-blocks of two panels of
+  // 256 x 32 packed once into the kernel's scratch bytes, which the memory plan keeps apart from
+  // tanh's result, which the product reads.
+  auto batch_of_one = [](int64_t batch, int64_t m, int64_t k, int64_t n, const std::string& a_op) {
+    auto dims = [](std::vector<int64_t> d) {
+      std::string out;
+      for (int64_t x : d) out += (out.empty() ? "" : ",") + std::to_string(x);
+      return out;
+    };
+    return "func @main(%0: f32[" + dims({batch, m, k}) + "], %1: f32[" + dims({k, n}) + "]) -> (f32[" +
+           dims({batch, m, n}) + "]) {\n  %2 = " + a_op + " %0 : f32[" + dims({batch, m, k}) +
+           "]\n  %3 = broadcast %1 : f32[" + dims({batch, k, n}) + "]\n  %4 = matmul %2, %3 : f32[" +
+           dims({batch, m, n}) + "]\n  return %4\n}";
+  };
+  fx::ir::Program p = fx::ir::parse(batch_of_one(16, 64, 512, 64, "tanh"));
+  fx::kernel::RegionSchedule s = fx::kernel::schedule(p.body, true);
+  fx::cpu::plan_kernels(p.body, s, avx512());
+  ASSERT_EQ(s.kernels.size(), 2u) << fx::kernel::print(p.body, s);
+  const fx::kernel::Kernel& k = s.kernels[1];
+  EXPECT_TRUE(k.plan.shared_pack);
+  EXPECT_EQ(k.scratch_bytes, 2 * 2 * 256 * 32 * 4);
+  int64_t tanh_bytes = 16 * 64 * 512 * 4;
+  EXPECT_TRUE(k.scratch_offset + k.scratch_bytes <= s.offset[2] || s.offset[2] + tanh_bytes <= k.scratch_offset)
+      << "scratch at " << k.scratch_offset << ", tanh's result at " << s.offset[2];
+  EXPECT_GE(s.arena_bytes, tanh_bytes + k.scratch_bytes);
+  // Copies of B worth less than a hand-off are made for each entry; threads splitting one
+  // product's rows or panels pack B each.
+  EXPECT_FALSE(plans(batch_of_one(2, 64, 64, 64, "neg"), avx512())[0].shared_pack);
+  EXPECT_FALSE(plans(product(256, 4096, 480), avx512())[0].shared_pack);
+  EXPECT_FALSE(plans(product(256, 4096, 512), avx512())[0].shared_pack);
+}
+
 TEST(CpuPlans, FewRowsTimesATransposeRunAsTransposedTiles) {
   // dW = dh x^T as W3's weight gradient: 20 rows (W < 20 <= 2W for 16 lanes), B's columns
   // contiguous along k (a transpose), one k-block of a multiple of 16.
