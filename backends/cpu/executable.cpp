@@ -28,8 +28,9 @@ namespace {
 class CpuExecutable final : public backends::Executable {
  public:
   explicit CpuExecutable(const ir::Program& p) : program_(p) {
-    schedule_ = kernel::schedule(program_.body, true);
-    plan_kernels(program_.body, schedule_, host_target(false));
+    kernel::FusionOptions options;
+    schedule_ = kernel::schedule(program_.body, true, options);
+    plan_kernels(program_.body, schedule_, host_target(false), options);
     code_ = build(false);
     if (support::enabled(support::Setting::dump_ir)) {
       std::fprintf(stderr, "// ---- kernels\n%s\n", describe().c_str());

@@ -100,8 +100,8 @@ bool broadcast_right_operand(const kernel::Kernel& k) {
 // with a reduction in the epilogue: a row's sum (a bias gradient) would then be shared. A
 // batch of products of one B (a layer's weight applied to every sequence of a batch), whose
 // threads split the batch, packs B once for every entry (shared_pack) rather than once per
-// entry, where those copies (as kernel_work counts a copy) are worth the hand-off the packing
-// adds: 256 products of 8 x 512 by one 512 x 512 took 15.4 ms instead of 26.8 at one thread.
+// entry, where the copies saved (as kernel_work counts a copy) are worth the hand-off the
+// packing adds: 256 products of 8 x 512 by one 512 x 512 took 15.4 ms instead of 26.8 at one thread.
 // Threads splitting one product's rows still pack B each: packing it once for them (into
 // arena bytes that the tiles then read from L2 or memory, not from L1 as each thread's own
 // panel) took 256 x 2048 x 96 from 0.64 to 0.70 ms and 96 x 4096 x 200 from 1.04 to 1.47 ms
@@ -121,9 +121,11 @@ KernelPlan tiles(const ir::Region& r, const kernel::Kernel& k, const kernel::Ker
   plan.split_columns =
       root.op == ir::Op::MatMul && d.batch.empty() && d.N >= 2 * plan.tile.n && !frame.reduces() &&
       d.N / plan.tile.n >= std::min(kernel::kTunedThreads, support::ceil_div<int64_t>(d.M, plan.tile.m));
-  plan.shared_pack = strategy == Strategy::Tiles && k.parallel && k.split_chunks <= 1 && !d.batch.empty() &&
+  // The copies saved are every entry's but one; a product of dot products packs nothing.
+  bool packs = d.N >= plan.vector_lanes || d.M > plan.tile.m;
+  plan.shared_pack = strategy == Strategy::Tiles && packs && k.parallel && k.split_chunks <= 1 && numel(d.batch) > 1 &&
                      broadcast_right_operand(k) &&
-                     numel(d.batch) * d.K * d.N * kernel::kLeastOperationsPerIndex >= kernel::kMinParallelWork;
+                     (numel(d.batch) - 1) * d.K * d.N * kernel::kLeastOperationsPerIndex >= kernel::kMinParallelWork;
   return plan;
 }
 
@@ -234,7 +236,8 @@ std::string ruled_plan_fault(const ir::Region& r, const kernel::RegionSchedule& 
 
 }  // namespace
 
-void plan_kernels(const ir::Region& r, kernel::RegionSchedule& s, const Target& target) {
+void plan_kernels(const ir::Region& r, kernel::RegionSchedule& s, const Target& target,
+                  const kernel::FusionOptions& options) {
   kernel::plan_kernels(
       r, s, "CPU",
       [&](const ir::Region& region, const kernel::RegionSchedule& schedule, const kernel::Kernel& k) {
@@ -249,8 +252,7 @@ void plan_kernels(const ir::Region& r, kernel::RegionSchedule& s, const Target& 
     k.scratch_bytes = shared_pack_bytes(region, k);
     packs = true;
   });
-  // The CPU schedules with the default fusion options.
-  if (packs) kernel::replan_memory(r, s, {});
+  if (packs) kernel::replan_memory(r, s, options);
 }
 
 }  // namespace fluxion::cpu

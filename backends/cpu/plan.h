@@ -22,8 +22,10 @@ kernel::KernelPlan plan_kernel(const ir::Region& r, const kernel::RegionSchedule
                                const Target& target);
 // Plans every kernel of the schedule and of its loop bodies, then applies the plan rules of
 // FLUXION_KERNEL_PLANS (kernel/plan_rules.h); raises Error for a ruled plan the CPU code
-// cannot run. Products planned shared_pack get their scratch bytes, and memory is planned again.
-void plan_kernels(const ir::Region& r, kernel::RegionSchedule& s, const Target& target);
+// cannot run. Products planned shared_pack get their scratch bytes, and memory is planned again
+// with `options`, those the schedule was made with.
+void plan_kernels(const ir::Region& r, kernel::RegionSchedule& s, const Target& target,
+                  const kernel::FusionOptions& options = {});
 
 // The indices that a thread's share or a split part of kernel k starts at a multiple of: a
 // register tile's rows where threads split a product's rows (a share of rows not a multiple

@@ -288,7 +288,7 @@ class ProgramEmitter {
       l.pack = Call{.fn = l.fns.pack,
                     .bufs = pointer_table(l.fns.pack_buffers, ptr, scratch),
                     .n = shared_pack_units(r, k),
-                    .work_per_item = k.plan.tile.k * k.plan.tile.n,
+                    .work_per_item = k.plan.tile.k * k.plan.tile.n * kernel::kLeastOperationsPerIndex,
                     .grain = 1,
                     .pooled = pooled};
     }

@@ -116,9 +116,15 @@ TEST(CpuPlans, ABatchOfProductsOfOneWeightPacksItOnce) {
   EXPECT_TRUE(k.scratch_offset + k.scratch_bytes <= s.offset[2] || s.offset[2] + tanh_bytes <= k.scratch_offset)
       << "scratch at " << k.scratch_offset << ", tanh's result at " << s.offset[2];
   EXPECT_GE(s.arena_bytes, tanh_bytes + k.scratch_bytes);
-  // Copies of B worth less than a hand-off are made for each entry; threads splitting one
-  // product's rows or panels pack B each.
-  EXPECT_FALSE(plans(batch_of_one(2, 64, 64, 64, "neg"), avx512())[0].shared_pack);
+  // Copies of B worth less than a hand-off, or a batch of one entry, are made for each entry;
+  // threads splitting one product's rows or panels pack B each.
+  for (int64_t batch : {2, 1}) {
+    std::vector<KernelPlan> p = plans(batch_of_one(batch, 64, batch == 2 ? 64 : 1024, 64, "neg"), avx512());
+    ASSERT_EQ(p.size(), 2u);
+    EXPECT_EQ(p[1].strategy, Strategy::Tiles);
+    EXPECT_FALSE(p[1].shared_pack) << batch;
+  }
+  EXPECT_TRUE(plans(batch_of_one(2, 64, 1024, 64, "neg"), avx512())[1].shared_pack);
   EXPECT_FALSE(plans(product(256, 4096, 480), avx512())[0].shared_pack);
   EXPECT_FALSE(plans(product(256, 4096, 512), avx512())[0].shared_pack);
 }
