@@ -29,6 +29,8 @@ DType dtype_of() {
   if constexpr (std::is_same_v<T, double>) return DType::f64;
   if constexpr (std::is_same_v<T, int32_t>) return DType::i32;
   if constexpr (std::is_same_v<T, bool>) return DType::boolean;
+  if constexpr (std::is_same_v<T, Half>) return DType::f16;
+  if constexpr (std::is_same_v<T, BFloat16>) return DType::bf16;
 }
 
 }  // namespace
@@ -129,10 +131,20 @@ Array::Array(const std::vector<bool>& data, Shape shape, std::source_location lo
   assign(std::span<const bool>(unpacked.get(), data.size()), loc);
 }
 
+Array::Array(std::span<const Half> data, Shape shape, std::source_location loc) : type_{DType::f16, std::move(shape)} {
+  assign(data, loc);
+}
+Array::Array(std::span<const BFloat16> data, Shape shape, std::source_location loc)
+    : type_{DType::bf16, std::move(shape)} {
+  assign(data, loc);
+}
+
 Array Array::scalar(float v) { return Array(std::span<const float>(&v, 1), {}); }
 Array Array::scalar(double v) { return Array(std::span<const double>(&v, 1), {}); }
 Array Array::scalar(int32_t v) { return Array(std::span<const int32_t>(&v, 1), {}); }
 Array Array::scalar(bool v) { return Array(std::vector<bool>{v}, {}); }
+Array Array::scalar(Half v) { return Array(std::span<const Half>(&v, 1), {}); }
+Array Array::scalar(BFloat16 v) { return Array(std::span<const BFloat16>(&v, 1), {}); }
 
 template <class T>
 std::vector<T> Array::to_vector(std::source_location loc) const {
@@ -154,6 +166,8 @@ template std::vector<float> Array::to_vector<float>(std::source_location) const;
 template std::vector<double> Array::to_vector<double>(std::source_location) const;
 template std::vector<int32_t> Array::to_vector<int32_t>(std::source_location) const;
 template std::vector<bool> Array::to_vector<bool>(std::source_location) const;
+template std::vector<Half> Array::to_vector<Half>(std::source_location) const;
+template std::vector<BFloat16> Array::to_vector<BFloat16>(std::source_location) const;
 
 std::vector<double> Array::to_doubles() const {
   std::vector<double> out(static_cast<size_t>(size()));
@@ -179,6 +193,13 @@ std::vector<double> Array::to_doubles() const {
         break;
       }
       case DType::boolean: out[i] = p[i] != std::byte{0} ? 1.0 : 0.0; break;
+      case DType::f16:
+      case DType::bf16: {
+        uint16_t bits;
+        std::memcpy(&bits, p + 2 * i, 2);
+        out[i] = dtype() == DType::f16 ? f16_value(bits) : bf16_value(bits);
+        break;
+      }
     }
   }
   return out;

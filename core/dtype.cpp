@@ -12,6 +12,8 @@ const char* dtype_name(DType t) {
     case DType::f64: return "f64";
     case DType::i32: return "i32";
     case DType::boolean: return "bool";
+    case DType::f16: return "f16";
+    case DType::bf16: return "bf16";
   }
   return "?";
 }
@@ -22,6 +24,8 @@ int64_t dtype_size(DType t) {
     case DType::f64: return 8;
     case DType::i32: return 4;
     case DType::boolean: return 1;
+    case DType::f16:
+    case DType::bf16: return 2;
   }
   return 0;
 }

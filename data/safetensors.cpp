@@ -24,24 +24,6 @@ namespace {
   detail::fail("load_safetensors", "'" + path + "': " + what);
 }
 
-// F16 bits as the f32 bits of the same value. Every F16 value is an f32 value: normal numbers
-// rebias the exponent (15 -> 127), subnormals (m * 2^-24) become normal f32 numbers, and
-// infinities and NaNs keep their sign and payload (a quiet NaN stays quiet).
-uint32_t f16_to_f32_bits(uint16_t h) {
-  uint32_t sign = static_cast<uint32_t>(h & 0x8000u) << 16;
-  uint32_t exponent = (h >> 10) & 0x1fu;
-  uint32_t mantissa = h & 0x3ffu;
-  if (exponent == 0x1f) return sign | 0x7f800000u | (mantissa << 13);  // infinity, NaN
-  if (exponent != 0) return sign | ((exponent + 112) << 23) | (mantissa << 13);
-  if (mantissa == 0) return sign;  // +-0
-  // A subnormal m * 2^-24 with its highest set bit at p is 1.f * 2^(p - 24).
-  auto p = static_cast<uint32_t>(31 - std::countl_zero(mantissa));
-  return sign | ((p + 103) << 23) | ((mantissa << (23 - p)) & 0x7fffffu);
-}
-
-// BF16 is the top half of an f32.
-uint32_t bf16_to_f32_bits(uint16_t h) { return static_cast<uint32_t>(h) << 16; }
-
 // Where a tensor being decoded comes from, for error messages.
 struct Origin {
   const std::string& path;
@@ -72,11 +54,6 @@ void read_bool(const char* src, int64_t n, void* dst, const Origin&) {  // any n
   for (int64_t i = 0; i < n; ++i) out[i] = src[i] != 0;
 }
 
-template <uint32_t (*ToF32Bits)(uint16_t)>
-void read_half(const char* src, int64_t n, void* dst, const Origin&) {
-  for (int64_t i = 0; i < n; ++i) write_at(dst, i, ToF32Bits(read_at<uint16_t>(src, i)));
-}
-
 template <class T>
 void read_int(const char* src, int64_t n, void* dst, const Origin& from) {
   for (int64_t i = 0; i < n; ++i) {
@@ -99,18 +76,12 @@ struct Stored {
 };
 
 constexpr Stored kStored[] = {
-    {"F32", 4, DType::f32, copy_as_is<4>},
-    {"F64", 8, DType::f64, copy_as_is<8>},
-    {"I32", 4, DType::i32, copy_as_is<4>},
-    {"BOOL", 1, DType::boolean, read_bool},
-    {"F16", 2, DType::f32, read_half<f16_to_f32_bits>},
-    {"BF16", 2, DType::f32, read_half<bf16_to_f32_bits>},
-    {"I64", 8, DType::i32, read_int<int64_t>},
-    {"U64", 8, DType::i32, read_int<uint64_t>},
-    {"U32", 4, DType::i32, read_int<uint32_t>},
-    {"I16", 2, DType::i32, read_int<int16_t>},
-    {"U16", 2, DType::i32, read_int<uint16_t>},
-    {"I8", 1, DType::i32, read_int<int8_t>},
+    {"F32", 4, DType::f32, copy_as_is<4>},      {"F64", 8, DType::f64, copy_as_is<8>},
+    {"I32", 4, DType::i32, copy_as_is<4>},      {"BOOL", 1, DType::boolean, read_bool},
+    {"F16", 2, DType::f16, copy_as_is<2>},      {"BF16", 2, DType::bf16, copy_as_is<2>},
+    {"I64", 8, DType::i32, read_int<int64_t>},  {"U64", 8, DType::i32, read_int<uint64_t>},
+    {"U32", 4, DType::i32, read_int<uint32_t>}, {"I16", 2, DType::i32, read_int<int16_t>},
+    {"U16", 2, DType::i32, read_int<uint16_t>}, {"I8", 1, DType::i32, read_int<int8_t>},
     {"U8", 1, DType::i32, read_int<uint8_t>},
 };
 

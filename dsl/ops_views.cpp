@@ -207,7 +207,7 @@ Tensor scatter_add(const Tensor& updates, const Tensor& indices, int64_t dim, in
                  &loc);
   };
   if (indices.dtype() != DType::i32) fail("indices must be i32");
-  if (!is_numeric(updates.dtype())) fail("updates must have a numeric dtype (f32, f64 or i32)");
+  if (!is_numeric(updates.dtype())) fail("updates must have a numeric dtype (f32, f64, f16, bf16 or i32)");
   if (updates.rank() < indices.rank()) fail("updates must have at least the indices' rank");
   if (dim < 0 || (dim == 0 && indices.numel() > 0)) {
     fail("dim " + std::to_string(dim) + " must be > 0 (0 only without indices)");

@@ -10,6 +10,7 @@
 
 #include "eval/buffer.h"
 #include "fluxion/error.h"
+#include "fluxion/half.h"
 #include "runtime/debug_print.h"
 #include "runtime/host_memory.h"
 
@@ -33,6 +34,8 @@ double round_to(DType t, double x) {
       return m >= 2147483648.0 ? m - 4294967296.0 : m;
     }
     case DType::boolean: return x != 0 ? 1.0 : 0.0;
+    case DType::f16: return f16_value(f16_bits(x));
+    case DType::bf16: return bf16_value(bf16_bits(x));
   }
   return x;
 }
@@ -64,6 +67,16 @@ Array to_array(const Buffer& b) {
     case DType::boolean: {
       std::vector<bool> v(b.v.size());
       for (size_t i = 0; i < v.size(); ++i) v[i] = b.v[i] != 0;
+      return Array(v, b.type.shape);
+    }
+    case DType::f16: {
+      std::vector<Half> v(b.v.size());
+      for (size_t i = 0; i < v.size(); ++i) v[i] = Half(b.v[i]);
+      return Array(v, b.type.shape);
+    }
+    case DType::bf16: {
+      std::vector<BFloat16> v(b.v.size());
+      for (size_t i = 0; i < v.size(); ++i) v[i] = BFloat16(b.v[i]);
       return Array(v, b.type.shape);
     }
   }

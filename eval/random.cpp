@@ -33,8 +33,9 @@ Buffer eval_random(const ir::Node& n, const std::vector<Value>& in, const Tensor
       double u1 = (static_cast<double>(w[0]) + 1.0) * 0x1p-32;  // (0, 1]: log is finite
       double u2 = static_cast<double>(w[1]) * 0x1p-32;
       x = std::sqrt(-2 * std::log(u1)) * std::cos(2 * std::numbers::pi * u2);
-    } else if (out.dtype == DType::f32) {
-      x = static_cast<double>(w[0] >> 8) * 0x1p-24;
+    } else if (out.dtype != DType::f64) {
+      int bits = runtime::philox::uniform_bits(out.dtype);
+      x = std::ldexp(static_cast<double>(w[0] >> (32 - bits)), -bits);
     } else {
       x = static_cast<double>(((static_cast<uint64_t>(w[0]) << 32) | w[1]) >> 11) * 0x1p-53;
     }

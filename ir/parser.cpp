@@ -181,7 +181,9 @@ class Parser {
     else if (name == "f64") t.dtype = DType::f64;
     else if (name == "i32") t.dtype = DType::i32;
     else if (name == "bool") t.dtype = DType::boolean;
-    else error("unknown dtype '" + name + "' (expected f32, f64, i32 or bool)");
+    else if (name == "f16") t.dtype = DType::f16;
+    else if (name == "bf16") t.dtype = DType::bf16;
+    else error("unknown dtype '" + name + "' (expected f32, f64, i32, bool, f16 or bf16)");
     // Bounding the product of the non-zero dimensions bounds every partial product (strides,
     // element counts) that later code computes from this shape, zero dimensions included.
     int64_t n = 1;

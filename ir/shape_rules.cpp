@@ -65,8 +65,8 @@ bool dtype_ok(DTypeRule rule, DType t) {
 
 const char* dtype_rule_str(DTypeRule rule) {
   switch (rule) {
-    case DTypeRule::Float: return "a float dtype (f32 or f64)";
-    case DTypeRule::Numeric: return "a numeric dtype (f32, f64 or i32)";
+    case DTypeRule::Float: return "a float dtype (f32, f64, f16 or bf16)";
+    case DTypeRule::Numeric: return "a numeric dtype (f32, f64, f16, bf16 or i32)";
     case DTypeRule::Bool: return "bool";
     case DTypeRule::Any: return "any dtype";
   }

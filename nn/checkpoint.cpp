@@ -31,6 +31,17 @@ bool is_training_entry(const std::string& name) {
   return name.starts_with(kOptimizerPrefix) || name == kStepName || name == kKeyName;
 }
 
+// A 16-bit float tensor read into a wider float parameter: every value converts exactly.
+bool widens(const TensorType& file, const TensorType& want) {
+  return is_half(file.dtype) && (want.dtype == DType::f32 || want.dtype == DType::f64) && file.shape == want.shape;
+}
+
+Array widened(const Array& a, DType to) {
+  std::vector<double> v = a.to_doubles();
+  if (to == DType::f64) return Array(v, a.shape());
+  return Array(std::vector<float>(v.begin(), v.end()), a.shape());
+}
+
 [[noreturn]] void mismatch(const std::string& op, const std::string& path, const std::vector<std::string>& problems) {
   std::string msg = "'" + path + "' does not match the model:";
   for (const std::string& p : problems) msg += "\n  " + p;
@@ -79,6 +90,7 @@ class Matcher {
     }
     FileTensor& t = it->second;
     t.taken = true;
+    if (widens(t.value.type(), e.type)) return widened(t.value, e.type.dtype);
     if (t.value.type() != e.type) {
       std::string what = "'" + e.name + "'" + (t.file_name == e.name ? "" : " (in the file '" + t.file_name + "')") +
                          " is " + t.value.type().str() + ", expected " + e.type.str();

@@ -91,7 +91,8 @@ namespace {
 // Each spec's initial values, drawn by the interpreter: the same numbers whatever backend
 // trains the model, and no native compilation for a program that runs once.
 std::vector<Array> initial_values(const std::vector<ParamSpec>& specs, uint64_t seed, DType dtype, const char* what) {
-  if (!is_float(dtype)) fluxion::detail::fail(what, std::string("dtype must be f32 or f64, got ") + dtype_name(dtype));
+  if (!is_float(dtype))
+    fluxion::detail::fail(what, std::string("dtype must be a float dtype, got ") + dtype_name(dtype));
   if (specs.empty()) return {};
   auto draw = [&](const std::vector<Tensor>&) {
     Tensor root = random::key(seed);

@@ -21,9 +21,12 @@ std::vector<Array> filled_like_all(const std::vector<Array>& params, double valu
   std::vector<Array> out;
   for (const Array& p : params) {
     size_t n = static_cast<size_t>(p.size());
-    out.push_back(value == 0                ? Array(p.dtype(), p.shape())
-                  : p.dtype() == DType::f64 ? Array(std::vector<double>(n, value), p.shape())
-                                            : Array(std::vector<float>(n, static_cast<float>(value)), p.shape()));
+    switch (p.dtype()) {
+      case DType::f64: out.emplace_back(std::vector<double>(n, value), p.shape()); break;
+      case DType::f16: out.emplace_back(std::vector<Half>(n, Half(value)), p.shape()); break;
+      case DType::bf16: out.emplace_back(std::vector<BFloat16>(n, BFloat16(value)), p.shape()); break;
+      default: out.emplace_back(std::vector<float>(n, static_cast<float>(value)), p.shape()); break;
+    }
   }
   return out;
 }

@@ -242,7 +242,7 @@ class Fields {
     TensorType t;
     std::string dt = s.substr(0, open);
     bool known = false;
-    for (DType d : {DType::f32, DType::f64, DType::i32, DType::boolean}) {
+    for (DType d : {DType::f32, DType::f64, DType::i32, DType::boolean, DType::f16, DType::bf16}) {
       if (dt == dtype_name(d)) {
         t.dtype = d;
         known = true;
@@ -376,7 +376,7 @@ VulkanCode vulkan_code(const Fields& f, const Artifact& a) {
     }
     c.call.op = static_cast<ir::Op>(op);
     uint64_t dt = r.u8();
-    if (dt > static_cast<uint64_t>(DType::boolean)) f.bad("a collective names dtype " + std::to_string(dt));
+    if (dt > static_cast<uint64_t>(DType::bf16)) f.bad("a collective names dtype " + std::to_string(dt));
     c.call.dtype = static_cast<DType>(dt);
     for (int64_t* x : {&c.call.count, &c.call.ranks, &c.call.root, &c.call.position, &c.call.collectives}) *x = r.i64();
     c.in = loc();

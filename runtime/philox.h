@@ -6,6 +6,8 @@
 #include <array>
 #include <cstdint>
 
+#include "fluxion/dtype.h"
+
 namespace fluxion::runtime::philox {
 
 using Counter = std::array<uint32_t, 4>;
@@ -23,5 +25,9 @@ inline Counter philox4x32_10(Counter c, Key k) {
   }
   return c;
 }
+
+// The bits of word 0 a uniform draw of one word keeps: the dtype's significant bits, so that
+// (w0 >> (32 - bits)) * 2^-bits is exact and below 1. f64 draws 53 bits from two words.
+inline int uniform_bits(DType t) { return t == DType::f16 ? 11 : t == DType::bf16 ? 8 : 24; }
 
 }  // namespace fluxion::runtime::philox

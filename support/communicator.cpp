@@ -3,6 +3,7 @@
 #include "support/communicator.h"
 
 #include <fluxion/error.h>
+#include <fluxion/half.h>
 
 #include <algorithm>
 #include <cstring>
@@ -61,6 +62,21 @@ std::shared_ptr<Communicator>& slot() {
   return installed;
 }
 
+// The type an element is combined in: itself, or double for the 16-bit floats, whose result is
+// rounded back once per combination as a program's op would round it.
+template <class T>
+struct Arithmetic {
+  using type = T;
+};
+template <>
+struct Arithmetic<Half> {
+  using type = double;
+};
+template <>
+struct Arithmetic<BFloat16> {
+  using type = double;
+};
+
 // An integer sum wraps around (two's complement) instead of overflowing.
 template <class T>
 T add(T a, T b) {
@@ -74,19 +90,22 @@ T add(T a, T b) {
 
 template <class T>
 void combine_into(T* acc, const T* x, int64_t n, ReduceOp op) {
+  using A = typename Arithmetic<T>::type;
   for (int64_t i = 0; i < n; ++i) {
+    A a = static_cast<A>(acc[i]), b = static_cast<A>(x[i]);
     switch (op) {
       case ReduceOp::Sum:
-      case ReduceOp::Mean: acc[i] = add(acc[i], x[i]); break;
-      case ReduceOp::Max: acc[i] = std::max(acc[i], x[i]); break;
-      case ReduceOp::Min: acc[i] = std::min(acc[i], x[i]); break;
+      case ReduceOp::Mean: acc[i] = static_cast<T>(add(a, b)); break;
+      case ReduceOp::Max: acc[i] = static_cast<T>(std::max(a, b)); break;
+      case ReduceOp::Min: acc[i] = static_cast<T>(std::min(a, b)); break;
     }
   }
 }
 
 template <class T>
 void scale(T* x, int64_t n, int ranks) {
-  for (int64_t i = 0; i < n; ++i) x[i] = x[i] / static_cast<T>(ranks);
+  using A = typename Arithmetic<T>::type;
+  for (int64_t i = 0; i < n; ++i) x[i] = static_cast<T>(static_cast<A>(x[i]) / static_cast<A>(ranks));
 }
 
 // acc = acc (op) x over n elements of dtype t.
@@ -95,6 +114,8 @@ void combine(void* acc, const void* x, int64_t n, DType t, ReduceOp op) {
     case DType::f32: combine_into(static_cast<float*>(acc), static_cast<const float*>(x), n, op); break;
     case DType::f64: combine_into(static_cast<double*>(acc), static_cast<const double*>(x), n, op); break;
     case DType::i32: combine_into(static_cast<int32_t*>(acc), static_cast<const int32_t*>(x), n, op); break;
+    case DType::f16: combine_into(static_cast<Half*>(acc), static_cast<const Half*>(x), n, op); break;
+    case DType::bf16: combine_into(static_cast<BFloat16*>(acc), static_cast<const BFloat16*>(x), n, op); break;
     case DType::boolean: detail::fail("all_reduce", "bool values cannot be reduced across ranks");
   }
 }
@@ -157,6 +178,8 @@ void reduce_scatter(Communicator& c, const void* send, void* recv, int64_t count
   if (op == ReduceOp::Mean) {
     if (t == DType::f32) scale(static_cast<float*>(recv), elements, n);
     if (t == DType::f64) scale(static_cast<double*>(recv), elements, n);
+    if (t == DType::f16) scale(static_cast<Half*>(recv), elements, n);
+    if (t == DType::bf16) scale(static_cast<BFloat16*>(recv), elements, n);
   }
 }
 

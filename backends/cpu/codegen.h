@@ -68,9 +68,20 @@ std::vector<llvm::Value*> emit_for(
 // Emits `if (cond) then()`.
 void emit_if(llvm::IRBuilder<>& b, llvm::Value* cond, const std::function<void()>& then);
 
-// LLVM type of a dtype held in a register (bool: i1) and in memory (bool: i8).
+// LLVM type of a dtype held in a register (bool: i1; f16 and bf16: float, holding a value of
+// their own) and in memory (bool: i8; f16 and bf16: i16, their bits).
 llvm::Type* reg_type(llvm::LLVMContext& c, DType t);
+// The dtype whose arithmetic computes dtype t's: f32 for f16 and bf16, t itself otherwise.
+inline DType register_dtype(DType t) { return is_half(t) ? DType::f32 : t; }
 llvm::Type* mem_type(llvm::LLVMContext& c, DType t);
+// A loaded element (or vector of them) of dtype t as it is held in a register, and a register's
+// value as it is stored.
+llvm::Value* from_memory(llvm::IRBuilder<>& b, DType t, llvm::Value* x);
+llvm::Value* to_memory(llvm::IRBuilder<>& b, DType t, llvm::Value* x);
+// x (float or double, scalar or vector) rounded to dtype t's precision, to nearest even, in a
+// float register: f16 and bf16 results, computed in float, are rounded after every op; x
+// unchanged for the other dtypes.
+llvm::Value* round_to(llvm::IRBuilder<>& b, DType t, llvm::Value* x);
 
 // The LLVM types of dtype t's elements and of vectors of `lanes` of them, with their alignments.
 struct VectorTypes {

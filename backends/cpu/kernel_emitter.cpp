@@ -6,33 +6,13 @@
 
 #include "backends/cpu/codegen.h"
 #include "fluxion/error.h"
+#include "fluxion/half.h"
 
 using fluxion::ir::Op;
 
 namespace fluxion::cpu {
 
 using llvm::Value;
-
-llvm::Type* reg_type(llvm::LLVMContext& c, DType t) {
-  switch (t) {
-    case DType::f32: return llvm::Type::getFloatTy(c);
-    case DType::f64: return llvm::Type::getDoubleTy(c);
-    case DType::i32: return llvm::Type::getInt32Ty(c);
-    case DType::boolean: return llvm::Type::getInt1Ty(c);
-  }
-  return nullptr;
-}
-
-VectorTypes vector_types(llvm::LLVMContext& c, DType t, int lanes) {
-  llvm::Type* et = reg_type(c, t);
-  auto size = static_cast<uint64_t>(dtype_size(t));
-  return {et, llvm::FixedVectorType::get(et, static_cast<unsigned>(lanes)), llvm::Align(size),
-          llvm::Align(size * static_cast<uint64_t>(lanes))};
-}
-
-llvm::Type* mem_type(llvm::LLVMContext& c, DType t) {
-  return t == DType::boolean ? llvm::Type::getInt8Ty(c) : reg_type(c, t);
-}
 
 void emit_if(llvm::IRBuilder<>& b, Value* cond, const std::function<void()>& then) {
   llvm::Function* f = b.GetInsertBlock()->getParent();
@@ -157,6 +137,8 @@ Value* KernelEmitter::constant(DType t, double v) {
     case DType::f64: return llvm::ConstantFP::get(llvm::Type::getDoubleTy(context_), v);
     case DType::i32: return builder_.getInt32(static_cast<uint32_t>(static_cast<int32_t>(v)));
     case DType::boolean: return builder_.getInt1(v != 0);
+    case DType::f16: return llvm::ConstantFP::get(llvm::Type::getFloatTy(context_), f16_value(f16_bits(v)));
+    case DType::bf16: return llvm::ConstantFP::get(llvm::Type::getFloatTy(context_), bf16_value(bf16_bits(v)));
   }
   return nullptr;
 }
@@ -215,21 +197,17 @@ Value* KernelEmitter::load(ir::ValueId v, const Index& idx) {
     detail::fail("cpu codegen", "internal error: value %" + std::to_string(v) + " is read but has no storage");
   }
   Value* p = address(v, idx);
-  Value* x = builder_.CreateLoad(mem_type(context_, t.dtype), p);
-  return t.dtype == DType::boolean ? builder_.CreateICmpNE(x, builder_.getInt8(0)) : x;
+  return from_memory(builder_, t.dtype, builder_.CreateLoad(mem_type(context_, t.dtype), p));
 }
 
 void KernelEmitter::store_flat(ir::ValueId v, Value* f, Value* x) {
-  llvm::Type* et = mem_type(context_, region_.type(v).dtype);
-  if (region_.type(v).dtype == DType::boolean) x = builder_.CreateZExt(x, builder_.getInt8Ty());
-  builder_.CreateStore(x, builder_.CreateInBoundsGEP(et, pointer(v), f));
+  DType t = region_.type(v).dtype;
+  builder_.CreateStore(to_memory(builder_, t, x), builder_.CreateInBoundsGEP(mem_type(context_, t), pointer(v), f));
 }
 
 void KernelEmitter::store(ir::ValueId v, const Index& idx, Value* x) {
   const TensorType& t = region_.type(v);
-  Value* p = address(v, idx);
-  if (t.dtype == DType::boolean) x = builder_.CreateZExt(x, builder_.getInt8Ty());
-  builder_.CreateStore(x, p);
+  builder_.CreateStore(to_memory(builder_, t.dtype, x), address(v, idx));
 }
 
 Value* KernelEmitter::at(ir::ValueId v, const Index& idx) {
@@ -254,9 +232,8 @@ Value* KernelEmitter::at_flat(ir::ValueId v, Value* f) {
   if (!frame_.computed(v) &&
       (st == kernel::Storage::Param || st == kernel::Storage::Slot || st == kernel::Storage::Output ||
        st == kernel::Storage::Alias || st == kernel::Storage::Global)) {
-    Value* x = builder_.CreateLoad(mem_type(context_, t.dtype),
-                                   builder_.CreateInBoundsGEP(mem_type(context_, t.dtype), pointer(v), f));
-    return t.dtype == DType::boolean ? builder_.CreateICmpNE(x, builder_.getInt8(0)) : x;
+    llvm::Type* et = mem_type(context_, t.dtype);
+    return from_memory(builder_, t.dtype, builder_.CreateLoad(et, builder_.CreateInBoundsGEP(et, pointer(v), f)));
   }
   Index idx(t.shape.size());
   for (size_t d = t.shape.size(); d-- > 0;) {
@@ -473,14 +450,12 @@ llvm::Function* KernelEmitter::emit_combine(const std::string& name) {
     auto part = [&](int64_t c, Value* e) {
       Value* base = builder_.CreateConstInBoundsGEP1_64(
           builder_.getInt8Ty(), partials, static_cast<uint64_t>(layout.offsets[i] + c * layout.part_bytes));
-      Value* x = builder_.CreateLoad(et, builder_.CreateInBoundsGEP(et, base, e));
-      return t.dtype == DType::boolean ? builder_.CreateTrunc(x, builder_.getInt1Ty()) : x;
+      return from_memory(builder_, t.dtype, builder_.CreateLoad(et, builder_.CreateInBoundsGEP(et, base, e)));
     };
     emit_for(builder_, i64(0), i64(t.numel()), {}, [&](Value* e, const std::vector<Value*>&) {
       Value* acc = part(0, e);
       for (int64_t c = 1; c < kernel_.split_chunks; ++c) acc = combine(op, t.dtype, acc, part(c, e));
-      Value* x = t.dtype == DType::boolean ? builder_.CreateZExt(acc, builder_.getInt8Ty()) : acc;
-      builder_.CreateStore(x, builder_.CreateInBoundsGEP(et, pointer(out), e));
+      builder_.CreateStore(to_memory(builder_, t.dtype, acc), builder_.CreateInBoundsGEP(et, pointer(out), e));
       return std::vector<Value*>{};
     });
   }

@@ -16,6 +16,7 @@ Value* KernelEmitter::intrinsic(llvm::Intrinsic::ID id, std::vector<Value*> args
 }
 
 Value* KernelEmitter::math(std::string_view name, DType t, std::vector<Value*> args) {
+  t = register_dtype(t);
   if (lanes_ > 0) return vector_math(name, t, args);
   return builder_.CreateCall(
       scalar_math(module_, libm_name(name, t), reg_type(context_, t), static_cast<int>(args.size())), args);
@@ -23,9 +24,12 @@ Value* KernelEmitter::math(std::string_view name, DType t, std::vector<Value*> a
 
 Value* KernelEmitter::is_nan(Value* x) { return builder_.CreateFCmpUNO(x, x); }
 
+// f16 and bf16 results are computed in float and rounded once per op, as the reference
+// evaluator rounds its double result: for the correctly rounded operations (+ - * / sqrt, and
+// conversions) the bits are the same.
 Value* KernelEmitter::elementwise(const ir::Node& n, const std::vector<Value*>& x, DType in, DType out) {
   Renderer render(*this);
-  return kernel::lower_elementwise(render, n, x, in, out);
+  return round_to(builder_, out, kernel::lower_elementwise(render, n, x, in, out));
 }
 
 Value* KernelEmitter::reduce_identity(Op op, DType t) {
@@ -48,7 +52,7 @@ Value* KernelEmitter::compute(const ir::Node& n, const Index& idx) {
   if (kernel_.kind == kernel::KernelKind::StraightLine && (cls == ir::OpClass::Reduce || cls == ir::OpClass::MatMul))
     return fold(n, idx);
   Renderer render(*this);
-  return kernel::lower_node(render, region_, n, idx);
+  return round_to(builder_, region_.type(n.results[0]).dtype, kernel::lower_node(render, region_, n, idx));
 }
 
 }  // namespace fluxion::cpu

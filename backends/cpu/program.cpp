@@ -12,6 +12,7 @@
 #include "backends/cpu/kernel_modules.h"
 #include "backends/cpu/native.h"
 #include "fluxion/error.h"
+#include "fluxion/half.h"
 #include "runtime/collective.h"
 #include "runtime/debug_print.h"
 
@@ -93,6 +94,8 @@ class ProgramEmitter {
           elems.push_back(llvm::ConstantInt::get(et, static_cast<uint64_t>(static_cast<int32_t>(d))));
           break;
         case DType::boolean: elems.push_back(llvm::ConstantInt::get(et, d != 0 ? 1 : 0)); break;
+        case DType::f16: elems.push_back(llvm::ConstantInt::get(et, f16_bits(d))); break;
+        case DType::bf16: elems.push_back(llvm::ConstantInt::get(et, bf16_bits(d))); break;
       }
     }
     auto* at = llvm::ArrayType::get(et, elems.size());

@@ -5,12 +5,14 @@
 
 #include <algorithm>
 #include <array>
+#include <cmath>
 #include <string_view>
 #include <utility>
 #include <vector>
 
 #include "backends/cpu/codegen.h"
 #include "kernel/lowering.h"
+#include "runtime/philox.h"
 
 namespace fluxion::cpu {
 
@@ -72,6 +74,9 @@ class KernelEmitter::Renderer {
     return emitter_.math(f, t, std::move(args));
   }
   V convert(V a, DType from, DType to) {
+    // To f16 or bf16 from a dtype wider than f32, a double that compute() rounds once: rounding
+    // to f32 first could round twice.
+    if (is_half(to) && (from == DType::f64 || from == DType::i32)) to = DType::f64;
     llvm::Type* ty = reg_type(emitter_.context_, to);
     if (auto* vt = llvm::dyn_cast<llvm::FixedVectorType>(a->getType()))
       ty = llvm::FixedVectorType::get(ty, vt->getNumElements());
@@ -138,6 +143,7 @@ class KernelEmitter::Renderer {
                                                   builder_.getInt32Ty(), builder_.getInt64Ty(), builder_.getInt32Ty());
     int kind = op == ir::Op::RngNormal ? 2 : t == DType::f32 ? 0 : 1;
     V x = builder_.CreateCall(f, {key0, key1, counter, builder_.getInt32(static_cast<uint32_t>(kind))});
+    // f16 and bf16 draws are rounded from the double (compute() rounds them), not from a float.
     return t == DType::f32 ? builder_.CreateFPTrunc(x, builder_.getFloatTy()) : x;
   }
   V uniform(DType t, V key0, V key1, V counter) {
@@ -157,11 +163,13 @@ class KernelEmitter::Renderer {
       k0 = builder_.CreateAdd(k0, builder_.getInt32(0x9E3779B9u));
       k1 = builder_.CreateAdd(k1, builder_.getInt32(0xBB67AE85u));
     }
-    // The interpreter's conversions, exact in both widths: 24 bits of word 0 for f32, 53 bits of
-    // words 0 and 1 for f64.
-    if (t == DType::f32) {
-      V bits = builder_.CreateUIToFP(builder_.CreateLShr(c[0], 8), builder_.getFloatTy());
-      return builder_.CreateFMul(bits, llvm::ConstantFP::get(builder_.getFloatTy(), 0x1p-24));
+    // The interpreter's conversions, exact in every width: the format's significant bits of word
+    // 0 (24 for f32, 11 for f16, 8 for bf16; runtime/philox.h), 53 bits of words 0 and 1 for f64.
+    if (t != DType::f64) {
+      int kept = runtime::philox::uniform_bits(t);
+      V bits =
+          builder_.CreateUIToFP(builder_.CreateLShr(c[0], static_cast<uint64_t>(32 - kept)), builder_.getFloatTy());
+      return builder_.CreateFMul(bits, llvm::ConstantFP::get(builder_.getFloatTy(), std::ldexp(1.0, -kept)));
     }
     V wide = builder_.CreateOr(builder_.CreateShl(builder_.CreateZExt(c[0], i64), 32), builder_.CreateZExt(c[1], i64));
     V bits = builder_.CreateUIToFP(builder_.CreateLShr(wide, 11), builder_.getDoubleTy());

@@ -29,7 +29,7 @@ unsigned vector_lanes(const ir::Region& r, const ir::Node& n, int vector_bytes) 
   DType in = r.type(n.operands.back()).dtype;
   int64_t count = r.type(n.results[0]).numel();
   if (!elementwise || !is_float(in) || count < 2) return 0;
-  int64_t widest = vector_bytes / dtype_size(in);
+  int64_t widest = vector_bytes / dtype_size(register_dtype(in));
   int64_t lanes = 2;
   while (lanes < count && lanes < widest) lanes *= 2;
   return static_cast<unsigned>(lanes);

@@ -47,13 +47,13 @@ void check_sizes(const ir::Region& r) {
   }
 }
 
-bool uses_f64(const ir::Region& r) {
+bool uses_dtype(const ir::Region& r, bool (*wanted)(DType)) {
   for (const TensorType& t : r.types) {
-    if (t.dtype == DType::f64) return true;
+    if (wanted(t.dtype)) return true;
   }
   for (const ir::Node& n : r.nodes) {
     for (const ir::Region& sub : n.regions) {
-      if (uses_f64(sub)) return true;
+      if (uses_dtype(sub, wanted)) return true;
     }
   }
   return false;
@@ -69,9 +69,13 @@ class VulkanExecutable final : public backends::Executable {
  public:
   explicit VulkanExecutable(const ir::Program& p)
       : program_(p), ctx_(context()), tuning_(device_tuning(ctx_.info, ctx_.shaders)) {
-    if (uses_f64(program_.body) && !ctx_.shaders.float64) {
+    if (uses_dtype(program_.body, [](DType t) { return t == DType::f64; }) && !ctx_.shaders.float64) {
       detail::fail("vulkan", "device " + ctx_.info.name +
                                  " has no 64-bit float support (shaderFloat64); f64 programs cannot run on it");
+    }
+    if (uses_dtype(program_.body, is_half)) {
+      detail::fail("vulkan", "f16 and bf16 programs do not run on the Vulkan backend yet (device " + ctx_.info.name +
+                                 "); run them on the CPU backend");
     }
     check_sizes(program_.body);
     split_reductions(program_.body, tuning_);

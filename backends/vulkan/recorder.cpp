@@ -16,6 +16,7 @@
 
 #include "backends/vulkan/pipelines.h"
 #include "fluxion/error.h"
+#include "fluxion/half.h"
 #include "kernel/cost.h"
 #include "kernel/scatter_lowering.h"
 #include "runtime/vulkan/context.h"
@@ -409,6 +410,12 @@ class Recorder {
           break;
         }
         case DType::boolean: dst[i] = std::byte{static_cast<unsigned char>(d != 0)}; break;
+        case DType::f16:
+        case DType::bf16: {
+          uint16_t bits = t.dtype == DType::f16 ? f16_bits(d) : bf16_bits(d);
+          std::memcpy(dst + 2 * i, &bits, 2);
+          break;
+        }
       }
     }
     globals_[key] = l;

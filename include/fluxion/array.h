@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "fluxion/dtype.h"
+#include "fluxion/half.h"
 
 namespace fluxion {
 
@@ -39,7 +40,7 @@ struct ArrayStorage {
 // them without a copy, until something reads them on the host (to_vector, data(), item(), str()),
 // which copies them once. Copies share the data (like a torch tensor); `clone()` makes an
 // independent copy. Element types: float (f32), double (f64), int32_t (i32), bool (boolean, one
-// byte per element).
+// byte per element), Half (f16) and BFloat16 (bf16).
 class Array {
  public:
   // An empty f32 array of shape [0].
@@ -57,6 +58,12 @@ class Array {
   Array(const std::vector<int32_t>& data, Shape shape, std::source_location loc = std::source_location::current())
       : Array(std::span<const int32_t>(data), std::move(shape), loc) {}
   Array(const std::vector<bool>& data, Shape shape, std::source_location loc = std::source_location::current());
+  Array(std::span<const Half> data, Shape shape, std::source_location loc = std::source_location::current());
+  Array(std::span<const BFloat16> data, Shape shape, std::source_location loc = std::source_location::current());
+  Array(const std::vector<Half>& data, Shape shape, std::source_location loc = std::source_location::current())
+      : Array(std::span<const Half>(data), std::move(shape), loc) {}
+  Array(const std::vector<BFloat16>& data, Shape shape, std::source_location loc = std::source_location::current())
+      : Array(std::span<const BFloat16>(data), std::move(shape), loc) {}
 
   // An array whose contents are unspecified until written: for results about to be
   // overwritten (what backends return), saving the zero fill.
@@ -67,6 +74,8 @@ class Array {
   static Array scalar(double v);
   static Array scalar(int32_t v);
   static Array scalar(bool v);
+  static Array scalar(Half v);
+  static Array scalar(BFloat16 v);
 
   DType dtype() const { return type_.dtype; }
   const Shape& shape() const { return type_.shape; }
@@ -74,7 +83,7 @@ class Array {
   int64_t rank() const { return type_.rank(); }
   int64_t size() const { return type_.numel(); }
 
-  // Reads the data back. T must match dtype() (float/double/int32_t/bool), else Error (naming
+  // Reads the data back. T must match dtype() (float/double/int32_t/bool/Half/BFloat16), else Error (naming
   // the caller's line).
   template <class T>
   std::vector<T> to_vector(std::source_location loc = std::source_location::current()) const;

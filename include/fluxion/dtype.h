@@ -7,18 +7,23 @@
 
 namespace fluxion {
 
-enum class DType : uint8_t { f32, f64, i32, boolean };
+// f16 is IEEE binary16, bf16 bfloat16 (f32's exponent range, 8 significant bits); arrays hold
+// them as fluxion::Half and fluxion::BFloat16 (fluxion/half.h).
+enum class DType : uint8_t { f32, f64, i32, boolean, f16, bf16 };
 
 inline constexpr DType f32 = DType::f32;
 inline constexpr DType f64 = DType::f64;
 inline constexpr DType i32 = DType::i32;
 inline constexpr DType boolean = DType::boolean;
+inline constexpr DType f16 = DType::f16;
+inline constexpr DType bf16 = DType::bf16;
 
-// The name used in IR text and error messages: "f32", "f64", "i32", "bool".
+// The name used in IR text and error messages: "f32", "f64", "i32", "bool", "f16", "bf16".
 const char* dtype_name(DType t);
 // Bytes per element in host memory (bool is one byte).
 int64_t dtype_size(DType t);
-inline bool is_float(DType t) { return t == DType::f32 || t == DType::f64; }
+inline bool is_half(DType t) { return t == DType::f16 || t == DType::bf16; }
+inline bool is_float(DType t) { return t == DType::f32 || t == DType::f64 || is_half(t); }
 inline bool is_numeric(DType t) { return t != DType::boolean; }
 
 using Shape = std::vector<int64_t>;

@@ -8,6 +8,7 @@
 #include "fluxion/debug.h"
 #include "fluxion/dtype.h"
 #include "fluxion/error.h"
+#include "fluxion/half.h"
 #include "fluxion/jit.h"
 #include "fluxion/ops.h"
 #include "fluxion/profile.h"

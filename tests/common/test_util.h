@@ -89,6 +89,9 @@ inline std::string backend_param_name(const ::testing::TestParamInfo<Backend>& i
 //                                  (~1e-7 * |x|, times a few ulps), so a purely relative bound
 //                                  would fail correct implementations.
 //   f64  1e-12 * |want| + 1e-12    the same reasoning in double (ulp ~ 2.2e-16).
+//   f16, bf16  2u * |want| + tiny  a result computed in f32 and rounded to the format (u = 2^-11
+//                                  for f16, 2^-8 for bf16): within one ulp; transcendental
+//                                  functions add 2u absolute, for the argument-scale reason above.
 //   i32, bool                      exact.
 //
 // Accumulations (sum, mean, matmul, conv, avg_pool) add `terms * u * magnitude` to the absolute
@@ -115,13 +118,18 @@ inline double allowed(DType t, double want, Tol tol = {}) {
   switch (t) {
     case DType::f32: return 1e-5 * std::abs(want) + (tol.transcendental ? 1e-5 : 1e-6) + acc * 0x1p-24 + tol.extra_abs;
     case DType::f64: return 1e-12 * std::abs(want) + 1e-12 + acc * 0x1p-53 + tol.extra_abs;
+    case DType::f16:
+    case DType::bf16: {
+      double u = t == DType::f16 ? 0x1p-11 : 0x1p-8;
+      return 2 * u * std::abs(want) + (tol.transcendental ? 2 * u : 0x1p-24) + acc * 0x1p-24 + tol.extra_abs;
+    }
     default: return 0;
   }
 }
 
 // ---- Values as stored.
 
-// `v` as an element of dtype `t` holds it: f32 rounds to float, i32 truncates toward zero
+// `v` as an element of dtype `t` holds it: f32, f16 and bf16 round to nearest even, i32 truncates toward zero
 // (callers pass integral values), bool is v != 0.
 inline double round_to(DType t, double v) {
   switch (t) {
@@ -129,6 +137,8 @@ inline double round_to(DType t, double v) {
     case DType::f64: return v;
     case DType::i32: return static_cast<double>(static_cast<int32_t>(v));
     case DType::boolean: return v != 0 ? 1.0 : 0.0;
+    case DType::f16: return fluxion::f16_value(fluxion::f16_bits(v));
+    case DType::bf16: return fluxion::bf16_value(fluxion::bf16_bits(v));
   }
   return v;
 }
@@ -154,6 +164,16 @@ inline Array make(DType t, const std::vector<double>& values, Shape shape) {
     case DType::boolean: {
       std::vector<bool> v;
       for (double x : values) v.push_back(x != 0);
+      return Array(v, std::move(shape));
+    }
+    case DType::f16: {
+      std::vector<fluxion::Half> v;
+      for (double x : values) v.emplace_back(x);
+      return Array(v, std::move(shape));
+    }
+    case DType::bf16: {
+      std::vector<fluxion::BFloat16> v;
+      for (double x : values) v.emplace_back(x);
       return Array(v, std::move(shape));
     }
   }
@@ -183,7 +203,9 @@ inline std::vector<double> random_ints(int64_t n, int64_t lo, int64_t hi, uint32
 inline std::vector<double> random_values(DType t, int64_t n, double lo, double hi, uint32_t seed) {
   switch (t) {
     case DType::f32:
-    case DType::f64: return round_all(t, random_doubles(n, lo, hi, seed));
+    case DType::f64:
+    case DType::f16:
+    case DType::bf16: return round_all(t, random_doubles(n, lo, hi, seed));
     case DType::i32: return random_ints(n, static_cast<int64_t>(lo), static_cast<int64_t>(hi), seed);
     case DType::boolean: return random_ints(n, 0, 1, seed);
   }

@@ -1,5 +1,5 @@
-// safetensors dtypes: F16 and BF16 read as f32 bit-exactly (every special value against its known
-// f32 bits, and all 65,536 F16 values against an independent formula), the integer dtypes read
+// safetensors dtypes: F16 and BF16 read as f16 and bf16 with their bits kept (special values,
+// and all 65,536 F16 values' values against an independent formula), the integer dtypes read
 // as i32 with out-of-range values refused, unaligned data, and every Fluxion dtype written and
 // read back bit for bit.
 #include <bit>
@@ -33,82 +33,89 @@ class SafetensorsDtypes : public FileTest {
     write_bytes(path("t.safetensors"), file.bytes());
     return error_of([&] { fx::load_safetensors(path("t.safetensors")); });
   }
-  // Each half-precision pattern loaded as `dtype` must give exactly the f32 bits beside it.
-  void expect_half(const std::string& dtype, const std::vector<std::pair<uint16_t, uint32_t>>& cases) {
+  // Each 16-bit pattern loaded as `code` must be an array of `dtype` with the same bits, whose
+  // value is the f32 beside it (given by its bits; NaNs must be NaNs of the same sign).
+  void expect_half(const std::string& code, DType dtype, const std::vector<std::pair<uint16_t, uint32_t>>& cases) {
     std::vector<uint16_t> in;
     for (const auto& c : cases) in.push_back(c.first);
-    fx::NamedArrays out = load(SafetensorsBuilder().add("h", dtype, {static_cast<int64_t>(in.size())}, in));
-    ASSERT_EQ(out[0].second.type(), (fx::TensorType{fx::f32, {static_cast<int64_t>(in.size())}}));
-    std::vector<uint32_t> got = bits_of<uint32_t>(out[0].second);
-    for (size_t i = 0; i < cases.size(); ++i)
-      EXPECT_EQ(got[i], cases[i].second) << dtype << " 0x" << std::hex << cases[i].first << " -> 0x" << got[i];
+    fx::NamedArrays out = load(SafetensorsBuilder().add("h", code, {static_cast<int64_t>(in.size())}, in));
+    ASSERT_EQ(out[0].second.type(), (fx::TensorType{dtype, {static_cast<int64_t>(in.size())}}));
+    EXPECT_EQ(bits_of<uint16_t>(out[0].second), in);
+    std::vector<double> values = out[0].second.to_doubles();
+    for (size_t i = 0; i < cases.size(); ++i) {
+      auto want = std::bit_cast<float>(cases[i].second);
+      if (std::isnan(want)) {
+        EXPECT_TRUE(std::isnan(values[i]) && std::signbit(values[i]) == std::signbit(want)) << code << " " << i;
+      } else {
+        EXPECT_EQ(std::bit_cast<uint64_t>(values[i]), std::bit_cast<uint64_t>(static_cast<double>(want)))
+            << code << " 0x" << std::hex << cases[i].first << " -> " << values[i];
+      }
+    }
   }
 };
 
-TEST_F(SafetensorsDtypes, F16SpecialValuesBecomeTheirExactF32Bits) {
-  expect_half("F16", {
-                         {0x0000, 0x00000000},  // +0
-                         {0x8000, 0x80000000},  // -0
-                         {0x0001, 0x33800000},  // the smallest subnormal, 2^-24
-                         {0x8001, 0xb3800000},  // its negative
-                         {0x0200, 0x38000000},  // subnormal 2^-15
-                         {0x03ff, 0x387fc000},  // the largest subnormal, 1023 * 2^-24
-                         {0x0400, 0x38800000},  // the smallest normal, 2^-14
-                         {0x3555, 0x3eaaa000},  // 0.333251953125
-                         {0x3bff, 0x3f7fe000},  // the largest below 1
-                         {0x3c00, 0x3f800000},  // 1
-                         {0x3c01, 0x3f802000},  // 1 + 2^-10
-                         {0xc000, 0xc0000000},  // -2
-                         {0x7bff, 0x477fe000},  // 65504, the largest
-                         {0xfbff, 0xc77fe000},  // -65504
-                         {0x7c00, 0x7f800000},  // +infinity
-                         {0xfc00, 0xff800000},  // -infinity
-                         {0x7e00, 0x7fc00000},  // quiet NaN
-                         {0xfe00, 0xffc00000},  // negative quiet NaN
-                         {0x7c01, 0x7f802000},  // signalling NaN: its payload is kept, it stays signalling
-                         {0x7fff, 0x7fffe000},  // NaN with every payload bit set
-                     });
+TEST_F(SafetensorsDtypes, F16IsReadAsF16WithItsBits) {
+  expect_half("F16", fx::f16,
+              {
+                  {0x0000, 0x00000000},  // +0
+                  {0x8000, 0x80000000},  // -0
+                  {0x0001, 0x33800000},  // the smallest subnormal, 2^-24
+                  {0x8001, 0xb3800000},  // its negative
+                  {0x0200, 0x38000000},  // subnormal 2^-15
+                  {0x03ff, 0x387fc000},  // the largest subnormal, 1023 * 2^-24
+                  {0x0400, 0x38800000},  // the smallest normal, 2^-14
+                  {0x3555, 0x3eaaa000},  // 0.333251953125
+                  {0x3bff, 0x3f7fe000},  // the largest below 1
+                  {0x3c00, 0x3f800000},  // 1
+                  {0x3c01, 0x3f802000},  // 1 + 2^-10
+                  {0xc000, 0xc0000000},  // -2
+                  {0x7bff, 0x477fe000},  // 65504, the largest
+                  {0xfbff, 0xc77fe000},  // -65504
+                  {0x7c00, 0x7f800000},  // +infinity
+                  {0xfc00, 0xff800000},  // -infinity
+                  {0x7e00, 0x7fc00000},  // quiet NaN
+                  {0xfe00, 0xffc00000},  // negative quiet NaN
+                  {0x7c01, 0x7f802000},  // signalling NaN
+              });
 }
 
-TEST_F(SafetensorsDtypes, BF16SpecialValuesBecomeTheirExactF32Bits) {
-  expect_half("BF16", {
-                          {0x0000, 0x00000000},  // +0
-                          {0x8000, 0x80000000},  // -0
-                          {0x0001, 0x00010000},  // the smallest subnormal
-                          {0x007f, 0x007f0000},  // the largest subnormal
-                          {0x0080, 0x00800000},  // the smallest normal, 2^-126
-                          {0x3eab, 0x3eab0000},  // 0.333984375
-                          {0x3f80, 0x3f800000},  // 1
-                          {0xc000, 0xc0000000},  // -2
-                          {0x7f7f, 0x7f7f0000},  // the largest finite
-                          {0x7f80, 0x7f800000},  // +infinity
-                          {0xff80, 0xff800000},  // -infinity
-                          {0x7fc0, 0x7fc00000},  // quiet NaN
-                          {0xffc1, 0xffc10000},  // negative NaN with a payload
-                          {0x7f81, 0x7f810000},  // signalling NaN
-                      });
+TEST_F(SafetensorsDtypes, BF16IsReadAsBF16WithItsBits) {
+  expect_half("BF16", fx::bf16,
+              {
+                  {0x0000, 0x00000000},  // +0
+                  {0x8000, 0x80000000},  // -0
+                  {0x0001, 0x00010000},  // the smallest subnormal
+                  {0x007f, 0x007f0000},  // the largest subnormal
+                  {0x0080, 0x00800000},  // the smallest normal, 2^-126
+                  {0x3eab, 0x3eab0000},  // 0.333984375
+                  {0x3f80, 0x3f800000},  // 1
+                  {0xc000, 0xc0000000},  // -2
+                  {0x7f7f, 0x7f7f0000},  // the largest finite
+                  {0x7f80, 0x7f800000},  // +infinity
+                  {0xff80, 0xff800000},  // -infinity
+                  {0x7fc0, 0x7fc00000},  // quiet NaN
+                  {0xffc1, 0xffc10000},  // negative NaN with a payload
+              });
 }
 
 TEST_F(SafetensorsDtypes, EveryF16ValueEqualsItsValueComputedInDouble) {
   std::vector<uint16_t> all(65536);
   for (size_t h = 0; h < all.size(); ++h) all[h] = static_cast<uint16_t>(h);
   fx::NamedArrays out = load(SafetensorsBuilder().add("all", "F16", {65536}, all));
-  std::vector<uint32_t> got = bits_of<uint32_t>(out[0].second);
+  std::vector<double> got = out[0].second.to_doubles();
   int wrong = 0;
   for (uint32_t h = 0; h < 65536; ++h) {
     int exponent = static_cast<int>((h >> 10) & 31), mantissa = static_cast<int>(h & 1023);
-    auto f = std::bit_cast<float>(got[h]);
-    if (exponent == 31 && mantissa != 0) {  // NaN: the payload moves to the top of f32's
-      wrong += !std::isnan(f) || (got[h] & 0x7fffffu) != static_cast<uint32_t>(mantissa) << 13 ||
-               std::signbit(f) != ((h & 0x8000u) != 0);
+    if (exponent == 31 && mantissa != 0) {
+      wrong += !std::isnan(got[h]) || std::signbit(got[h]) != ((h & 0x8000u) != 0);
       continue;
     }
     double v = exponent == 31  ? std::numeric_limits<double>::infinity()
                : exponent == 0 ? std::ldexp(mantissa, -24)
                                : std::ldexp(1024 + mantissa, exponent - 25);
-    auto want = static_cast<float>((h & 0x8000u) ? -v : v);  // exact: every F16 value is an f32
-    if (std::bit_cast<uint32_t>(want) != got[h]) {
-      if (++wrong < 10) ADD_FAILURE() << "F16 0x" << std::hex << h << " -> 0x" << got[h] << ", expected " << want;
+    double want = (h & 0x8000u) ? -v : v;
+    if (std::bit_cast<uint64_t>(want) != std::bit_cast<uint64_t>(got[h])) {
+      if (++wrong < 10) ADD_FAILURE() << "F16 0x" << std::hex << h << " -> " << got[h] << ", expected " << want;
     }
   }
   EXPECT_EQ(wrong, 0);
@@ -162,12 +169,12 @@ TEST_F(SafetensorsDtypes, UnalignedDataAndMixedDtypesInOneFile) {
                                  .add("none", "F16", {0, 4}, std::vector<uint16_t>{}));
   ASSERT_EQ(out.size(), 5u);
   EXPECT_EQ(out[0].second.to_vector<int32_t>(), (std::vector<int32_t>{3}));
-  EXPECT_EQ(out[1].second.to_vector<float>(), (std::vector<float>{1.0f, -2.5f}));
-  EXPECT_EQ(out[2].second.type(), (fx::TensorType{fx::f32, {1, 2}}));
-  EXPECT_EQ(out[2].second.to_vector<float>(), (std::vector<float>{3.140625f, -1.0f}));
+  EXPECT_EQ(out[1].second.to_doubles(), (std::vector<double>{1.0, -2.5}));
+  EXPECT_EQ(out[2].second.type(), (fx::TensorType{fx::bf16, {1, 2}}));
+  EXPECT_EQ(out[2].second.to_doubles(), (std::vector<double>{3.140625, -1.0}));
   EXPECT_EQ(out[3].second.to_vector<int32_t>(), (std::vector<int32_t>{-5, 1 << 30}));
-  EXPECT_EQ(out[4].second.type(), (fx::TensorType{fx::f32, {0, 4}}));
-  // A wrong byte count is judged by the file's dtype, not by f32's.
+  EXPECT_EQ(out[4].second.type(), (fx::TensorType{fx::f16, {0, 4}}));
+  // A wrong byte count is judged by the file's dtype.
   std::string m = load_error(SafetensorsBuilder().add("h", "F16", {3}, std::vector<uint32_t>{1, 2, 3}));
   EXPECT_NE(m.find("needs 6 bytes"), std::string::npos) << m;
 }
@@ -192,10 +199,13 @@ TEST_F(SafetensorsDtypes, EveryFluxionDtypeIsWrittenAsItselfAndReadBackBitForBit
       {"i32", with_bits(fx::i32, std::vector<int32_t>{std::numeric_limits<int32_t>::min(), -1, 0,
                                                       std::numeric_limits<int32_t>::max()})},
       {"bool", Array(std::vector<bool>{true, false, false, true}, {2, 2})},
+      {"f16", with_bits(fx::f16, std::vector<uint16_t>{0x8000, 0x0001, 0x7bff, 0xfc00, 0x7e01})},
+      {"bf16", with_bits(fx::bf16, std::vector<uint16_t>{0x8000, 0x0001, 0x7f7f, 0xff80, 0x7fc1})},
   };
   fx::save_safetensors(path("all.safetensors"), in);
   std::string header = read_bytes(path("all.safetensors"));
-  for (const char* code : {R"("dtype":"F32")", R"("dtype":"F64")", R"("dtype":"I32")", R"("dtype":"BOOL")"})
+  for (const char* code : {R"("dtype":"F32")", R"("dtype":"F64")", R"("dtype":"I32")", R"("dtype":"BOOL")",
+                           R"("dtype":"F16")", R"("dtype":"BF16")"})
     EXPECT_NE(header.find(code), std::string::npos) << code;
   fx::NamedArrays out = fx::load_safetensors(path("all.safetensors"));
   ASSERT_EQ(out.size(), in.size());

@@ -1,6 +1,6 @@
 // libFuzzer target: the safetensors reader. Any input either loads or raises fluxion::Error;
 // what loads holds no more elements than the input has bytes (a file stores every element in at
-// least one byte; F16 and the narrow integers are widened on load, so Fluxion's bytes may not).
+// least one byte; the narrow integers are widened on load, so Fluxion's bytes may not).
 #include <cstdint>
 #include <cstdlib>
 #include <map>

@@ -132,6 +132,25 @@ TEST(IrParser, RoundTripsDifferentiatedPrograms) {
   expect_round_trip(text);
 }
 
+TEST(IrParser, RoundTripsSixteenBitFloatsAndHashesTheirDtypes) {
+  const std::string halves =
+      "func @main(%0: f16[2,3], %1: bf16[3]) -> (bf16[2,3], f16[]) {\n"
+      "  %2 = convert %0 : bf16[2,3]\n"
+      "  %3 = broadcast %1 : bf16[2,3]\n"
+      "  %4 = mul %2, %3 : bf16[2,3]\n"
+      "  %5 = constant {data=[0.5]} : f16[]\n"
+      "  return %4, %5\n"
+      "}\n";
+  expect_round_trip(halves);
+  std::string as_f32 = halves;
+  for (size_t at = as_f32.find("f16"); at != std::string::npos; at = as_f32.find("f16", at + 3)) {
+    if (at == 0 || as_f32[at - 1] != 'b') as_f32.replace(at, 3, "f32");
+  }
+  EXPECT_NE(ir::structural_hash(ir::parse(halves)), ir::structural_hash(ir::parse(as_f32)));
+  expect_parse_error("func @main(%0: f8[2]) -> (f8[2]) {\n  return %0\n}\n",
+                     "expected f32, f64, i32, bool, f16 or bf16");
+}
+
 TEST(IrParser, KeepsTheSignOfZeroAndReadsAnyValueNumbering) {
   // Value numbers need not be canonical: any distinct numbers will do, and printing renumbers.
   ir::Program p = ir::parse(
@@ -159,7 +178,7 @@ TEST(IrParser, ErrorsNameLineColumnAndWhatWasExpected) {
   expect_parse_error(with_line("  %1 = exp %5 : f32[2]"), "line 2, column 12: %5 is not defined");
   expect_parse_error(with_line("  %1 = exp %-1 : f32[2]"), "value numbers are >= 0");
   expect_parse_error(with_line("  %1 = exp %0 : f32[3]"), "line 2, column 8: the result types written do not match");
-  expect_parse_error(with_line("  %1 = exp %0 : f16[2]"), "unknown dtype 'f16'");
+  expect_parse_error(with_line("  %1 = exp %0 : f8[2]"), "unknown dtype 'f8'");
   expect_parse_error(with_line("  %1 = add %0, %0, %0 : f32[2]"), "line 2, column 8: op 'add': expected 2 operand(s)");
   expect_parse_error(with_line("  %1, %2 = exp %0 : f32[2]"), "the node names 2 result(s) but writes 1 type(s)");
   expect_parse_error(with_line("  %0 = exp %0 : f32[2]"), "%0 is defined twice");

@@ -36,8 +36,14 @@ bool rewrite_transposed_products(ir::Region& r);
 // one reshape to its own shape, so that it can join its operand's kernel.
 bool compute_below_unit_reshapes(ir::Region& r);
 
-// Removes stop_gradients and custom rules, rewrites transposed products, computes elementwise
-// ops below unit reshapes, then runs folding, CSE and DCE until none changes the program.
+// Computes every sum over f16 or bf16 values (reductions, products, convolutions and their
+// gradients, average pooling, the max-pooling gradient, scatter-add) on f32 conversions of its
+// operands, converting the result back: 16-bit sums accumulate in f32 on every backend.
+bool sum_halves_in_f32(ir::Region& r);
+
+// Removes stop_gradients and custom rules, sums 16-bit floats in f32, rewrites transposed
+// products, computes elementwise ops below unit reshapes, then runs folding, CSE and DCE until
+// none changes the program.
 void simplify(ir::Program& p);
 
 }  // namespace fluxion::passes

@@ -19,6 +19,7 @@ bool checked(bool (*pass)(ir::Region&), ir::Program& p) {
 void simplify(ir::Program& p) {
   checked(remove_stop_gradients, p);
   checked(inline_custom_rules, p);
+  checked(sum_halves_in_f32, p);
   checked(rewrite_transposed_products, p);
   checked(compute_below_unit_reshapes, p);
   // Each pass can expose work for the others (a folded constant makes two nodes equal, a merge

@@ -6,7 +6,7 @@
 // checkpoint continues exactly as the uninterrupted run would have.
 //
 // load_model and load_parameters also read files written elsewhere (a torch state_dict saved
-// with safetensors): F16 and BF16 tensors arrive as f32 (see load_safetensors), names can be
+// with safetensors): F16 and BF16 tensors are widened exactly into f32 or f64 parameters, names can be
 // mapped by prefix, and in non-strict mode what does not match is reported instead of fatal.
 #pragma once
 

@@ -84,12 +84,13 @@ class Model {
   std::vector<std::pair<std::string, ParamSpec>> named_parameters() const;
   int64_t param_count() const;  // number of scalar parameters
   // Fresh parameters drawn from each spec's initialiser; the same seed gives the same values. In
-  // `dtype` (f32 or f64): an f64 model's values are its f32 model's, widened.
+  // `dtype` (a float dtype): an f64 model's values are its f32 model's widened, an f16 or bf16
+  // model's its f32 model's rounded.
   std::vector<Array> init(uint64_t seed, DType dtype = DType::f32) const;
   // The state's names ("1.running_mean", as a torch state_dict's buffers) and specs.
   std::vector<ParamSpec> state_specs() const { return layer_->state(); }
   std::vector<std::string> state_names() const;
-  // A fresh state from each spec's initialiser, in `dtype` (f32 or f64; the model's inputs').
+  // A fresh state from each spec's initialiser, in `dtype` (a float dtype; the model's inputs').
   std::vector<Array> init_state(DType dtype = DType::f32) const;
   // The forward pass in evaluation mode inside a trace (a model without state). Raises Error
   // when `params` do not match param_specs().

@@ -1,0 +1,270 @@
+// f16 and bf16 on every backend: the conversions of the host types (ties to even, overflow,
+// NaN, straight from double); the correctly rounded ops bit for bit against the exact result
+// rounded once (conversions from f64 near a tie included, which rounding through f32 would get
+// wrong); functions within one unit in the last place of the f64 result; sums of 4,096 values
+// accumulated in f32 (a bf16 accumulator stops at 256); weak scalars rounded to the dtype;
+// uniform draws exact and below 1; gradients in the primal's dtype against f64, and per-example
+// gradients under vmap against each example's. On the Vulkan
+// backend each test checks that it refuses these programs with an Error naming the device.
+#include <cmath>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "common/test_names.h"
+
+namespace {
+
+const DType kHalves[] = {fx::f16, fx::bf16};
+
+// The exact bits of a result against the reference values (already rounded to its dtype).
+void expect_bits(const Array& got, DType dt, const std::vector<double>& want, const std::string& what) {
+  ASSERT_EQ(got.dtype(), dt) << what;
+  std::vector<double> v = got.to_doubles();
+  ASSERT_EQ(v.size(), want.size()) << what;
+  for (size_t i = 0; i < v.size(); ++i) {
+    bool same = std::isnan(want[i]) ? std::isnan(v[i]) : v[i] == want[i] && std::signbit(v[i]) == std::signbit(want[i]);
+    EXPECT_TRUE(same) << what << " element " << i << ": got " << v[i] << ", want " << want[i];
+  }
+}
+
+}  // namespace
+
+TEST(HalfValues, RoundToNearestEvenStraightFromDouble) {
+  EXPECT_EQ(fx::f16_bits(1.0), 0x3c00);
+  EXPECT_EQ(fx::f16_bits(1.0 + 0x1p-11), 0x3c00);            // a tie: to the even neighbour
+  EXPECT_EQ(fx::f16_bits(1.0 + 3 * 0x1p-11), 0x3c02);        // a tie: up to the even one
+  EXPECT_EQ(fx::f16_bits(1.0 + 0x1p-11 + 0x1p-40), 0x3c01);  // above the tie (f32 would say tie)
+  EXPECT_EQ(fx::f16_bits(65504.0), 0x7bff);                  // the largest
+  EXPECT_EQ(fx::f16_bits(65519.99), 0x7bff);                 // below the midpoint to infinity
+  EXPECT_EQ(fx::f16_bits(65520.0), 0x7c00);                  // rounds to infinity
+  EXPECT_EQ(fx::f16_bits(-0x1p-25), 0x8000);                 // half the smallest subnormal: to -0
+  EXPECT_EQ(fx::f16_bits(0x1p-25 + 0x1p-60), 0x0001);        // just above it
+  EXPECT_EQ(fx::f16_bits(std::nan("")) & 0x7e00, 0x7e00);    // a quiet NaN
+  EXPECT_EQ(fx::bf16_bits(1.0 + 0x1p-8), 0x3f80);            // a tie to even
+  EXPECT_EQ(fx::bf16_bits(1.0 + 0x1p-8 + 0x1p-30), 0x3f81);  // above it
+  EXPECT_EQ(fx::bf16_bits(3.0e38), 0x7f62);
+  EXPECT_EQ(fx::bf16_bits(3.4e38), 0x7f80);  // past the largest + half an ulp
+  EXPECT_EQ(fx::bf16_bits(-std::nan("")) & 0xffc0, 0xffc0);
+  EXPECT_EQ(fx::f16_value(0x0001), 0x1p-24);
+  EXPECT_EQ(fx::bf16_value(0x3f81), 1.0 + 0x1p-7);
+  for (uint32_t b = 0; b < 0x10000; ++b) {  // every finite value converts back to its own bits
+    auto h = static_cast<uint16_t>(b);
+    if (!std::isnan(fx::f16_value(h))) {
+      EXPECT_EQ(fx::f16_bits(fx::f16_value(h)), h) << b;
+    }
+    if (!std::isnan(fx::bf16_value(h))) {
+      EXPECT_EQ(fx::bf16_bits(fx::bf16_value(h)), h) << b;
+    }
+  }
+  Array a(std::vector<fx::Half>{fx::Half(0.1), fx::Half(-2.0)}, {2});
+  EXPECT_EQ(a.dtype(), fx::f16);
+  EXPECT_EQ(a.to_vector<fx::Half>()[0].bits, fx::f16_bits(0.1));
+  EXPECT_EQ(a.to_doubles()[1], -2.0);
+  EXPECT_EQ(Array::scalar(fx::BFloat16(0.1)).str(), "bf16[] 0.100098");
+}
+
+class Precision : public BackendTest {
+ protected:
+  // The Vulkan backend refuses 16-bit programs for now: there each test checks the refusal,
+  // an Error naming the device, and stops.
+  bool refused() const {
+    if (backend() != Backend::Vulkan) return false;
+    for (DType dt : kHalves) {
+      std::string m = error_message([&] { jit([](Tensor x) { return x + x; })(make(dt, {1, 2}, {2})); });
+      EXPECT_NE(m.find("f16 and bf16 programs do not run on the Vulkan backend yet (device "), std::string::npos) << m;
+    }
+    return true;
+  }
+};
+FLUXION_INSTANTIATE_BACKENDS(Precision);
+
+TEST_P(Precision, CorrectlyRoundedOpsGiveTheExactResultRoundedOnce) {
+  if (refused()) return;
+  using Op = std::function<Tensor(const Tensor&, const Tensor&)>;
+  using Ref = std::function<double(double, double)>;
+  const std::vector<std::tuple<const char*, Op, Ref>> ops{
+      {"add", [](const Tensor& a, const Tensor& b) { return a + b; }, [](double a, double b) { return a + b; }},
+      {"sub", [](const Tensor& a, const Tensor& b) { return a - b; }, [](double a, double b) { return a - b; }},
+      {"mul", [](const Tensor& a, const Tensor& b) { return a * b; }, [](double a, double b) { return a * b; }},
+      {"div", [](const Tensor& a, const Tensor& b) { return a / b; }, [](double a, double b) { return a / b; }},
+      {"max", [](const Tensor& a, const Tensor& b) { return fx::maximum(a, b); },
+       [](double a, double b) { return std::max(a, b); }},
+      {"sqrt", [](const Tensor& a, const Tensor&) { return fx::sqrt(fx::abs(a)); },
+       [](double a, double) { return std::sqrt(std::abs(a)); }},
+      {"square", [](const Tensor& a, const Tensor&) { return fx::square(a); }, [](double a, double) { return a * a; }},
+      {"floor", [](const Tensor& a, const Tensor&) { return fx::floor(a); },
+       [](double a, double) { return std::floor(a); }},
+      {"scalar", [](const Tensor& a, const Tensor&) { return a * 0.1 + 1000.0; },
+       [](double a, double) { return a * 0.1 + 1000.0; }},  // rounded per op below, 0.1 first
+      {"chain", [](const Tensor& a, const Tensor& b) { return (a * b + a) / (b * b + 1.0); },
+       [](double a, double b) { return (a * b + a) / (b * b + 1.0); }},
+  };
+  for (DType dt : kHalves) {
+    // Large values too: f16 rounds to infinity past 65520, and bf16 keeps 8 bits of 1e4.
+    std::vector<double> a = random_values(dt, 257, -300, 300, 7), b = random_values(dt, 257, 0.5, 40, 8);
+    for (const auto& [name, op, ref] : ops) {
+      SCOPED_TRACE(std::string(name) + " " + fx::dtype_name(dt));
+      std::vector<double> want;
+      auto r = [dt](double x) { return round_to(dt, x); };
+      for (size_t i = 0; i < a.size(); ++i) {
+        if (std::string(name) == "scalar") want.push_back(r(r(a[i] * r(0.1)) + 1000.0));
+        else if (std::string(name) == "chain") want.push_back(r(r(r(a[i] * b[i]) + a[i]) / r(r(b[i] * b[i]) + 1.0)));
+        else want.push_back(r(ref(a[i], b[i])));
+      }
+      auto f = jit([op = op](Tensor x, Tensor y) { return op(x, y); });
+      expect_bits(f(make(dt, a, {257}), make(dt, b, {257})), dt, want, name);
+    }
+  }
+}
+
+TEST_P(Precision, ConversionsRoundOnceFromEveryDtype) {
+  if (refused()) return;
+  FLUXION_REQUIRE_F64(backend());
+  // Near the ties of both formats at 1: f32 rounds 1 + 2^-11 + 2^-40 to the f16 tie, and a second
+  // rounding would then go to even; the f64 conversion must see it is above.
+  std::vector<double> wide{1.0 + 0x1p-11 + 0x1p-40,
+                           1.0 + 0x1p-11 - 0x1p-40,
+                           1.0 + 0x1p-8 + 0x1p-40,
+                           1.0 + 0x1p-8 - 0x1p-40,
+                           1.0 + 0x1p-11,
+                           -(1.0 + 3 * 0x1p-11),
+                           65519.99,
+                           65520.0,
+                           0x1p-25 + 0x1p-60,
+                           -0.0,
+                           kInf,
+                           kNaN,
+                           3.4e38,
+                           1e-40,
+                           123456.789,
+                           -7.0};
+  std::vector<double> narrow = round_all(fx::f32, wide);
+  std::vector<double> ints{-70000, -3, 0, 1, 2049, 65536, 70000, 16777217};
+  for (DType dt : kHalves) {
+    SCOPED_TRACE(fx::dtype_name(dt));
+    auto to = jit([dt](Tensor x, Tensor y, Tensor i) {
+      return std::make_tuple(fx::cast(x, dt), fx::cast(y, dt), fx::cast(i, dt));
+    });
+    auto [from64, from32, from_int] =
+        to(make(fx::f64, wide, {16}), make(fx::f32, narrow, {16}), make(fx::i32, ints, {8}));
+    expect_bits(from64, dt, round_all(dt, wide), "from f64");
+    expect_bits(from32, dt, round_all(dt, narrow), "from f32");
+    expect_bits(from_int, dt, round_all(dt, ints), "from i32");
+    std::vector<double> halves = round_all(dt, wide);
+    auto back = jit([](Tensor h) {
+      return std::make_tuple(fx::cast(h, fx::f32), fx::cast(h, fx::f64), fx::cast(fx::abs(h) < 2.0, fx::i32));
+    });
+    auto [f32s, f64s, small] = back(make(dt, halves, {16}));
+    expect_bits(f32s, fx::f32, halves, "to f32");  // every 16-bit value is an f32 value
+    expect_bits(f64s, fx::f64, halves, "to f64");
+    std::vector<double> want_small;
+    for (double h : halves) want_small.push_back(std::abs(h) < 2.0 ? 1 : 0);
+    EXPECT_EQ(small.to_doubles(), want_small);
+    // The other 16-bit format: bf16 -> f16 rounds, f16 -> bf16 rounds too.
+    DType other = dt == fx::f16 ? fx::bf16 : fx::f16;
+    auto cross = jit([other](Tensor h) { return fx::cast(h, other); });
+    expect_bits(cross(make(dt, halves, {16})), other, round_all(other, halves), "to the other format");
+  }
+}
+
+TEST_P(Precision, FunctionsAreWithinOneUlpOfTheF64Result) {
+  if (refused()) return;
+  using Op = std::function<Tensor(const Tensor&)>;
+  const std::vector<std::tuple<const char*, Op, double (*)(double), double, double>> fns{
+      {"exp", [](const Tensor& x) { return fx::exp(x); }, [](double x) { return std::exp(x); }, -5, 5},
+      {"log", [](const Tensor& x) { return fx::log(x); }, [](double x) { return std::log(x); }, 0.01, 100},
+      {"tanh", [](const Tensor& x) { return fx::tanh(x); }, [](double x) { return std::tanh(x); }, -4, 4},
+      {"sin", [](const Tensor& x) { return fx::sin(x); }, [](double x) { return std::sin(x); }, -4, 4},
+      {"erf", [](const Tensor& x) { return fx::erf(x); }, [](double x) { return std::erf(x); }, -3, 3},
+      {"sigmoid", [](const Tensor& x) { return fx::sigmoid(x); }, [](double x) { return 1 / (1 + std::exp(-x)); }, -8,
+       8},
+      {"rsqrt", [](const Tensor& x) { return fx::rsqrt(x); }, [](double x) { return 1 / std::sqrt(x); }, 0.01, 100},
+  };
+  for (DType dt : kHalves) {
+    for (const auto& [name, op, ref, lo, hi] : fns) {
+      SCOPED_TRACE(std::string(name) + " " + fx::dtype_name(dt));
+      std::vector<double> x = random_values(dt, 300, lo, hi, 11);
+      std::vector<double> want;
+      for (double v : x) want.push_back(ref(v));
+      auto f = jit([op = op](Tensor t) { return op(t); });
+      EXPECT_ARRAY(f(make(dt, x, {300})), dt, {300}, want, Tol::trans());
+    }
+  }
+}
+
+TEST_P(Precision, SumsOf4096ValuesAccumulateInF32) {
+  if (refused()) return;
+  for (DType dt : kHalves) {
+    SCOPED_TRACE(fx::dtype_name(dt));
+    // In bf16, 256 + 1 rounds back to 256: an accumulator of the dtype would stop there.
+    std::vector<double> ones(4096, 1.0);
+    auto f = jit([](Tensor x, Tensor row, Tensor col) {
+      return std::make_tuple(fx::sum(x), fx::mean(x), fx::matmul(row, col), fx::sum(fx::reshape(x, {64, 64}), {1}));
+    });
+    auto [s, m, p, rows] = f(make(dt, ones, {4096}), make(dt, ones, {1, 4096}), make(dt, ones, {4096, 1}));
+    expect_bits(s, dt, {4096}, "sum");
+    expect_bits(m, dt, {1}, "mean");
+    expect_bits(p, dt, {4096}, "matmul");
+    expect_bits(rows, dt, std::vector<double>(64, 64), "row sums");
+    // Random values: within the f32 accumulation's error of the f64 sum, rounded once.
+    std::vector<double> x = random_values(dt, 4096, -1, 1, 3);
+    double exact = 0;
+    for (double v : x) exact += v;
+    EXPECT_ARRAY(jit([](Tensor t) { return fx::sum(t); })(make(dt, x, {4096})), dt, {}, {exact}, Tol::sum(4096));
+  }
+}
+
+TEST_P(Precision, UniformDrawsAreExactAndBelowOne) {
+  if (refused()) return;
+  for (DType dt : kHalves) {
+    SCOPED_TRACE(fx::dtype_name(dt));
+    auto draw = [dt](Tensor) { return fx::random::uniform(fx::random::key(42), {4096}, dt); };
+    Array got = jit(draw)(make(fx::f32, {0}, {1}));
+    Array want = fx::jit(draw, Backend::Interp)(make(fx::f32, {0}, {1}));
+    expect_bits(got, dt, want.to_doubles(), "uniform");
+    int bits = dt == fx::f16 ? 11 : 8;
+    for (double v : got.to_doubles()) {
+      ASSERT_TRUE(v >= 0 && v < 1) << v;
+      ASSERT_EQ(std::ldexp(v, bits), std::floor(std::ldexp(v, bits))) << v;  // k * 2^-bits
+    }
+  }
+}
+
+TEST_P(Precision, GradientsAreInThePrimalsDtypeAndMatchF64) {
+  if (refused()) return;
+  auto loss = [](Tensor w, Tensor x) { return fx::sum(fx::tanh(fx::matmul(x, w)) * 0.5) + fx::sum(fx::square(w)); };
+  std::vector<double> w = random_values(fx::f64, 12, -1, 1, 5), x = random_values(fx::f64, 32, -1, 1, 6);
+  for (DType dt : kHalves) {
+    SCOPED_TRACE(fx::dtype_name(dt));
+    std::vector<double> wh = round_all(dt, w), xh = round_all(dt, x);
+    auto grad = jit([&](Tensor a, Tensor b) { return fx::grad(loss, {0})(a, b)[0]; });
+    Array g = grad(make(dt, wh, {4, 3}), make(dt, xh, {8, 4}));
+    Array want = fx::jit([&](Tensor a, Tensor b) { return fx::grad(loss, {0})(a, b)[0]; }, Backend::Interp)(
+        make(fx::f64, wh, {4, 3}), make(fx::f64, xh, {8, 4}));
+    // The backward pass rounds each op to the dtype: a few of its ulps, over 8 summed terms.
+    EXPECT_ARRAY(g, dt, {4, 3}, want.to_doubles(), Tol::loose(dt == fx::f16 ? 0.02 : 0.1));
+  }
+}
+
+TEST_P(Precision, PerExampleGradientsUnderVmapMatchEachExamplesOwn) {
+  if (refused()) return;
+  auto loss = [](Tensor w, Tensor x) { return fx::sum(fx::square(fx::matmul(x, w) - 1.0)); };
+  auto per_example = [&](Tensor w, Tensor xs) { return fx::vmap(fx::grad(loss, {0}), {fx::none, 0})(w, xs)[0]; };
+  for (DType dt : kHalves) {
+    SCOPED_TRACE(fx::dtype_name(dt));
+    std::vector<double> w = random_values(dt, 6, -1, 1, 21), xs = random_values(dt, 24, -1, 1, 22);
+    Array batched = jit(per_example)(make(dt, w, {3, 2}), make(dt, xs, {4, 2, 3}));
+    ASSERT_EQ(batched.type(), (fx::TensorType{dt, {4, 3, 2}}));
+    std::vector<double> got = batched.to_doubles();
+    for (int64_t e = 0; e < 4; ++e) {
+      std::vector<double> x(xs.begin() + e * 6, xs.begin() + (e + 1) * 6);
+      Array one = jit([&](Tensor a, Tensor b) { return fx::grad(loss, {0})(a, b)[0]; })(make(dt, w, {3, 2}),
+                                                                                        make(dt, x, {2, 3}));
+      std::vector<double> want = one.to_doubles();
+      // The batched products may sum in another order (in f32): equal up to the last rounding.
+      for (size_t i = 0; i < want.size(); ++i)
+        EXPECT_NEAR(got[static_cast<size_t>(e) * 6 + i], want[i], allowed(dt, want[i])) << e << " " << i;
+    }
+  }
+}
