@@ -14,6 +14,7 @@
 #include <cstdio>
 
 #include "fluxion/error.h"
+#include "fluxion/half.h"
 #include "support/round_up.h"
 
 namespace fluxion::vulkan {
@@ -22,7 +23,9 @@ using ir::Op;
 
 std::string glsl_type(DType t) {
   switch (t) {
-    case DType::f32: return "float";
+    case DType::f32:
+    case DType::f16:
+    case DType::bf16: return "float";  // 16-bit floats are computed in float (docs/precision.md)
     case DType::f64: return "double";
     case DType::i32: return "int";
     case DType::boolean: return "bool";
@@ -40,6 +43,8 @@ std::string memory_suffix(DType t) {
     case DType::f64: return "f64";
     case DType::i32: return "i32";
     case DType::boolean: return "u8";
+    case DType::f16: return "f16";
+    case DType::bf16: return "bf16";
   }
   return "?";
 }
@@ -108,6 +113,8 @@ std::string GlslKernel::constant(DType t, double v) {
       return "(" + std::to_string(i) + ")";
     }
     case DType::boolean: return v != 0 ? "true" : "false";
+    case DType::f16: return constant(DType::f32, f16_value(f16_bits(v)));
+    case DType::bf16: return constant(DType::f32, bf16_value(bf16_bits(v)));
   }
   return "?";
 }
