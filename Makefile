@@ -33,12 +33,6 @@ BENCH_ARGS ?=
 ifeq ($(LP_NUM_THREADS),)
 LP_NUM_THREADS := 0
 endif
-# GALLIVM_PERF=nopt: lavapipe skips its LLVM optimisation passes when it compiles a shader. The
-# suite compiles thousands of shaders once each and runs them on small arrays, so compiling is
-# most of a Vulkan test's time: a fifth less with it. Passed where LP_NUM_THREADS is.
-ifeq ($(GALLIVM_PERF),)
-GALLIVM_PERF := nopt
-endif
 
 .PHONY: deps demo test test-unit test-sanitize test-tsan test-fuzz fuzz-long test-gpu-validation build-release build-test bench gpu-bench bench-distributed layer-fixtures docs lint clean
 
@@ -60,7 +54,7 @@ build-test: deps
 test: test-unit test-sanitize test-tsan test-fuzz docs
 
 test-unit: build-test
-	LP_NUM_THREADS=$(LP_NUM_THREADS) GALLIVM_PERF=$(GALLIVM_PERF) ctest --preset test -j $(JOBS)
+	LP_NUM_THREADS=$(LP_NUM_THREADS) ctest --preset test -j $(JOBS)
 
 # The whole suite under AddressSanitizer + UndefinedBehaviorSanitizer. The sanitizers' options
 # and the Vulkan drivers' leak suppressions are compiled into the executables
@@ -68,7 +62,7 @@ test-unit: build-test
 test-sanitize: deps
 	cmake --preset sanitize $(CMAKE_FLAGS)
 	cmake --build --preset sanitize -j $(JOBS)
-	LP_NUM_THREADS=$(LP_NUM_THREADS) GALLIVM_PERF=$(GALLIVM_PERF) ctest --preset sanitize -j $(JOBS)
+	LP_NUM_THREADS=$(LP_NUM_THREADS) ctest --preset sanitize -j $(JOBS)
 
 # The concurrency tests (8 threads tracing, compiling and running at once, CPU and Vulkan) under
 # ThreadSanitizer; the preset builds only their executable and the installed libraries, which it
@@ -78,7 +72,7 @@ test-sanitize: deps
 test-tsan: deps
 	cmake --preset tsan $(CMAKE_FLAGS)
 	cmake --build --preset tsan -j $(JOBS)
-	LP_NUM_THREADS=$(LP_NUM_THREADS) GALLIVM_PERF=$(GALLIVM_PERF) ctest --preset tsan
+	LP_NUM_THREADS=$(LP_NUM_THREADS) ctest --preset tsan
 
 # The Vulkan self-test with the validation layer's GPU-assisted validation: every access through
 # a buffer device address is checked against the buffers that exist (synchronization
