@@ -129,8 +129,8 @@ inline double allowed(DType t, double want, Tol tol = {}) {
 
 // ---- Values as stored.
 
-// `v` as an element of dtype `t` holds it: f32, f16 and bf16 round to nearest even, i32 truncates toward zero
-// (callers pass integral values), bool is v != 0.
+// `v` as an element of dtype `t` holds it: f32, f16 and bf16 round to nearest even, i32
+// truncates toward zero (callers pass integral values), bool is v != 0.
 inline double round_to(DType t, double v) {
   switch (t) {
     case DType::f32: return static_cast<double>(static_cast<float>(v));
