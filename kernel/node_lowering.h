@@ -11,6 +11,15 @@
 
 namespace fluxion::kernel {
 
+// Whether n computes its elements rather than moving them (views, selects, constants and exact
+// reductions move them): an f16 or bf16 result that it computes in f32 registers is rounded to
+// its format once, as the reference evaluator rounds its double result.
+inline bool computes_elements(const ir::Node& n) {
+  ir::OpClass c = ir::op_info(n.op).cls;
+  return c == ir::OpClass::Unary || c == ir::OpClass::Binary || c == ir::OpClass::Convert || c == ir::OpClass::Random ||
+         c == ir::OpClass::Iota;
+}
+
 template <class Builder, class V>
 V lower_node(Builder& b, const ir::Region& r, const ir::Node& n, const std::vector<V>& idx) {
   ir::ValueId res = n.results[0];

@@ -14,6 +14,8 @@ namespace {
 constexpr const char* kOptimizerPrefix = "optimizer.";
 constexpr const char* kStepName = "trainer.step";
 constexpr const char* kKeyName = "trainer.key";
+// Dynamic loss scaling's state (TrainState::loss_scale), when the run scales its loss.
+constexpr const char* kLossScaleNames[] = {"trainer.loss_scale", "trainer.loss_scale_good_steps"};
 
 struct Expected {
   std::string name;
@@ -28,7 +30,8 @@ std::vector<Expected> expected(const std::vector<ParamSpec>& specs) {
 
 // A checkpoint's training state beside the model's tensors: the optimizer's, the step, the key.
 bool is_training_entry(const std::string& name) {
-  return name.starts_with(kOptimizerPrefix) || name == kStepName || name == kKeyName;
+  return name.starts_with(kOptimizerPrefix) || name == kStepName || name == kKeyName || name == kLossScaleNames[0] ||
+         name == kLossScaleNames[1];
 }
 
 // A 16-bit float tensor read into a wider float parameter: every value converts exactly.
@@ -161,8 +164,10 @@ LoadedModel load(const std::string& op, const std::string& path, const Model& mo
 
 // Every tensor of a training state with its checkpoint name and, from a fresh state, its type:
 // the parameters and the model state under their own names (a torch state_dict's parameters
-// and buffers), the optimizer state under "optimizer.", the step and the key under "trainer.".
-std::vector<Expected> checkpoint_entries(const Model& model, const Optimizer& optimizer) {
+// and buffers), the optimizer state under "optimizer.", the step, the key and the loss scale
+// (as `loss_scale` has it: a run without loss scaling has none) under "trainer.".
+std::vector<Expected> checkpoint_entries(const Model& model, const Optimizer& optimizer,
+                                         const std::vector<Array>& loss_scale) {
   std::vector<Expected> out = expected(model.param_specs());
   std::vector<Array> zero_params;
   for (const Expected& e : out) zero_params.emplace_back(e.type.dtype, e.type.shape);
@@ -172,6 +177,7 @@ std::vector<Expected> checkpoint_entries(const Model& model, const Optimizer& op
   for (const Expected& e : expected(model.state_specs())) out.push_back(e);
   out.push_back({kStepName, {DType::i32, {}}});
   out.push_back({kKeyName, {DType::i32, {2}}});
+  for (size_t i = 0; i < loss_scale.size() && i < 2; ++i) out.push_back({kLossScaleNames[i], loss_scale[i].type()});
   return out;
 }
 
@@ -181,13 +187,14 @@ std::vector<Array> flat_state(const TrainState& state) {
   out.insert(out.end(), state.model_state.begin(), state.model_state.end());
   out.push_back(state.step);
   out.push_back(state.key);
+  out.insert(out.end(), state.loss_scale.begin(), state.loss_scale.end());
   return out;
 }
 
 }  // namespace
 
 void save_checkpoint(const std::string& path, const Model& model, const Optimizer& optimizer, const TrainState& state) {
-  std::vector<Expected> entries = checkpoint_entries(model, optimizer);
+  std::vector<Expected> entries = checkpoint_entries(model, optimizer, state.loss_scale);
   std::vector<Array> arrays = flat_state(state);
   std::vector<std::string> problems;
   if (arrays.size() != entries.size()) {
@@ -196,7 +203,8 @@ void save_checkpoint(const std::string& path, const Model& model, const Optimize
                        std::to_string(state.model_state.size()) + " model state tensors; the model has " +
                        std::to_string(model.param_specs().size()) + " and " +
                        std::to_string(model.state_specs().size()) + ", the optimizer " +
-                       std::to_string(entries.size() - model.param_specs().size() - model.state_specs().size() - 2));
+                       std::to_string(entries.size() - model.param_specs().size() - model.state_specs().size() - 2 -
+                                      state.loss_scale.size()));
   }
   for (size_t i = 0; problems.empty() && i < entries.size(); ++i) {
     if (arrays[i].type() != entries[i].type)
@@ -213,7 +221,7 @@ void save_checkpoint(const std::string& path, const Model& model, const Optimize
 void load_checkpoint(const std::string& path, const Model& model, const Optimizer& optimizer, TrainState& state) {
   Matcher m("nn::load_checkpoint", path, LoadOptions{});
   std::vector<Array> loaded;
-  for (const Expected& e : checkpoint_entries(model, optimizer))
+  for (const Expected& e : checkpoint_entries(model, optimizer, state.loss_scale))
     if (std::optional<Array> a = m.take(e)) loaded.push_back(*a);
   m.finish([](const std::string&, const std::string&) { return false; }, /*strict=*/true, nullptr);
   auto next = loaded.begin();
@@ -226,7 +234,8 @@ void load_checkpoint(const std::string& path, const Model& model, const Optimize
   state.opt_state = take(optimizer.state_names(model.param_names()).size());
   state.model_state = take(model.state_specs().size());
   state.step = *next++;
-  state.key = *next;
+  state.key = *next++;
+  state.loss_scale = take(state.loss_scale.size());
 }
 
 std::vector<Array> load_parameters(const std::string& path, const Model& model, const LoadOptions& options,

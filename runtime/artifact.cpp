@@ -109,10 +109,11 @@ class BytesReader {
 
 std::string target_text(const vulkan::ShaderTarget& t) {
   return "int64 " + std::to_string(t.int64) + "\ndescriptor_slots " + std::to_string(t.descriptor_slots) +
-         "\nint8_storage " + std::to_string(t.int8_storage) + "\nfloat64 " + std::to_string(t.float64) +
-         "\npreserve_nan32 " + std::to_string(t.preserve_nan32) + "\npreserve_nan64 " +
-         std::to_string(t.preserve_nan64) + "\nsubgroup_arithmetic " + std::to_string(t.subgroup_arithmetic) +
-         "\nmax_shared_bytes " + std::to_string(t.max_shared_bytes) + "\n";
+         "\nint8_storage " + std::to_string(t.int8_storage) + "\nint16_storage " + std::to_string(t.int16_storage) +
+         "\nhalves " + std::to_string(t.halves) + "\nfloat64 " + std::to_string(t.float64) + "\npreserve_nan32 " +
+         std::to_string(t.preserve_nan32) + "\npreserve_nan64 " + std::to_string(t.preserve_nan64) +
+         "\nsubgroup_arithmetic " + std::to_string(t.subgroup_arithmetic) + "\nmax_shared_bytes " +
+         std::to_string(t.max_shared_bytes) + "\n";
 }
 
 void put_loc(Bytes& b, const vulkan::Loc& l) {
@@ -304,6 +305,9 @@ vulkan::ShaderTarget parse_target(const Fields& f) {
   t.int64 = get("int64") != 0;
   t.descriptor_slots = static_cast<uint32_t>(get("descriptor_slots"));
   t.int8_storage = get("int8_storage") != 0;
+  // Written since f16 and bf16 programs run on Vulkan; before, no shader had either.
+  t.int16_storage = v.count("int16_storage") && get("int16_storage") != 0;
+  t.halves = v.count("halves") && get("halves") != 0;
   t.float64 = get("float64") != 0;
   t.preserve_nan32 = get("preserve_nan32") != 0;
   t.preserve_nan64 = get("preserve_nan64") != 0;

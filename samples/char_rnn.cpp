@@ -47,7 +47,7 @@ int main(int argc, char** argv) try {
                           {.batch_size = opt.batch_size, .shuffle = true, .seed = static_cast<uint64_t>(opt.seed)});
   nn::Optimizer optimizer = samples::make_optimizer(opt, loader.size());
   auto loss = [](const Tensor& logits, const Tensor& next) { return nn::softmax_cross_entropy(logits, next); };
-  nn::Trainer trainer(model, loss, optimizer, backend);
+  nn::Trainer trainer(model, loss, optimizer, backend, {.precision = nn::MixedPrecision::named(opt.precision)});
   nn::TrainState state = trainer.init(static_cast<uint64_t>(opt.seed));
   samples::RunCheckpoints checkpoints("char_rnn", opt, model, optimizer, train.size(), {"validation loss", false},
                                       true);

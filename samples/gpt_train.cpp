@@ -56,14 +56,15 @@ int main(int argc, char** argv) try {
           ? samples::gpt_optimizer(opt.lr, opt.weight_decay, opt.clip, samples::make_schedule(opt, loader.size()))
           : samples::make_optimizer(opt, loader.size());
   auto loss = [](const Tensor& logits, const Tensor& next) { return nn::softmax_cross_entropy(logits, next); };
-  nn::Trainer trainer(model, loss, optimizer, backend);
+  nn::Trainer trainer(model, loss, optimizer, backend, {.precision = nn::MixedPrecision::named(opt.precision)});
   nn::TrainState state = trainer.init(static_cast<uint64_t>(opt.seed));
   samples::RunCheckpoints checkpoints("gpt_train", opt, model, optimizer, data.train.size(), {"validation loss", false},
                                       true);
   int64_t first = checkpoints.start(state);
   std::printf(
-      "gpt_train on %s: %lld characters of %s, vocabulary %lld, %lld training sequences of %lld, schedule %s\n%s%s\n",
-      fx::backend_name(backend), static_cast<long long>(text.length()), text_path.c_str(),
+      "gpt_train on %s in %s: %lld characters of %s, vocabulary %lld, %lld training sequences of %lld, schedule "
+      "%s\n%s%s\n",
+      fx::backend_name(backend), opt.precision.c_str(), static_cast<long long>(text.length()), text_path.c_str(),
       static_cast<long long>(g.vocab), static_cast<long long>(data.train.size()), static_cast<long long>(g.context),
       opt.schedule.c_str(), model.summary().c_str(), optimizer.describe().c_str());
   double final_loss = samples::train_language_model("gpt_train", opt, text_path, trainer, state, loader, data.valid,

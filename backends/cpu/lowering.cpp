@@ -53,10 +53,7 @@ Value* KernelEmitter::compute(const ir::Node& n, const Index& idx) {
     return fold(n, idx);
   Renderer render(*this);
   Value* x = kernel::lower_node(render, region_, n, idx);
-  // Views, selects, constants and exact reductions move 16-bit values without rounding them.
-  bool computes = cls == ir::OpClass::Unary || cls == ir::OpClass::Binary || cls == ir::OpClass::Convert ||
-                  cls == ir::OpClass::Random || cls == ir::OpClass::Iota;
-  return computes ? round_to(builder_, region_.type(n.results[0]).dtype, x) : x;
+  return kernel::computes_elements(n) ? round_to(builder_, region_.type(n.results[0]).dtype, x) : x;
 }
 
 }  // namespace fluxion::cpu

@@ -68,15 +68,12 @@ constexpr size_t kMaxDispatches = size_t{1} << 22;
 class VulkanExecutable final : public backends::Executable {
  public:
   explicit VulkanExecutable(const ir::Program& p)
-      : program_(p), ctx_(context()), tuning_(device_tuning(ctx_.info, ctx_.shaders)) {
+      : program_(p), ctx_(context()), target_(ctx_.shaders), tuning_(device_tuning(ctx_.info, target_)) {
     if (uses_dtype(program_.body, [](DType t) { return t == DType::f64; }) && !ctx_.shaders.float64) {
       detail::fail("vulkan", "device " + ctx_.info.name +
                                  " has no 64-bit float support (shaderFloat64); f64 programs cannot run on it");
     }
-    if (uses_dtype(program_.body, is_half)) {
-      detail::fail("vulkan", "f16 and bf16 programs do not run on the Vulkan backend yet (device " + ctx_.info.name +
-                                 "); run them on the CPU backend");
-    }
+    target_.halves = uses_dtype(program_.body, is_half);
     check_sizes(program_.body);
     split_reductions(program_.body, tuning_);
     kernel::FusionOptions options = fusion_options(tuning_);
@@ -119,7 +116,7 @@ class VulkanExecutable final : public backends::Executable {
     return out;
   }
   bool export_to(runtime::Artifact& a) const override {
-    export_recording(calls_->recording(), calls_->layout(), ctx_.shaders, a);
+    export_recording(calls_->recording(), calls_->layout(), target_, a);
     return true;
   }
 
@@ -131,10 +128,10 @@ class VulkanExecutable final : public backends::Executable {
     std::string name = "kernel " + std::to_string(kernels_.size()) + ":";
     for (size_t n : k->nodes) name += std::string(" ") + ir::op_name(r.nodes[n].op);
     CompiledKernel ck;
-    ck.shader = emit_kernel(r, s, *k, name, ctx_.shaders);
+    ck.shader = emit_kernel(r, s, *k, name, target_);
     if (dump_glsl())
       std::fprintf(stderr, "// ---- %s\n%s\n", name.c_str(),
-                   ck.shader.glsl.substr(shader_prelude(ctx_.shaders).size()).c_str());
+                   ck.shader.glsl.substr(shader_prelude(target_).size()).c_str());
     CompiledKernel& stored = kernels_[k] = std::move(ck);
     compile_or_defer(&stored.pipeline, stored.shader.glsl, name);
     if (!stored.shader.order_glsl.empty())
@@ -148,10 +145,10 @@ class VulkanExecutable final : public backends::Executable {
     std::string name =
         std::string("loop ") + std::to_string(loops_.size()) + ": " + ir::op_name(n.op) + " in one workgroup";
     CompiledLoop cl;
-    cl.shader = emit_loop(n, subs, ctx_.shaders, tuning_, name);
+    cl.shader = emit_loop(n, subs, target_, tuning_, name);
     if (dump_glsl())
       std::fprintf(stderr, "// ---- %s\n%s\n", name.c_str(),
-                   cl.shader.glsl.substr(shader_prelude(ctx_.shaders, true).size()).c_str());
+                   cl.shader.glsl.substr(shader_prelude(target_, true).size()).c_str());
     CompiledLoop& stored = loops_[&n] = std::move(cl);
     compile_or_defer(&stored.pipeline, stored.shader.glsl, name);
     return stored;
@@ -213,6 +210,8 @@ class VulkanExecutable final : public backends::Executable {
 
   ir::Program program_;
   Context& ctx_;
+  // The device's shader target, with `halves` set for a program that has f16 or bf16 values.
+  ShaderTarget target_;
   DeviceTuning tuning_;
   kernel::RegionSchedule schedule_;
   mutable std::map<const kernel::Kernel*, CompiledKernel> kernels_;

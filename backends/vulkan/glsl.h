@@ -34,10 +34,17 @@ KernelShader emit_kernel(const ir::Region& r, const kernel::RegionSchedule& s, c
                          const std::string& name, const ShaderTarget& target);
 
 // The opening's memory access: version, extensions, FX_ADDR, the typed accessors fx_ld_<t>,
-// fx_st_<t> (t = f32, i32, u32, u8 with 8-bit storage, f64 with shaderFloat64) and
+// fx_st_<t> (t = f32, i32, u32, u8 with 8-bit storage, u16 with 16-bit storage and halves,
+// f64 with shaderFloat64, and shader_halves' for halves) and
 // fx_atomic_*, the push constants, fx_addr(k) (argument k's address), fx_word(k), fx_offset,
 // and fx_ld8 / fx_st8 for bytes.
 std::string shader_storage(const ShaderTarget& target);
+
+// For a target with `halves`: fx_ld_f16 / fx_st_f16 / fx_ld_bf16 / fx_st_bf16 (values in float
+// registers), fx_round_f16 / fx_round_bf16 (round a float to the format, to nearest even), and
+// fx_odd_float (an int, or a double where the device has them, as a float rounded to odd, so
+// that rounding it again to 16 bits rounds once).
+std::string shader_halves(const ShaderTarget& target);
 
 // Every shader's opening: shader_storage, then the math library (glsl_math.cpp).
 // Without the float-controls execution modes, Vulkan lets a driver drop NaN and infinity

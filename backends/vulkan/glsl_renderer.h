@@ -3,6 +3,7 @@
 // kernel writes as it goes.
 #pragma once
 
+#include <cmath>
 #include <limits>
 #include <string>
 #include <string_view>
@@ -10,6 +11,7 @@
 
 #include "backends/vulkan/glsl_kernel.h"
 #include "kernel/lowering.h"
+#include "runtime/philox.h"
 
 namespace fluxion::vulkan {
 
@@ -46,7 +48,11 @@ class GlslKernel::Renderer {
   V min(const V& a, const V& b, DType t) { return extremum("min", a, b, t); }
   // Fluxion's own math library (glsl_math.cpp): GLSL's built-ins are not accurate enough.
   V math(std::string_view f, DType t, const std::vector<V>& args) { return math_call(f, t, args); }
-  V convert(const V& a, DType, DType to) { return glsl::call(glsl_type(to), {a}); }
+  // To f16 or bf16 from f64 or i32 through a float rounded to odd, which compute() rounds once.
+  V convert(const V& a, DType from, DType to) {
+    if (is_half(to) && (from == DType::f64 || from == DType::i32)) return glsl::call("fx_odd_float", {a});
+    return glsl::call(glsl_type(to), {a});
+  }
 
   // Indices.
   V index(int64_t c) { return std::to_string(c); }
@@ -63,7 +69,7 @@ class GlslKernel::Renderer {
   V bind(const V& i) { return glsl::is_name(i) ? i : emitter_.declare("int", "u", i); }
   V bind(const V& x, DType t) { return glsl::is_name(x) ? x : emitter_.temp(t, x); }
   V element_to_index(const V& x) { return x; }
-  V index_to_element(const V& i, DType t) { return glsl::call(glsl_type(t), {i}); }
+  V index_to_element(const V& i, DType t) { return convert(i, DType::i32, t); }
 
   // Data and control.
   V at(ir::ValueId v, const std::vector<V>& idx) { return emitter_.at(v, idx); }
@@ -98,9 +104,14 @@ class GlslKernel::Renderer {
       V u2 = "(" + T + "(" + words + ".y) * " + constant(c, 0x1p-32) + ")";
       V z = math_call("sqrt", c, {"-2.0 * " + math_call("log", c, {u1})}) + " * " +
             math_call("cos", c, {constant(c, 6.283185307179586) + " * " + u2});
-      return glsl::call(glsl_type(t), {z});
+      return convert(z, c, t);
     }
-    if (t == DType::f32) return "(float(" + words + ".x >> 8) * " + constant(DType::f32, 0x1p-24) + ")";
+    // The format's significant bits of word 0, exact in every width (runtime/philox.h).
+    if (t != DType::f64) {
+      int kept = runtime::philox::uniform_bits(t);
+      return "(float(" + words + ".x >> " + std::to_string(32 - kept) + ") * " +
+             constant(DType::f32, std::ldexp(1.0, -kept)) + ")";
+    }
     return "((double(" + words + ".x) * 2097152.0lf + double(" + words + ".y >> 11)) * " +
            constant(DType::f64, 0x1p-53) + ")";
   }

@@ -6,6 +6,7 @@
 //   the same address as a uvec2 of 32-bit words, added with carry (no shaderInt64);
 //   uvec2(byte offset, slot) into an array of storage-buffer descriptors, one per memory block
 //   (no bufferDeviceAddress: runtime/vulkan/block_descriptors.h).
+// f16 and bf16 accessors (glsl_halves.cpp) are declared only for programs that have them.
 // The host writes all three as the same 64-bit words, so the tables and the recorder do not
 // depend on the choice.
 #include <string>
@@ -21,12 +22,15 @@ const char* kExtensionsUvec2 = "#extension GL_EXT_buffer_reference_uvec2 : requi
 const char* kExtensions8 =
     "#extension GL_EXT_shader_explicit_arithmetic_types_int8 : require\n#extension GL_EXT_shader_8bit_storage : "
     "require\n";
+const char* kExtensions16 = "#extension GL_EXT_shader_16bit_storage : require\n";
 
-// One element type of memory: its accessor suffix, GLSL type and size in bytes.
+// One element type of memory: its accessor suffix, GLSL type and size in bytes, and the type
+// its accessors take and give where that differs (16-bit integers exist only in memory).
 struct Element {
   const char* suffix;
   const char* type;
   int bytes;
+  const char* value = nullptr;
 };
 
 std::string upper(std::string s) {
@@ -37,7 +41,7 @@ std::string upper(std::string s) {
 // The element of type `e` at index `i` past address `a`, as a GLSL lvalue.
 std::string element(const ShaderTarget& target, const Element& e, const char* a, const char* i) {
   if (target.descriptor_slots == 0) return "Fx" + upper(e.suffix) + "(" + a + ").v[" + i + "]";
-  int shift = e.bytes == 8 ? 3 : e.bytes == 4 ? 2 : 0;
+  int shift = e.bytes == 8 ? 3 : e.bytes == 4 ? 2 : e.bytes == 2 ? 1 : 0;
   std::string offset = shift ? "(" + std::string(a) + ".x >> " + std::to_string(shift) + "u)" : std::string(a) + ".x";
   return std::string("fx_") + e.suffix + "[" + a + ".y].v[int(" + offset + ") + " + i + "]";
 }
@@ -52,19 +56,29 @@ std::string accessors(const ShaderTarget& target, const Element& e) {
     out += "layout(set = 0, binding = 0, std430) COHERENT buffer Fx" + upper(s) + " { " + t + " v[]; } fx_" + s + "[" +
            std::to_string(target.descriptor_slots) + "];\n";
   }
-  out += t + " fx_ld_" + s + "(FX_ADDR a, int i) { return " + element(target, e, "a", "i") + "; }\n";
-  out += "void fx_st_" + s + "(FX_ADDR a, int i, " + t + " x) { " + element(target, e, "a", "i") + " = x; }\n";
+  std::string v = e.value ? e.value : t;
+  std::string load = element(target, e, "a", "i"), stored = "x";
+  if (e.value) load = v + "(" + load + ")", stored = t + "(x)";
+  out += v + " fx_ld_" + s + "(FX_ADDR a, int i) { return " + load + "; }\n";
+  out += "void fx_st_" + s + "(FX_ADDR a, int i, " + v + " x) { " + element(target, e, "a", "i") + " = " + stored +
+         "; }\n";
   return out;
 }
 
 // Atomics need the memory itself as their first argument: one function per use.
 std::string atomics(const ShaderTarget& target) {
   const Element i32{"i32", "int", 4}, u32{"u32", "uint", 4};
-  return "void fx_atomic_min_i32(FX_ADDR a, int i, int x) { atomicMin(" + element(target, i32, "a", "i") + ", x); }\n" +
-         "void fx_atomic_add_i32(FX_ADDR a, int i, int x) { atomicAdd(" + element(target, i32, "a", "i") + ", x); }\n" +
-         "void fx_atomic_and_u32(FX_ADDR a, int i, uint x) { atomicAnd(" + element(target, u32, "a", "i") +
-         ", x); }\n" + "void fx_atomic_or_u32(FX_ADDR a, int i, uint x) { atomicOr(" + element(target, u32, "a", "i") +
-         ", x); }\n";
+  std::string out =
+      "void fx_atomic_min_i32(FX_ADDR a, int i, int x) { atomicMin(" + element(target, i32, "a", "i") + ", x); }\n" +
+      "void fx_atomic_add_i32(FX_ADDR a, int i, int x) { atomicAdd(" + element(target, i32, "a", "i") + ", x); }\n" +
+      "void fx_atomic_and_u32(FX_ADDR a, int i, uint x) { atomicAnd(" + element(target, u32, "a", "i") + ", x); }\n" +
+      "void fx_atomic_or_u32(FX_ADDR a, int i, uint x) { atomicOr(" + element(target, u32, "a", "i") + ", x); }\n";
+  // 16-bit values in 32-bit words are stored by compare-and-swap (glsl_halves.cpp).
+  if (target.halves && !target.int16_storage) {
+    out += "uint fx_atomic_cas_u32(FX_ADDR a, int i, uint old, uint x) { return atomicCompSwap(" +
+           element(target, u32, "a", "i") + ", old, x); }\n";
+  }
+  return out;
 }
 
 // The io table, the argument tables and the push constants hold 64-bit words, read as such.
@@ -130,15 +144,18 @@ std::string shader_storage(const ShaderTarget& target) {
   if (target.addresses64()) s += kExtensionsInt64;
   if (addresses && !target.addresses64()) s += kExtensionsUvec2;
   if (target.int8_storage) s += kExtensions8;
+  if (target.halves && target.int16_storage) s += kExtensions16;
   s += target.addresses64() ? "#define FX_ADDR uint64_t\n" : "#define FX_ADDR uvec2\n";
   for (const Element& e : {Element{"f32", "float", 4}, Element{"i32", "int", 4}, Element{"u32", "uint", 4}}) {
     s += accessors(target, e);
   }
   if (target.int8_storage) s += accessors(target, Element{"u8", "uint8_t", 1});
+  if (target.halves && target.int16_storage) s += accessors(target, Element{"u16", "uint16_t", 2, "uint"});
   if (target.float64) s += accessors(target, Element{"f64", "double", 8});
   s += atomics(target);
   s += target.addresses64() ? kTables64 : kTables32;
   s += target.int8_storage ? kBytes8 : kBytes32;
+  if (target.halves) s += shader_halves(target);
   return s;
 }
 

@@ -16,6 +16,7 @@ struct VulkanCapabilities {
   bool descriptor_indexing = false;    // shaderStorageBufferArrayDynamicIndexing (needed without the above)
   bool int64 = false;                  // shaderInt64
   bool int8_storage = false;           // storageBuffer8BitAccess and shaderInt8
+  bool int16_storage = false;          // storageBuffer16BitAccess (f16 and bf16 as 16-bit words)
   bool float64 = false;                // shaderFloat64 (f64 programs are refused without it)
   bool subgroup_arithmetic = false;    // subgroup arithmetic in compute shaders
   bool timestamps = false;             // timestamps on the compute queue (for profiling)

@@ -31,8 +31,10 @@ struct Profile {
   const char* limits;
 };
 constexpr Profile kProfiles[] = {
-    {"reduced", "int64,int8_storage,subgroup_arithmetic,timestamps", "invocations=128,shared=16384"},
-    {"mobile", "int64,float64,buffer_device_address,int8_storage,subgroup_arithmetic,timestamps,mapped_device_memory",
+    {"reduced", "int64,int8_storage,int16_storage,subgroup_arithmetic,timestamps", "invocations=128,shared=16384"},
+    {"mobile",
+     "int64,float64,buffer_device_address,int8_storage,int16_storage,subgroup_arithmetic,timestamps,"
+     "mapped_device_memory",
      "invocations=128,shared=16384"},
 };
 
@@ -44,6 +46,7 @@ void disable(VulkanCapabilities& c, const std::string& what, const std::string& 
   static constexpr Flag kFlags[] = {{"buffer_device_address", &VulkanCapabilities::buffer_device_address},
                                     {"int64", &VulkanCapabilities::int64},
                                     {"int8_storage", &VulkanCapabilities::int8_storage},
+                                    {"int16_storage", &VulkanCapabilities::int16_storage},
                                     {"float64", &VulkanCapabilities::float64},
                                     {"subgroup_arithmetic", &VulkanCapabilities::subgroup_arithmetic},
                                     {"timestamps", &VulkanCapabilities::timestamps},
@@ -106,9 +109,12 @@ void read_capabilities(VkPhysicalDevice physical, VulkanDeviceInfo& info) {
   c.max_storage_buffer_range = p.limits.maxStorageBufferRange;
   if (c.vulkan_1_2) {
     auto f12 = vk_struct<VkPhysicalDeviceVulkan12Features>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES);
+    auto f11 = vk_struct<VkPhysicalDeviceVulkan11Features>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_FEATURES);
+    f12.pNext = &f11;
     auto f = vk_struct<VkPhysicalDeviceFeatures2>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2);
     f.pNext = &f12;
     vkGetPhysicalDeviceFeatures2(physical, &f);
+    c.int16_storage = f11.storageBuffer16BitAccess;
     c.buffer_device_address = f12.bufferDeviceAddress;
     c.int8_storage = f12.storageBuffer8BitAccess && f12.shaderInt8;
     c.int64 = f.features.shaderInt64;
@@ -164,6 +170,7 @@ void read_capabilities(VkPhysicalDevice physical, VulkanDeviceInfo& info) {
   }
   if (!c.int64) info.fallbacks.push_back("no shaderInt64: buffer addresses as uvec2 (GL_EXT_buffer_reference_uvec2)");
   if (!c.int8_storage) info.fallbacks.push_back("no 8-bit storage: booleans read and written in 32-bit words");
+  if (!c.int16_storage) info.fallbacks.push_back("no 16-bit storage: f16 and bf16 read and written in 32-bit words");
   if (!c.float64) info.fallbacks.push_back("no shaderFloat64: f64 programs are refused");
   if (!c.subgroup_arithmetic)
     info.fallbacks.push_back("no subgroup arithmetic: reductions combine in workgroup memory");

@@ -271,6 +271,7 @@ Context* open_context() {
   ctx->shaders.int64 = caps.int64;
   ctx->shaders.descriptor_slots = caps.buffer_device_address ? 0 : descriptor_slots(caps);
   ctx->shaders.int8_storage = caps.int8_storage;
+  ctx->shaders.int16_storage = caps.int16_storage;
   ctx->shaders.float64 = caps.float64;
   ctx->shaders.max_shared_bytes = caps.max_shared_memory_bytes;
   auto fc =
@@ -301,6 +302,9 @@ Context* open_context() {
   f12.bufferDeviceAddress = caps.buffer_device_address;
   f12.storageBuffer8BitAccess = caps.int8_storage;
   f12.shaderInt8 = caps.int8_storage;
+  auto f11 = vk_struct<VkPhysicalDeviceVulkan11Features>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_FEATURES);
+  f11.storageBuffer16BitAccess = caps.int16_storage;
+  f12.pNext = &f11;
   auto want = vk_struct<VkPhysicalDeviceFeatures2>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2);
   want.pNext = &f12;
   want.features.shaderInt64 = caps.int64;

@@ -16,6 +16,8 @@ struct ShaderTarget {
   // of this many storage-buffer descriptors, one per memory block.
   uint32_t descriptor_slots = 0;
   bool int8_storage = true;           // 8-bit storage and integers: bytes as uint8_t (else in 32-bit words)
+  bool int16_storage = true;          // 16-bit storage: f16 and bf16 as uint16_t (else in 32-bit words)
+  bool halves = false;                // the program has f16 or bf16 values: their accessors are declared
   bool float64 = false;               // shaderFloat64: f64 arithmetic (else f64 programs are refused)
   bool preserve_nan32 = false;        // shaderSignedZeroInfNanPreserveFloat32: IEEE NaN/Inf/-0 in f32
   bool preserve_nan64 = false;        // the same for f64

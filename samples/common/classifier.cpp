@@ -116,14 +116,14 @@ int train_classifier(const std::string& program, const TrainingOptions& opt, con
                                   .rank = job.rank,
                                   .ranks = job.size});
   nn::Optimizer optimizer = make_optimizer(opt, loader.size());
-  nn::Trainer trainer(model,
-                      [](const fx::Tensor& out, const fx::Tensor& y) { return nn::softmax_cross_entropy(out, y); },
-                      optimizer, backend, {.data_parallel = job.size > 1});
+  nn::Trainer trainer(
+      model, [](const fx::Tensor& out, const fx::Tensor& y) { return nn::softmax_cross_entropy(out, y); }, optimizer,
+      backend, {.data_parallel = job.size > 1, .precision = nn::MixedPrecision::named(opt.precision)});
   nn::TrainState state = trainer.init(static_cast<uint64_t>(opt.seed));
   RunCheckpoints checkpoints(program, opt, model, optimizer, train.size(), {"test accuracy", true}, job.leader());
   int64_t first = checkpoints.start(state);
-  std::printf("%s on %s, %s, schedule %s, %lld training examples, batch %lld, seed %lld\n%s", program.c_str(),
-              fx::backend_name(backend), optimizer.describe().c_str(), opt.schedule.c_str(),
+  std::printf("%s on %s in %s, %s, schedule %s, %lld training examples, batch %lld, seed %lld\n%s", program.c_str(),
+              fx::backend_name(backend), opt.precision.c_str(), optimizer.describe().c_str(), opt.schedule.c_str(),
               static_cast<long long>(train.size()), static_cast<long long>(opt.batch_size),
               static_cast<long long>(opt.seed), model.summary().c_str());
   if (job.size > 1)

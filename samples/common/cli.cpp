@@ -60,6 +60,9 @@ void Cli::add_training(TrainingOptions* o) {
   add("--lr", &o->lr, "learning rate (the schedule's factor 1)");
   add("--seed", &o->seed, "seed of the initial parameters, of the shuffling and of dropout");
   add("--threads", &o->threads, "CPU threads (0: all cores)");
+  add_choice("--precision", &o->precision, {"f32", "bf16", "f16"},
+             "the forward and backward passes' dtype; parameters, optimizer and loss stay f32\n(f16 with dynamic "
+             "loss scaling)");
   add("--save", &o->save, "write a checkpoint (safetensors) after training");
   add("--load", &o->load, "start from a checkpoint's state, training from epoch 1");
   add("--csv", &o->csv, "file for the per-epoch curves (default: <program>_curves.csv)");

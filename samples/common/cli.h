@@ -34,6 +34,7 @@ struct TrainingOptions {
                                       // <program>_checkpoint.safetensors, "none": never
   std::string resume;                 // an epoch checkpoint to continue the run from
   int64_t stop_after = 0;             // stop after this epoch, resumable (0: run every epoch)
+  std::string precision = "f32";      // the forward and backward passes' dtype (nn::MixedPrecision::named)
 
   fluxion::Backend backend_kind() const;
   // The epoch checkpoint's path ("" for none) and the best one's: "x.safetensors" -> "x_best.safetensors".

@@ -98,6 +98,23 @@ TEST_F(VulkanArtifact, SortedScattersRunFromTheRecording) {
   std::filesystem::remove(p);
 }
 
+// A bf16 and f16 program: the file says its shaders have 16-bit values (they need 16-bit
+// storage where the exporting device had it), and the loaded program replays it bitwise.
+TEST_F(VulkanArtifact, HalfPrecisionProgramsReplayBitwise) {
+  auto f = [](fx::Tensor x, fx::Tensor w) {
+    fx::Tensor h = fx::tanh(fx::matmul(fx::cast(x, fx::bf16), fx::cast(w, fx::bf16)));
+    return std::vector<fx::Tensor>{h, fx::cast(h, fx::f16) * 3.0f + 0.1f};
+  };
+  fx::Compiled c = fx::jit(f, fx::Backend::Vulkan)
+                       .lower(make(fx::f32, random_doubles(6 * 5, -1, 1, 81), {6, 5}),
+                              make(fx::f32, random_doubles(5 * 7, -1, 1, 82), {5, 7}));
+  std::string p = temp_path("vulkan_halves.fxa");
+  c.save(p);
+  EXPECT_TRUE(fx::runtime::decode_artifact(read(p), p).vulkan.target.halves);
+  expect_same_results(c, fx::load(p), 83);
+  std::filesystem::remove(p);
+}
+
 TEST_F(VulkanArtifact, ADeviceWithOtherShaderCapabilitiesIsRefused) {
   fx::Compiled c = training_step(fx::Backend::Vulkan);
   std::string p = temp_path("vulkan_other.fxa");

@@ -43,6 +43,7 @@ TEST(VulkanCapabilities, EveryDeviceReportsATierConsistentWithItsCapabilities) {
     EXPECT_EQ(d.tier, !d.usable ? "unusable" : d.fallbacks.empty() ? "full" : "reduced");
     EXPECT_EQ(has(d.fallbacks, "no shaderInt64"), !c.int64);
     EXPECT_EQ(has(d.fallbacks, "no 8-bit storage"), !c.int8_storage);
+    EXPECT_EQ(has(d.fallbacks, "no 16-bit storage"), !c.int16_storage);
     EXPECT_EQ(has(d.fallbacks, "no bufferDeviceAddress"), !c.buffer_device_address);
     EXPECT_EQ(has(d.missing, "bufferDeviceAddress"), !c.buffer_device_address && !c.descriptor_indexing);
     EXPECT_EQ(has(d.fallbacks, "no shaderFloat64"), !c.float64);
@@ -67,6 +68,7 @@ TEST(VulkanCapabilities, TheReducedProfileNarrowsWhatTheDeviceReports) {
     GTEST_SKIP() << "runs under FLUXION_VULKAN_PROFILE=reduced (vulkan.reduced.*)";
   EXPECT_FALSE(d.capabilities.int64);
   EXPECT_FALSE(d.capabilities.int8_storage);
+  EXPECT_FALSE(d.capabilities.int16_storage);
   EXPECT_FALSE(d.capabilities.subgroup_arithmetic);
   EXPECT_FALSE(d.capabilities.timestamps);
   EXPECT_LE(d.capabilities.max_workgroup_invocations, 128u);

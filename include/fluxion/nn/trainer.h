@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <functional>
 #include <source_location>
+#include <string>
 #include <tuple>
 #include <utility>
 #include <vector>
@@ -26,6 +27,29 @@ struct TrainState {
   // save_checkpoint accepts it.
   Array step = Array::scalar(int32_t{0});              // i32 scalar: steps taken
   Array key = Array(std::vector<int32_t>{0, 0}, {2});  // i32[2]: the run's random key; step k's is fold_in(key, k)
+  // With dynamic loss scaling (MixedPrecision::loss_scaling): the scale (a scalar of the
+  // parameters' dtype) and the finite steps since it last changed (i32 scalar). Else empty.
+  std::vector<Array> loss_scale;
+};
+
+// Mixed-precision training (docs/precision.md, "Training"), as torch.autocast with a
+// GradScaler and JAX's jmp policies do it: parameters, optimizer state and model state stay in
+// their dtype (f32); the forward and backward passes run in `compute` (the parameters, the
+// model state and float inputs cast to it inside the step), and the model's output is cast back
+// before the loss, so the loss, the gradients reaching the parameters and the update are f32.
+struct MixedPrecision {
+  DType compute = DType::f32;  // bf16 or f16; f32 or f64: no policy (the parameters' dtype throughout)
+  // Dynamic loss scaling, for f16's narrow range: the loss is multiplied by the scale before
+  // differentiation and the gradients divided by it after. A step whose gradients are not all
+  // finite is skipped (parameters and optimizer state unchanged) and halves the scale;
+  // `growth_interval` finite steps in a row double it.
+  bool loss_scaling = false;
+  double initial_scale = 65536;
+  double growth_factor = 2;
+  double backoff_factor = 0.5;
+  int32_t growth_interval = 2000;
+  // The policies of a --precision flag: "f32" (off), "bf16", "f16" (with loss scaling).
+  static MixedPrecision named(const std::string& name);
 };
 
 // loss(model output, target) -> float scalar.
@@ -43,6 +67,7 @@ struct TrainerOptions {
   // Gradients are all-reduced in buckets of about this many bytes, filled in the order the
   // backward pass produces them (PyTorch DDP's default size).
   int64_t bucket_bytes = int64_t{25} << 20;
+  MixedPrecision precision = {};
 };
 
 // A model, a loss and an optimizer compiled into one training step per input shape.
@@ -52,7 +77,8 @@ class Trainer {
           TrainerOptions options = {});
   // Parameters from the model's initialisers (seeded), fresh optimizer and model state, step 0
   // and the random key of `seed` (in data-parallel mode, rank 0's, on every rank); parameters
-  // and model state in `dtype` (f32 or f64, the dtype of the inputs the model will see).
+  // and model state in `dtype` (f32 or f64, the dtype of the inputs the model will see); the
+  // loss scale's initial value when the options scale the loss.
   TrainState init(uint64_t seed, DType dtype = DType::f32) const;
   // Errors raised by the model, the loss or the call name the caller's line (`loc`).
   // One compiled call: forward in training mode, loss, backward and update of `state` for the
@@ -88,9 +114,11 @@ class Trainer {
   Compiled step_program(const TrainState& state, const Array& x, const Array& y) const;
 
   using Tensors = std::vector<Tensor>;
-  // (params, opt_state, model_state, step, key, x, y) -> (loss, params, opt_state, model_state, step + 1)
-  using StepFn = std::function<std::tuple<Tensor, Tensors, Tensors, Tensors, Tensor>(
-      const Tensors&, const Tensors&, const Tensors&, const Tensor&, const Tensor&, const Tensor&, const Tensor&)>;
+  // (params, opt_state, model_state, loss_scale, step, key, x, y)
+  //   -> (loss, params, opt_state, model_state, loss_scale, step + 1)
+  using StepFn = std::function<std::tuple<Tensor, Tensors, Tensors, Tensors, Tensors, Tensor>(
+      const Tensors&, const Tensors&, const Tensors&, const Tensors&, const Tensor&, const Tensor&, const Tensor&,
+      const Tensor&)>;
   using PredictFn = std::function<Tensor(const Tensors&, const Tensors&, const Tensor&)>;
   using EvalFn = std::function<std::pair<Tensor, Tensor>(const Tensors&, const Tensors&, const Tensor&, const Tensor&)>;
 

@@ -1,0 +1,131 @@
+// Mixed-precision training on every backend: a bf16 policy's steps follow the f32 run's closely
+// with parameters, optimizer state and loss in f32; f16's dynamic loss scaling skips a step
+// whose gradients overflow (parameters and optimizer state unchanged, bit for bit), halves the
+// scale, and doubles it after its interval of finite steps; the scale survives a checkpoint.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "common/artifact_programs.h"
+#include "common/models.h"
+#include "common/test_names.h"
+#include "nn/nn_test_util.h"
+
+namespace nn = fluxion::nn;
+
+namespace {
+
+const fx::data::Dataset& subset() {
+  static const fx::data::Dataset d = fx::data::subset(fx::data::fashion_mnist("train"), 0, 256);
+  return d;
+}
+
+nn::Trainer trainer_for(Backend b, const nn::MixedPrecision& precision) {
+  return nn::Trainer(samples::mlp_model(32),
+                     [](const Tensor& o, const Tensor& y) { return nn::softmax_cross_entropy(o, y); },
+                     nn::adam({.lr = 3e-3}), b, {.precision = precision});
+}
+
+// Every step's loss over two passes of the subset in batches of 64.
+std::vector<double> step_losses(const nn::Trainer& trainer, nn::TrainState& state) {
+  fx::data::Loader loader(subset(), {.batch_size = 64, .shuffle = true, .seed = 1});
+  std::vector<double> out;
+  for (int e = 0; e < 2; ++e) {
+    loader.set_epoch(e);
+    for (int64_t i = 0; i < loader.size(); ++i) {
+      auto [x, y] = loader.batch(i);
+      out.push_back(trainer.step(state, x, y).item());
+    }
+  }
+  return out;
+}
+
+bool same_bits(const std::vector<Array>& a, const std::vector<Array>& b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i)
+    if (!bitwise_equal(a[i], b[i])) return false;
+  return true;
+}
+
+}  // namespace
+
+class MixedPrecision : public BackendTest {};
+FLUXION_INSTANTIATE_BACKENDS(MixedPrecision);
+
+TEST_P(MixedPrecision, Bf16StepsFollowTheF32RunWithF32State) {
+  nn::Trainer f32 = trainer_for(backend(), {}), bf16 = trainer_for(backend(), nn::MixedPrecision::named("bf16"));
+  nn::TrainState a = f32.init(3), b = bf16.init(3);
+  EXPECT_TRUE(b.loss_scale.empty());
+  std::vector<double> want = step_losses(f32, a), got = step_losses(bf16, b);
+  for (const Array& p : b.params) EXPECT_EQ(p.dtype(), fx::f32);
+  for (const Array& s : b.opt_state) EXPECT_TRUE(s.dtype() == fx::f32 || s.dtype() == fx::i32) << s.type().str();
+  ASSERT_EQ(got.size(), want.size());
+  // bf16's 8 bits in the forward pass: each loss within a few percent of the f32 run's, and
+  // the run learns as much.
+  for (size_t i = 0; i < want.size(); ++i) EXPECT_NEAR(got[i], want[i], 0.03 * want[i]) << "step " << i;
+  EXPECT_LT(got.back(), 0.8 * got.front());
+  EXPECT_NE(got, want) << "the policy changed nothing";
+}
+
+TEST_P(MixedPrecision, F16LossScalingSkipsOverflowingStepsAndAdaptsTheScale) {
+  nn::MixedPrecision policy = nn::MixedPrecision::named("f16");
+  policy.growth_interval = 2;
+  nn::Trainer trainer = trainer_for(backend(), policy);
+  nn::TrainState s = trainer.init(5);
+  ASSERT_EQ(s.loss_scale.size(), 2u);
+  EXPECT_EQ(s.loss_scale[0].item(), 65536.0);
+  auto [x, y] = fx::data::Loader(subset(), {.batch_size = 64}).batch(0);
+  auto scale = [&] { return std::make_pair(s.loss_scale[0].item(), s.loss_scale[1].item()); };
+  // Finite steps: the scale doubles after two of them.
+  double first = trainer.step(s, x, y).item();
+  EXPECT_TRUE(std::isfinite(first));
+  EXPECT_EQ(scale(), std::make_pair(65536.0, 1.0));
+  trainer.step(s, x, y);
+  EXPECT_EQ(scale(), std::make_pair(131072.0, 0.0));
+  // Inputs past f16's range make the forward pass infinite: the step is skipped.
+  std::vector<Array> params = s.params, opt_state = s.opt_state;
+  for (Array& a : params) a = a.clone();
+  for (Array& a : opt_state) a = a.clone();
+  Array huge = make(fx::f32, std::vector<double>(static_cast<size_t>(x.size()), 1e6), x.shape());
+  trainer.step(s, huge, y);
+  EXPECT_TRUE(same_bits(s.params, params));
+  EXPECT_TRUE(same_bits(s.opt_state, opt_state));
+  EXPECT_EQ(scale(), std::make_pair(65536.0, 0.0));
+  // And training goes on from there.
+  double after = trainer.step(s, x, y).item();
+  EXPECT_TRUE(std::isfinite(after));
+  EXPECT_FALSE(same_bits(s.params, params));
+  EXPECT_EQ(scale(), std::make_pair(65536.0, 1.0));
+}
+
+TEST_P(MixedPrecision, TheLossScaleIsPartOfTheCheckpoint) {
+  nn::Trainer trainer = trainer_for(backend(), nn::MixedPrecision::named("f16"));
+  nn::TrainState s = trainer.init(5);
+  auto [x, y] = fx::data::Loader(subset(), {.batch_size = 64}).batch(0);
+  trainer.step(s, x, y);
+  std::string path = temp_path("mixed_precision.safetensors");
+  nn::save_checkpoint(path, trainer.model(), trainer.optimizer(), s);
+  nn::TrainState back = trainer.init(9);
+  nn::load_checkpoint(path, trainer.model(), trainer.optimizer(), back);
+  EXPECT_TRUE(same_bits(back.loss_scale, s.loss_scale));
+  EXPECT_TRUE(same_bits(back.params, s.params));
+  // A run without loss scaling has no such entries, and does not read a file that has them.
+  nn::Trainer plain = trainer_for(backend(), {});
+  nn::TrainState p = plain.init(9);
+  std::string m = error_message([&] { nn::load_checkpoint(path, plain.model(), plain.optimizer(), p); });
+  EXPECT_NE(m.find("trainer.loss_scale"), std::string::npos) << m;
+  std::filesystem::remove(path);
+}
+
+TEST(MixedPrecisionPolicy, BadPoliciesAreErrors) {
+  EXPECT_NE(error_message([] { nn::MixedPrecision::named("f8"); }).find("expected f32, bf16 or f16"),
+            std::string::npos);
+  nn::Trainer trainer = trainer_for(Backend::Interp, {.compute = fx::i32});
+  nn::TrainState s = trainer.init(1);
+  auto [x, y] = fx::data::Loader(subset(), {.batch_size = 8}).batch(0);
+  std::string m = error_message([&] { trainer.step(s, x, y); });
+  EXPECT_NE(m.find("MixedPrecision::compute is i32; expected bf16 or f16"), std::string::npos) << m;
+}
