@@ -22,6 +22,9 @@ Tensor layer_norm(const Tensor& x, int64_t axes, double eps, Loc loc) {
   if (axes < 1 || axes > x.rank())
     fluxion::detail::fail("nn::layer_norm",
                           "normalising the last " + std::to_string(axes) + " axes of " + x.type().str(), &loc);
+  // 16-bit inputs are normalized in f32, as torch.autocast runs normalization: the gradient of
+  // rsqrt(var) is var^-1.5 / 2, past f16's range for a variance below about 4e-4.
+  if (is_half(x.dtype())) return cast(layer_norm(cast(x, DType::f32, loc), axes, eps, loc), x.dtype(), loc);
   std::vector<int64_t> over;
   for (int64_t a = x.rank() - axes; a < x.rank(); ++a) over.push_back(a);
   Tensor centered = x - mean(x, over, true, loc);
@@ -51,6 +54,10 @@ Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tens
   for (int64_t a = 0; a < k.rank(); ++a) perm.push_back(a);
   std::swap(perm[perm.size() - 1], perm[perm.size() - 2]);
   Tensor scores = matmul(q, permute(k, perm, loc), loc) * (1 / std::sqrt(static_cast<double>(q.dim(-1))));
+  // The softmax of 16-bit scores runs in f32, as torch.autocast runs it (the masked scores'
+  // -1e30 is not an f16 number, and f16's exp overflows past 11).
+  DType dtype = scores.dtype();
+  if (is_half(dtype)) scores = cast(scores, DType::f32, loc);
   Tensor allowed = o.allowed;
   if (o.causal) {
     Tensor i = reshape(arange(sq), {sq, 1}), j = reshape(arange(sk), {1, sk});
@@ -66,6 +73,7 @@ Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tens
   } else {
     weights = softmax(scores, -1, loc);
   }
+  weights = cast(weights, dtype, loc);
   if (o.dropout > 0) weights = dropout(weights, o.dropout, o.key, loc);
   return matmul(weights, v, loc);
 }

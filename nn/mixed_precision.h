@@ -16,6 +16,7 @@ class Autocast {
  public:
   Autocast(const MixedPrecision& policy, DType param_dtype);
   // x in the compute dtype when x is a float tensor of another dtype and the policy is on.
+  // (Model state is not cast: batch norm keeps its statistics in their own dtype.)
   Tensor down(const Tensor& x) const;
   Tensors down(const Tensors& xs) const;
   // x back in `dtype` (an output in the parameters' dtype, a state in its own).

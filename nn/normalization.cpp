@@ -65,19 +65,26 @@ Tensor BatchNorm::apply(std::span<const Tensor> p, const Tensor& x, Context& ctx
     over.push_back(a);
     channel_shape.push_back(1);
   }
+  // 16-bit inputs are normalized in f32, as torch.autocast runs batch norm (layer_norm says why),
+  // and their statistics kept as the state's dtype has them.
+  Tensor xw = is_half(x.dtype()) ? cast(x, DType::f32) : x;
+  auto as_input = [&](const Tensor& s) { return is_half(s.dtype()) ? cast(s, xw.dtype()) : s; };
   Tensor mean_, var_;
   if (ctx.training) {
-    mean_ = mean(x, over, true);
-    var_ = mean(square(x - mean_), over, true);
+    mean_ = mean(xw, over, true);
+    var_ = mean(square(xw - mean_), over, true);
     double n = static_cast<double>(x.numel()) / static_cast<double>(features_);
     Tensor batch_mean = reshape(mean_, {features_}), unbiased = reshape(var_, {features_}) * (n / std::max(n - 1, 1.0));
-    ctx.new_state = {ctx.state[0] * (1 - opt_.momentum) + batch_mean * opt_.momentum,
-                     ctx.state[1] * (1 - opt_.momentum) + unbiased * opt_.momentum};
+    ctx.new_state.clear();
+    for (size_t i = 0; i < 2; ++i) {
+      Tensor next = as_input(ctx.state[i]) * (1 - opt_.momentum) + (i == 0 ? batch_mean : unbiased) * opt_.momentum;
+      ctx.new_state.push_back(cast(next, ctx.state[i].dtype()));
+    }
   } else {
-    mean_ = reshape(ctx.state[0], channel_shape);
-    var_ = reshape(ctx.state[1], channel_shape);
+    mean_ = reshape(as_input(ctx.state[0]), channel_shape);
+    var_ = reshape(as_input(ctx.state[1]), channel_shape);
   }
-  Tensor y = (x - mean_) * rsqrt(var_ + opt_.eps);
+  Tensor y = cast((xw - mean_) * rsqrt(var_ + opt_.eps), x.dtype());
   return opt_.affine ? y * reshape(p[0], channel_shape) + reshape(p[1], channel_shape) : y;
 }
 

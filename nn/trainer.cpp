@@ -46,8 +46,8 @@ Trainer::Trainer(Model model, LossFn loss, Optimizer optimizer, Backend backend,
               if (options.data_parallel) step_key = random::fold_in(step_key, rank_index());
               detail::Autocast autocast(options.precision, param_dtype(p));
               auto objective = [&](const Tensors& q) {
-                Applied a = model.apply(autocast.down(q), autocast.down(model_state), autocast.down(x),
-                                        {.training = true, .key = step_key});
+                Applied a =
+                    model.apply(autocast.down(q), model_state, autocast.down(x), {.training = true, .key = step_key});
                 Tensor value = loss(autocast.up(a.output, autocast.param_dtype()), y);
                 Tensors state;
                 for (size_t i = 0; i < a.state.size(); ++i)
@@ -77,13 +77,13 @@ Trainer::Trainer(Model model, LossFn loss, Optimizer optimizer, Backend backend,
             backend),
       predict_(PredictFn([model, options](const Tensors& p, const Tensors& s, const Tensor& x) {
                  detail::Autocast autocast(options.precision, param_dtype(p));
-                 return autocast.up(model.apply(autocast.down(p), autocast.down(s), autocast.down(x), {}).output,
+                 return autocast.up(model.apply(autocast.down(p), s, autocast.down(x), {}).output,
                                     autocast.param_dtype());
                }),
                backend),
       evaluate_(EvalFn([model, loss, options](const Tensors& p, const Tensors& s, const Tensor& x, const Tensor& y) {
                   detail::Autocast autocast(options.precision, param_dtype(p));
-                  Tensor out = autocast.up(model.apply(autocast.down(p), autocast.down(s), autocast.down(x), {}).output,
+                  Tensor out = autocast.up(model.apply(autocast.down(p), s, autocast.down(x), {}).output,
                                            autocast.param_dtype());
                   Tensor total = loss(out, y) * static_cast<double>(x.dim(0));
                   return std::make_pair(total, correct_count(out, y));

@@ -120,6 +120,33 @@ TEST_P(MixedPrecision, TheLossScaleIsPartOfTheCheckpoint) {
   std::filesystem::remove(path);
 }
 
+// Activations of about 0.02: in f16 arithmetic the backward pass of rsqrt(variance) (variance^-1.5
+// / 2, about 1e5) and a softmax over scores masked with -1e30 would not be finite. Layer norm,
+// batch norm and attention's softmax compute 16-bit inputs in f32, as torch.autocast runs them:
+// their f16 gradients are finite and near the f64 ones.
+TEST_P(MixedPrecision, NormalizationAndAttentionOfF16InputsHaveFiniteGradients) {
+  nn::Model norm(nn::BatchNorm1d(16, {.affine = false}));
+  auto loss = [&](Tensor x, Tensor w) {
+    Tensor n = nn::layer_norm(x, 1, 1e-5) * w;
+    std::vector<Tensor> state;  // f32 statistics for f16 inputs, as a Trainer keeps them
+    for (const Array& a : norm.init_state(x.dtype() == fx::f64 ? fx::f64 : fx::f32)) state.push_back(fx::constant(a));
+    Tensor b = norm.apply({}, state, x, {.training = true, .key = {}}).output * w;
+    Tensor h = fx::reshape(x, {2, 4, 16});
+    Tensor a = nn::scaled_dot_product_attention(h, h, h, {.causal = true});
+    return fx::sum(fx::square(n)) + fx::sum(fx::square(b)) + fx::sum(a * fx::reshape(w, {1, 1, 16}) * 100.0);
+  };
+  std::vector<double> x = random_values(fx::f16, 8 * 16, -0.02, 0.02, 31), w = random_values(fx::f16, 16, 0.5, 1.5, 32);
+  auto grads = [&](Backend b, DType dt) {
+    return fx::jit([&](Tensor a, Tensor c) { return fx::grad(loss, {0})(a, c)[0]; }, b)(make(dt, x, {8, 16}),
+                                                                                        make(dt, w, {16}));
+  };
+  std::vector<double> got = grads(backend(), fx::f16).to_doubles(), want = grads(Backend::Interp, fx::f64).to_doubles();
+  double largest = 0;
+  for (double v : want) largest = std::max(largest, std::abs(v));
+  // Within 1% of the largest: f16's ulp is 2^-10 of each value, and the inputs were rounded.
+  for (size_t i = 0; i < want.size(); ++i) EXPECT_NEAR(got[i], want[i], 0.01 * largest) << i;
+}
+
 TEST(MixedPrecisionPolicy, BadPoliciesAreErrors) {
   EXPECT_NE(error_message([] { nn::MixedPrecision::named("f8"); }).find("expected f32, bf16 or f16"),
             std::string::npos);
