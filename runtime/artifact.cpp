@@ -380,7 +380,7 @@ VulkanCode vulkan_code(const Fields& f, const Artifact& a) {
     }
     c.call.op = static_cast<ir::Op>(op);
     uint64_t dt = r.u8();
-    if (dt > static_cast<uint64_t>(DType::bf16)) f.bad("a collective names dtype " + std::to_string(dt));
+    if (dt > static_cast<uint64_t>(kLastDType)) f.bad("a collective names dtype " + std::to_string(dt));
     c.call.dtype = static_cast<DType>(dt);
     for (int64_t* x : {&c.call.count, &c.call.ranks, &c.call.root, &c.call.position, &c.call.collectives}) *x = r.i64();
     c.in = loc();

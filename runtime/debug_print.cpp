@@ -61,8 +61,7 @@ PrintCall decode_print(std::string_view encoded) {
   for (size_t i = 0; i < count; ++i) {
     int dtype = 0;
     size_t rank = 0;
-    if (!(in >> dtype >> rank) || dtype < 0 || dtype > static_cast<int>(DType::boolean) || rank > encoded.size())
-      fail();
+    if (!(in >> dtype >> rank) || dtype < 0 || dtype > static_cast<int>(kLastDType) || rank > encoded.size()) fail();
     TensorType t{static_cast<DType>(dtype), Shape(rank)};
     for (int64_t& d : t.shape) {
       if (!(in >> d) || d < 0) fail();

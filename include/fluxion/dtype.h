@@ -17,6 +17,8 @@ inline constexpr DType i32 = DType::i32;
 inline constexpr DType boolean = DType::boolean;
 inline constexpr DType f16 = DType::f16;
 inline constexpr DType bf16 = DType::bf16;
+// The last value of DType: a dtype number read from a file or a description is at most this.
+inline constexpr DType kLastDType = DType::bf16;
 
 // The name used in IR text and error messages: "f32", "f64", "i32", "bool", "f16", "bf16".
 const char* dtype_name(DType t);
