@@ -23,10 +23,18 @@ EpochResult train_epoch(const nn::Trainer& trainer, nn::TrainState& state, fx::d
   ProgressBar bar("epoch " + std::to_string(epoch), loader.size());
   std::vector<fx::Array> pending;
   double sum = 0;
-  int64_t steps = 0, examples = 0;
+  int64_t steps = 0, examples = 0, skipped = 0;
+  bool scaled = !state.loss_scale.empty();
   auto mean = [&] {
-    for (const fx::Array& a : pending) sum += a.item();
-    steps += static_cast<int64_t>(pending.size());
+    for (const fx::Array& a : pending) {
+      double loss = a.item();
+      if (scaled && !std::isfinite(loss)) {
+        ++skipped;
+        continue;
+      }
+      sum += loss;
+      ++steps;
+    }
     pending.clear();
     return steps > 0 ? sum / static_cast<double>(steps) : 0.0;
   };
@@ -36,10 +44,19 @@ EpochResult train_epoch(const nn::Trainer& trainer, nn::TrainState& state, fx::d
     examples += x.shape()[0] * ranks;
     if (bar.due()) bar.update(i + 1, examples, mean());
   }
-  EpochResult r{mean(), 0};  // waits for the last step
+  EpochResult r{mean(), 0, 0};  // waits for the last step
   r.seconds = bar.seconds();
+  r.skipped = skipped;
   bar.finish(examples, r.train_loss);
   return r;
+}
+
+std::string loss_scale_text(const EpochResult& r, const nn::TrainState& state) {
+  if (state.loss_scale.empty()) return "";
+  char buf[96];
+  std::snprintf(buf, sizeof buf, ", loss scale %g, %lld steps skipped", state.loss_scale[0].item(),
+                static_cast<long long>(r.skipped));
+  return buf;
 }
 
 nn::Schedule make_schedule(const TrainingOptions& opt, int64_t steps_per_epoch) {
@@ -134,12 +151,14 @@ int train_classifier(const std::string& program, const TrainingOptions& opt, con
   std::vector<EpochRecord> curves = checkpoints.resumed_curves(csv);
   TestResult result{};
   for (int64_t epoch = first; epoch <= checkpoints.last_epoch(); ++epoch) {
-    auto [train_loss, seconds] = train_epoch(trainer, state, loader, epoch, job.size);
+    EpochResult trained = train_epoch(trainer, state, loader, epoch, job.size);
+    double train_loss = trained.train_loss, seconds = trained.seconds;
     if (!job.leader()) continue;  // the ranks hold the same parameters: rank 0 evaluates and reports
     result = evaluate(trainer, state, test);
-    std::printf("epoch %lld/%lld  train loss %.4f  test loss %.4f  test accuracy %.4f  %.2f s (%.0f examples/s)\n",
+    std::printf("epoch %lld/%lld  train loss %.4f  test loss %.4f  test accuracy %.4f  %.2f s (%.0f examples/s)%s\n",
                 static_cast<long long>(epoch), static_cast<long long>(opt.epochs), train_loss, result.loss,
-                result.accuracy, seconds, static_cast<double>(train.size()) / seconds);
+                result.accuracy, seconds, static_cast<double>(train.size()) / seconds,
+                loss_scale_text(trained, state).c_str());
     curves.push_back({static_cast<int>(epoch), train_loss, result.loss, result.accuracy, seconds});
     write_csv(csv, curves);
     write_svg(svg, program + " on Fashion-MNIST (" + fx::backend_name(backend) + ")", curves);

@@ -34,9 +34,13 @@ fluxion::data::Dataset load_fashion_mnist(const std::string& split);
 int train_classifier(const std::string& program, const TrainingOptions& opt, const fluxion::nn::Model& model);
 
 struct EpochResult {
-  double train_loss = 0;  // the mean of the epoch's step losses
+  double train_loss = 0;  // the mean of the epoch's step losses (the finite ones, under loss scaling)
   double seconds = 0;     // the training loop's time
+  int64_t skipped = 0;    // under loss scaling: steps whose loss was not finite, so skipped
 };
+
+// ", loss scale S, N steps skipped" for a run that scales its loss (--precision f16), else "".
+std::string loss_scale_text(const EpochResult& r, const fluxion::nn::TrainState& state);
 
 // One epoch of training steps over `loader` (shuffled for `epoch`) with a progress bar. The
 // step losses are read only when the bar is drawn and at the end: reading a Vulkan result

@@ -52,11 +52,12 @@ double train_language_model(const std::string& program, const TrainingOptions& o
   std::string title = program + " on " + std::filesystem::path(text_path).filename().string();
   double valid_loss = std::nan("");
   for (int64_t epoch = first; epoch <= checkpoints.last_epoch(); ++epoch) {
-    auto [train_loss, seconds] = train_epoch(trainer, state, loader, epoch);
+    EpochResult trained = train_epoch(trainer, state, loader, epoch);
+    double train_loss = trained.train_loss, seconds = trained.seconds;
     valid_loss = validation_loss(trainer, state, valid, opt.batch_size);
-    std::printf("epoch %lld/%lld  train loss %.4f  validation loss %.4f (%.3f bits/char)  %.2f s\n",
+    std::printf("epoch %lld/%lld  train loss %.4f  validation loss %.4f (%.3f bits/char)  %.2f s%s\n",
                 static_cast<long long>(epoch), static_cast<long long>(opt.epochs), train_loss, valid_loss,
-                valid_loss / std::log(2.0), seconds);
+                valid_loss / std::log(2.0), seconds, loss_scale_text(trained, state).c_str());
     curves.push_back({static_cast<int>(epoch), train_loss, valid_loss, -1, seconds});
     write_csv(csv, curves);
     write_svg(svg, title, curves);
