@@ -1,6 +1,7 @@
 #include "fluxion/nn/checkpoint.h"
 
 #include <algorithm>
+#include <iterator>
 #include <map>
 #include <optional>
 
@@ -15,7 +16,8 @@ constexpr const char* kOptimizerPrefix = "optimizer.";
 constexpr const char* kStepName = "trainer.step";
 constexpr const char* kKeyName = "trainer.key";
 // Dynamic loss scaling's state (TrainState::loss_scale), when the run scales its loss.
-constexpr const char* kLossScaleNames[] = {"trainer.loss_scale", "trainer.loss_scale_good_steps"};
+constexpr const char* kLossScaleNames[] = {"trainer.loss_scale", "trainer.loss_scale_good_steps",
+                                           "trainer.skipped_steps"};
 
 struct Expected {
   std::string name;
@@ -28,10 +30,11 @@ std::vector<Expected> expected(const std::vector<ParamSpec>& specs) {
   return out;
 }
 
-// A checkpoint's training state beside the model's tensors: the optimizer's, the step, the key.
+// A checkpoint's training state beside the model's tensors: the optimizer's, the step, the key,
+// the loss scale.
 bool is_training_entry(const std::string& name) {
-  return name.starts_with(kOptimizerPrefix) || name == kStepName || name == kKeyName || name == kLossScaleNames[0] ||
-         name == kLossScaleNames[1];
+  return name.starts_with(kOptimizerPrefix) || name == kStepName || name == kKeyName ||
+         std::find(std::begin(kLossScaleNames), std::end(kLossScaleNames), name) != std::end(kLossScaleNames);
 }
 
 // A 16-bit float tensor read into a wider float parameter: every value converts exactly.
@@ -177,7 +180,8 @@ std::vector<Expected> checkpoint_entries(const Model& model, const Optimizer& op
   for (const Expected& e : expected(model.state_specs())) out.push_back(e);
   out.push_back({kStepName, {DType::i32, {}}});
   out.push_back({kKeyName, {DType::i32, {2}}});
-  for (size_t i = 0; i < loss_scale.size() && i < 2; ++i) out.push_back({kLossScaleNames[i], loss_scale[i].type()});
+  for (size_t i = 0; i < loss_scale.size() && i < std::size(kLossScaleNames); ++i)
+    out.push_back({kLossScaleNames[i], loss_scale[i].type()});
   return out;
 }
 

@@ -67,7 +67,8 @@ Tensors next_loss_scale(const MixedPrecision& policy, const Tensors& scale, cons
   Tensor good = scale[1] + 1.0;
   Tensor grow = good >= static_cast<double>(policy.growth_interval);
   Tensor grown = where(grow, scale[0] * policy.growth_factor, scale[0]);
-  return {where(ok, grown, scale[0] * policy.backoff_factor), where(logical_and(ok, logical_not(grow)), good, 0.0)};
+  return {where(ok, grown, scale[0] * policy.backoff_factor), where(logical_and(ok, logical_not(grow)), good, 0.0),
+          where(ok, scale[2], scale[2] + 1.0)};
 }
 
 }  // namespace detail

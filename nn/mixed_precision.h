@@ -35,8 +35,9 @@ Tensor all_finite(const Tensors& grads);
 // `updated` where `ok`, else `kept` (a skipped step), tensor by tensor.
 Tensors unless_skipped(const Tensor& ok, const Tensors& updated, const Tensors& kept);
 
-// The next (scale, finite steps) from this step's: halved and reset after a non-finite step,
-// doubled after growth_interval finite steps in a row.
+// The next (scale, finite steps, skipped steps) from this step's: the scale halved and the
+// finite steps reset after a non-finite step, the scale doubled after growth_interval finite
+// steps in a row.
 Tensors next_loss_scale(const MixedPrecision& policy, const Tensors& scale, const Tensor& ok);
 
 }  // namespace fluxion::nn::detail

@@ -99,7 +99,7 @@ TrainState Trainer::init(uint64_t seed, DType dtype) const {
   if (options_.precision.loss_scaling) {
     double v = options_.precision.initial_scale;
     s.loss_scale = {dtype == DType::f64 ? Array::scalar(v) : Array::scalar(static_cast<float>(v)),
-                    Array::scalar(int32_t{0})};
+                    Array::scalar(int32_t{0}), Array::scalar(int32_t{0})};
   }
   // random::key's layout: the seed's two 32-bit halves.
   s.key = Array(std::vector<int32_t>{static_cast<int32_t>(static_cast<uint32_t>(seed)),

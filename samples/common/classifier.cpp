@@ -23,15 +23,13 @@ EpochResult train_epoch(const nn::Trainer& trainer, nn::TrainState& state, fx::d
   ProgressBar bar("epoch " + std::to_string(epoch), loader.size());
   std::vector<fx::Array> pending;
   double sum = 0;
-  int64_t steps = 0, examples = 0, skipped = 0;
+  int64_t steps = 0, examples = 0;
   bool scaled = !state.loss_scale.empty();
+  double skipped_before = scaled ? state.loss_scale[2].item() : 0;
   auto mean = [&] {
     for (const fx::Array& a : pending) {
       double loss = a.item();
-      if (scaled && !std::isfinite(loss)) {
-        ++skipped;
-        continue;
-      }
+      if (scaled && !std::isfinite(loss)) continue;
       sum += loss;
       ++steps;
     }
@@ -46,7 +44,7 @@ EpochResult train_epoch(const nn::Trainer& trainer, nn::TrainState& state, fx::d
   }
   EpochResult r{mean(), 0, 0};  // waits for the last step
   r.seconds = bar.seconds();
-  r.skipped = skipped;
+  if (scaled) r.skipped = static_cast<int64_t>(state.loss_scale[2].item() - skipped_before);
   bar.finish(examples, r.train_loss);
   return r;
 }

@@ -36,7 +36,7 @@ int train_classifier(const std::string& program, const TrainingOptions& opt, con
 struct EpochResult {
   double train_loss = 0;  // the mean of the epoch's step losses (the finite ones, under loss scaling)
   double seconds = 0;     // the training loop's time
-  int64_t skipped = 0;    // under loss scaling: steps whose loss was not finite, so skipped
+  int64_t skipped = 0;    // under loss scaling: steps skipped for gradients that were not finite
 };
 
 // ", loss scale S, N steps skipped" for a run that scales its loss (--precision f16), else "".

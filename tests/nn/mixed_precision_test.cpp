@@ -7,6 +7,7 @@
 #include <cmath>
 #include <filesystem>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "common/artifact_programs.h"
@@ -75,16 +76,17 @@ TEST_P(MixedPrecision, F16LossScalingSkipsOverflowingStepsAndAdaptsTheScale) {
   policy.growth_interval = 2;
   nn::Trainer trainer = trainer_for(backend(), policy);
   nn::TrainState s = trainer.init(5);
-  ASSERT_EQ(s.loss_scale.size(), 2u);
+  ASSERT_EQ(s.loss_scale.size(), 3u);
   EXPECT_EQ(s.loss_scale[0].item(), 65536.0);
   auto [x, y] = fx::data::Loader(subset(), {.batch_size = 64}).batch(0);
-  auto scale = [&] { return std::make_pair(s.loss_scale[0].item(), s.loss_scale[1].item()); };
+  // (scale, finite steps since it changed, steps skipped)
+  auto scale = [&] { return std::make_tuple(s.loss_scale[0].item(), s.loss_scale[1].item(), s.loss_scale[2].item()); };
   // Finite steps: the scale doubles after two of them.
   double first = trainer.step(s, x, y).item();
   EXPECT_TRUE(std::isfinite(first));
-  EXPECT_EQ(scale(), std::make_pair(65536.0, 1.0));
+  EXPECT_EQ(scale(), std::make_tuple(65536.0, 1.0, 0.0));
   trainer.step(s, x, y);
-  EXPECT_EQ(scale(), std::make_pair(131072.0, 0.0));
+  EXPECT_EQ(scale(), std::make_tuple(131072.0, 0.0, 0.0));
   // Inputs past f16's range make the forward pass infinite: the step is skipped.
   std::vector<Array> params = s.params, opt_state = s.opt_state;
   for (Array& a : params) a = a.clone();
@@ -93,12 +95,12 @@ TEST_P(MixedPrecision, F16LossScalingSkipsOverflowingStepsAndAdaptsTheScale) {
   trainer.step(s, huge, y);
   EXPECT_TRUE(same_bits(s.params, params));
   EXPECT_TRUE(same_bits(s.opt_state, opt_state));
-  EXPECT_EQ(scale(), std::make_pair(65536.0, 0.0));
+  EXPECT_EQ(scale(), std::make_tuple(65536.0, 0.0, 1.0));
   // And training goes on from there.
   double after = trainer.step(s, x, y).item();
   EXPECT_TRUE(std::isfinite(after));
   EXPECT_FALSE(same_bits(s.params, params));
-  EXPECT_EQ(scale(), std::make_pair(65536.0, 1.0));
+  EXPECT_EQ(scale(), std::make_tuple(65536.0, 1.0, 1.0));
 }
 
 TEST_P(MixedPrecision, TheLossScaleIsPartOfTheCheckpoint) {

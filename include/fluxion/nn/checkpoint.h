@@ -2,9 +2,10 @@
 // model state are stored under their own names ("0.weight", "1.running_mean", as a torch
 // state_dict's parameters and buffers), optimizer state (hyperparameters included) under
 // "optimizer." + its name, the step count and the random key as "trainer.step" and
-// "trainer.key" (and a loss-scaled run's scale as "trainer.loss_scale" and
-// "trainer.loss_scale_good_steps"); metadata records the model summary and the optimizer. A
-// run resumed from a checkpoint continues exactly as the uninterrupted run would have.
+// "trainer.key" (and a loss-scaled run's scale as "trainer.loss_scale",
+// "trainer.loss_scale_good_steps" and "trainer.skipped_steps"); metadata records the model
+// summary and the optimizer. A run resumed from a checkpoint continues exactly as the
+// uninterrupted run would have.
 //
 // load_model and load_parameters also read files written elsewhere (a torch state_dict saved
 // with safetensors): F16 and BF16 tensors are widened exactly into f32 or f64 parameters, names can be

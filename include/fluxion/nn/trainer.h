@@ -28,7 +28,8 @@ struct TrainState {
   Array step = Array::scalar(int32_t{0});              // i32 scalar: steps taken
   Array key = Array(std::vector<int32_t>{0, 0}, {2});  // i32[2]: the run's random key; step k's is fold_in(key, k)
   // With dynamic loss scaling (MixedPrecision::loss_scaling): the scale (a scalar of the
-  // parameters' dtype) and the finite steps since it last changed (i32 scalar). Else empty.
+  // parameters' dtype), the finite steps since it last changed and the steps skipped so far
+  // (i32 scalars). Else empty.
   std::vector<Array> loss_scale;
 };
 
