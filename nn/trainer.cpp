@@ -67,11 +67,12 @@ Trainer::Trainer(Model model, LossFn loss, Optimizer optimizer, Backend backend,
               auto [next, next_opt_state] = optimizer.update(p, grads, opt_state, names);
               if (scale.empty())
                 return std::make_tuple(value, next, next_opt_state, next_model_state, scale, step + 1.0);
-              // A step with a non-finite gradient changes nothing but the scale (and the model
-              // state its forward pass computed).
+              // A step with a non-finite gradient changes nothing but the scale: not the model
+              // state either, whose statistics an overflowing forward pass would have spoilt.
               Tensor ok = detail::all_finite(grads);
               return std::make_tuple(value, detail::unless_skipped(ok, next, p),
-                                     detail::unless_skipped(ok, next_opt_state, opt_state), next_model_state,
+                                     detail::unless_skipped(ok, next_opt_state, opt_state),
+                                     detail::unless_skipped(ok, next_model_state, model_state),
                                      detail::next_loss_scale(options.precision, scale, ok), step + 1.0);
             }),
             backend),

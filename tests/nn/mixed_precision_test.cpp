@@ -24,9 +24,9 @@ const fx::data::Dataset& subset() {
   return d;
 }
 
-nn::Trainer trainer_for(Backend b, const nn::MixedPrecision& precision) {
-  return nn::Trainer(samples::mlp_model(32),
-                     [](const Tensor& o, const Tensor& y) { return nn::softmax_cross_entropy(o, y); },
+nn::Trainer trainer_for(Backend b, const nn::MixedPrecision& precision,
+                        const nn::Model& model = samples::mlp_model(32)) {
+  return nn::Trainer(model, [](const Tensor& o, const Tensor& y) { return nn::softmax_cross_entropy(o, y); },
                      nn::adam({.lr = 3e-3}), b, {.precision = precision});
 }
 
@@ -101,6 +101,27 @@ TEST_P(MixedPrecision, F16LossScalingSkipsOverflowingStepsAndAdaptsTheScale) {
   EXPECT_TRUE(std::isfinite(after));
   EXPECT_FALSE(same_bits(s.params, params));
   EXPECT_EQ(scale(), std::make_tuple(65536.0, 1.0, 1.0));
+}
+
+// Batch norm's statistics in an overflowing step would be infinite: a skipped step keeps the
+// model state too, while a finite one updates it.
+TEST_P(MixedPrecision, ASkippedStepKeepsTheModelState) {
+  nn::Model model =
+      nn::Sequential{nn::Flatten(), nn::Dense(784, 16), nn::BatchNorm1d(16), nn::ReLU(), nn::Dense(16, 10)};
+  nn::Trainer trainer = trainer_for(backend(), nn::MixedPrecision::named("f16"), model);
+  nn::TrainState s = trainer.init(5);
+  auto [x, y] = fx::data::Loader(subset(), {.batch_size = 64}).batch(0);
+  std::vector<Array> before;
+  for (const Array& a : s.model_state) before.push_back(a.clone());
+  Array huge = make(fx::f32, std::vector<double>(static_cast<size_t>(x.size()), 1e6), x.shape());
+  trainer.step(s, huge, y);
+  EXPECT_EQ(s.loss_scale[2].item(), 1.0);
+  EXPECT_TRUE(same_bits(s.model_state, before));
+  trainer.step(s, x, y);
+  EXPECT_EQ(s.loss_scale[2].item(), 1.0);
+  EXPECT_FALSE(same_bits(s.model_state, before));
+  for (const Array& a : s.model_state)
+    for (double v : a.to_doubles()) EXPECT_TRUE(std::isfinite(v));
 }
 
 TEST_P(MixedPrecision, TheLossScaleIsPartOfTheCheckpoint) {

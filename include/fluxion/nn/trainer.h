@@ -35,14 +35,15 @@ struct TrainState {
 
 // Mixed-precision training (docs/precision.md, "Training"), as torch.autocast with a
 // GradScaler and JAX's jmp policies do it: parameters, optimizer state and model state stay in
-// their dtype (f32); the forward and backward passes run in `compute` (the parameters, the
-// model state and float inputs cast to it inside the step), and the model's output is cast back
-// before the loss, so the loss, the gradients reaching the parameters and the update are f32.
+// their dtype (f32); the forward and backward passes run in `compute` (the parameters and float
+// inputs cast to it inside the step; layer and batch norm and attention's softmax compute in
+// f32), and the model's output is cast back before the loss, so the loss, the gradients
+// reaching the parameters and the update are f32.
 struct MixedPrecision {
   DType compute = DType::f32;  // bf16 or f16; f32 or f64: no policy (the parameters' dtype throughout)
   // Dynamic loss scaling, for f16's narrow range: the loss is multiplied by the scale before
   // differentiation and the gradients divided by it after. A step whose gradients are not all
-  // finite is skipped (parameters and optimizer state unchanged) and halves the scale;
+  // finite is skipped (parameters, optimizer and model state unchanged) and halves the scale;
   // `growth_interval` finite steps in a row double it.
   bool loss_scaling = false;
   double initial_scale = 65536;
