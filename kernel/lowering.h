@@ -31,7 +31,10 @@
 //   V bind(V x, DType t)     an element used again and again (a fold's accumulator), computed
 //                            once: a variable in text, where each use would repeat it
 //   V convert(V a, DType from, DType to)   numeric to numeric, never from or to bool; float
-//                            to i32 is only asked for values in range, never NaN
+//                            to i32 is only asked for values in range, never NaN; to f16 or
+//                            bf16 from f64 or i32, a value round_to rounds once (a float
+//                            rounded to odd, or a double)
+//   V round_to(V x, DType t)  x (an f32 register) rounded to f16 or bf16, ties to even
 //
 // Indices (i64 on the CPU, int in GLSL), never negative where they address an element:
 //   V index(int64_t c)       V index_add(V a, V b)   V index_sub(V a, V b)   V index_mul(V a, V b)

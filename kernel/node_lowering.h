@@ -11,17 +11,20 @@
 
 namespace fluxion::kernel {
 
-// Whether n computes its elements rather than moving them (views, selects, constants and exact
-// reductions move them): an f16 or bf16 result that it computes in f32 registers is rounded to
-// its format once, as the reference evaluator rounds its double result.
-inline bool computes_elements(const ir::Node& n) {
+// x, node n's element, rounded to f16 or bf16 when n computes it (in f32 registers) rather than
+// moving it (views, selects, constants and exact reductions move theirs): once per op, as the
+// reference evaluator rounds its double result.
+template <class Builder, class V>
+V rounded(Builder& b, const ir::Node& n, V x, DType out) {
   ir::OpClass c = ir::op_info(n.op).cls;
-  return c == ir::OpClass::Unary || c == ir::OpClass::Binary || c == ir::OpClass::Convert || c == ir::OpClass::Random ||
-         c == ir::OpClass::Iota;
+  bool computes = c == ir::OpClass::Unary || c == ir::OpClass::Binary || c == ir::OpClass::Convert ||
+                  c == ir::OpClass::Random || c == ir::OpClass::Iota;
+  return computes && is_half(out) ? b.round_to(x, out) : x;
 }
 
+// Element idx of n's result, before rounding.
 template <class Builder, class V>
-V lower_node(Builder& b, const ir::Region& r, const ir::Node& n, const std::vector<V>& idx) {
+V lower_node_element(Builder& b, const ir::Region& r, const ir::Node& n, const std::vector<V>& idx) {
   ir::ValueId res = n.results[0];
   DType out = r.type(res).dtype;
   switch (ir::op_info(n.op).cls) {
@@ -40,6 +43,11 @@ V lower_node(Builder& b, const ir::Region& r, const ir::Node& n, const std::vect
   }
   if (ir::is_view(n.op)) return lower_view(b, r, n, res, idx);
   return lower_gathering(b, r, n, idx);
+}
+
+template <class Builder, class V>
+V lower_node(Builder& b, const ir::Region& r, const ir::Node& n, const std::vector<V>& idx) {
+  return rounded(b, n, lower_node_element(b, r, n, idx), r.type(n.results[0]).dtype);
 }
 
 }  // namespace fluxion::kernel

@@ -29,7 +29,7 @@ Value* KernelEmitter::is_nan(Value* x) { return builder_.CreateFCmpUNO(x, x); }
 // conversions) the bits are the same.
 Value* KernelEmitter::elementwise(const ir::Node& n, const std::vector<Value*>& x, DType in, DType out) {
   Renderer render(*this);
-  return round_to(builder_, out, kernel::lower_elementwise(render, n, x, in, out));
+  return kernel::rounded(render, n, kernel::lower_elementwise(render, n, x, in, out), out);
 }
 
 Value* KernelEmitter::reduce_identity(Op op, DType t) {
@@ -52,8 +52,7 @@ Value* KernelEmitter::compute(const ir::Node& n, const Index& idx) {
   if (kernel_.kind == kernel::KernelKind::StraightLine && (cls == ir::OpClass::Reduce || cls == ir::OpClass::MatMul))
     return fold(n, idx);
   Renderer render(*this);
-  Value* x = kernel::lower_node(render, region_, n, idx);
-  return kernel::computes_elements(n) ? round_to(builder_, region_.type(n.results[0]).dtype, x) : x;
+  return kernel::lower_node(render, region_, n, idx);
 }
 
 }  // namespace fluxion::cpu

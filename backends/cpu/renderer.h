@@ -73,6 +73,7 @@ class KernelEmitter::Renderer {
     }
     return emitter_.math(f, t, std::move(args));
   }
+  V round_to(V x, DType t) { return fluxion::cpu::round_to(builder_, t, x); }
   V convert(V a, DType from, DType to) {
     // To f16 or bf16 from a dtype wider than f32, a double that compute() rounds once: rounding
     // to f32 first could round twice.

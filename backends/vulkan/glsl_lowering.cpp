@@ -23,10 +23,7 @@ std::string GlslKernel::view(const ir::Node& n, ir::ValueId v, const Index& idx)
 
 std::string GlslKernel::compute(const ir::Node& n, const Index& idx) {
   Renderer render(*this);
-  std::string x = kernel::lower_node(render, region_, n, idx);
-  DType t = region_.type(n.results[0]).dtype;
-  if (!is_half(t) || !kernel::computes_elements(n)) return x;
-  return glsl::call(t == DType::f16 ? "fx_round_f16" : "fx_round_bf16", {x});
+  return kernel::lower_node(render, region_, n, idx);
 }
 
 // A convolution or one of its gradients as a matrix product over im2col, k split into

@@ -49,6 +49,7 @@ class GlslKernel::Renderer {
   // Fluxion's own math library (glsl_math.cpp): GLSL's built-ins are not accurate enough.
   V math(std::string_view f, DType t, const std::vector<V>& args) { return math_call(f, t, args); }
   // To f16 or bf16 from f64 or i32 through a float rounded to odd, which compute() rounds once.
+  V round_to(const V& x, DType t) { return glsl::call(t == DType::f16 ? "fx_round_f16" : "fx_round_bf16", {x}); }
   V convert(const V& a, DType from, DType to) {
     if (is_half(to) && (from == DType::f64 || from == DType::i32)) return glsl::call("fx_odd_float", {a});
     return glsl::call(glsl_type(to), {a});
