@@ -22,6 +22,13 @@ std::string check(const Spec& spec, const std::vector<Backend>& backends);
 // examples' summed loss matching finite differences. "" when every check passes.
 std::string check_vmap(const Spec& spec, const std::vector<Backend>& backends);
 
+// The same for a program in f16 or bf16 (in_dtype): on every backend its results, its
+// value_and_grad's value and its gradients have the interpreter's dtypes and are within a
+// tolerance of the f64 program's (or of the interpreter's 16-bit ones), the tolerance estimated
+// per element from runs of the f64 program perturbed by the 16-bit rounding error at every step
+// (halves_check.cpp). "" when every check passes.
+std::string check_halves(const Spec& spec, const std::vector<Backend>& backends);
+
 // check, check_vmap, or (in the shrinker's test) a stand-in.
 using Check = std::function<std::string(const Spec&, const std::vector<Backend>&)>;
 // What makes two failures alike for shrinking: which check failed, on which backend (a result,

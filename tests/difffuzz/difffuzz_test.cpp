@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <functional>
 #include <string>
 
 #include "difffuzz/check.h"
@@ -35,14 +36,16 @@ std::pair<uint64_t, uint64_t> seed_range() {
   return {first, count};
 }
 
-// Checks every `stride`-th seed of the range with `check`, and reports each failure shrunk (the
-// first three: a broken backend would fail most programs).
-void check_seed_range(const df::Check& check, uint64_t stride) {
+// Checks the program `make` gives for every `stride`-th seed of the range with `check`, and
+// reports each failure shrunk (the first three: a broken backend would fail most programs).
+void check_seed_range(
+    const df::Check& check, uint64_t stride,
+    const std::function<df::Spec(uint64_t)>& make = [](uint64_t seed) { return df::generate(seed); }) {
   auto [first, count] = seed_range();
   std::vector<fx::Backend> backends = compiled_backends();
   int failures = 0;
   for (uint64_t seed = first; seed < first + count && failures < 3; seed += stride) {
-    df::Spec spec = df::generate(seed);
+    df::Spec spec = make(seed);
     if (check(spec, backends).empty()) continue;
     ++failures;
     df::Spec small = df::shrink(spec, backends, check);
@@ -81,6 +84,14 @@ TEST(DiffFuzz, FixedSeedRange) { check_seed_range(df::check, 1); }
 // Every third seed of the range again under vmap (a third: each batched program costs a second
 // set of compiles and finite differences).
 TEST(DiffFuzz, FixedSeedRangeUnderVmap) { check_seed_range(df::check_vmap, 3); }
+
+// Every other seed of the range again with every float in bf16 or f16 (by turns), against the
+// f64 program within the tolerance its perturbed runs give.
+TEST(DiffFuzz, FixedSeedRangeInHalves) {
+  check_seed_range(df::check_halves, 2, [](uint64_t seed) {
+    return df::in_dtype(df::generate(seed), seed % 4 ? fx::DType::f16 : fx::DType::bf16);
+  });
+}
 
 // ---- Failures the fuzzer found, kept as regression tests (each fixed in the commit that added it).
 

@@ -56,8 +56,8 @@ Shape without_axis(Shape s, int axis) {
 }
 
 // The value a constant operand holds: not 0, so that a shrunk program keeps its ops busy.
-double constant_value(DType t) { return t == DType::f64 ? 0.5 : 1; }
-const char* constant_text(DType t) { return t == DType::f64 ? "0.5" : t == DType::i32 ? "1" : "true"; }
+double constant_value(DType t) { return is_float(t) ? 0.5 : 1; }
+const char* constant_text(DType t) { return is_float(t) ? "0.5" : t == DType::i32 ? "1" : "true"; }
 
 // ---- Op families: each step of a family applies one op of its operand's dtype, by index.
 
@@ -72,8 +72,8 @@ using AxisOp = Op<Tensor (*)(const Tensor&, int64_t)>;
 
 template <class O>
 struct Family {
-  std::vector<O> f64, i32, boolean;
-  const std::vector<O>& of(DType t) const { return t == DType::f64 ? f64 : t == DType::i32 ? i32 : boolean; }
+  std::vector<O> floats, i32, boolean;
+  const std::vector<O>& of(DType t) const { return is_float(t) ? floats : t == DType::i32 ? i32 : boolean; }
 };
 
 // Ops that several dtypes share.
@@ -166,7 +166,7 @@ const Smooth2 kCustom[] = {
 };
 constexpr int kCustomFunctions = sizeof kCustom / sizeof kCustom[0];
 
-// Cast targets, indexed by a Cast step's `op`.
+// Cast targets, indexed by a Cast step's `op`; f64 stands for the program's float dtype.
 constexpr DType kDTypes[] = {DType::f64, DType::i32, DType::boolean};
 
 // The largest trip count of a generated while_loop, and its max_iters: the loop's own counter
@@ -185,9 +185,9 @@ bool sliceable(const TensorType& t) {
   return std::any_of(t.shape.begin(), t.shape.end(), [](int64_t d) { return d >= 2; });
 }
 bool rank_at_most_3(const TensorType& t) { return t.rank() <= 3; }
-bool image(const TensorType& t) { return t.dtype == DType::f64 && t.rank() == 4 && t.shape[2] >= 2 && t.shape[3] >= 2; }
+bool image(const TensorType& t) { return is_float(t.dtype) && t.rank() == 4 && t.shape[2] >= 2 && t.shape[3] >= 2; }
 // Loops, cond and the custom functions compute in floats.
-bool float_value(const TensorType& t) { return t.dtype == DType::f64; }
+bool float_value(const TensorType& t) { return is_float(t.dtype); }
 bool float_with_axis(const TensorType& t) { return float_value(t) && t.rank() >= 1; }
 
 // What generate() keeps while it plans steps: the random stream and the program so far.
@@ -381,7 +381,10 @@ Planned plan_scatter_add(Builder& g, Step& st) {
 
 // ---- Tracing: each rule's apply records the step on its operands' Tensors.
 
-using Args = std::vector<Tensor>;
+// A step's operands, and the program's float dtype (what a cast to float gives).
+struct Args : std::vector<Tensor> {
+  DType floats = DType::f64;
+};
 
 template <class O>
 const O& op_of(const Family<O>& family, const Step& st, const Tensor& operand) {
@@ -402,9 +405,9 @@ Tensor apply_select(const Step&, const Args& x) { return where(x[0], x[1], x[2])
 constexpr int kFloatScale = 4, kIntClamp = 16;
 
 Tensor apply_cast(const Step& st, const Args& x) {
-  DType from = x[0].dtype(), to = kDTypes[st.op];
-  if (from == DType::f64 && to == DType::i32) return cast(x[0] * static_cast<double>(kFloatScale), to);
-  if (from == DType::i32 && to == DType::f64) {
+  DType from = x[0].dtype(), to = is_float(kDTypes[st.op]) ? x.floats : kDTypes[st.op];
+  if (is_float(from) && to == DType::i32) return cast(x[0] * static_cast<double>(kFloatScale), to);
+  if (from == DType::i32 && is_float(to)) {
     return cast(minimum(maximum(x[0], static_cast<double>(-kIntClamp)), static_cast<double>(kIntClamp)), to);
   }
   return cast(x[0], to);
@@ -425,7 +428,7 @@ Tensor apply_conv(const Step& st, const Args& x) { return conv2d(x[0], x[1], {.p
 
 Tensor apply_loop(const Step& st, const Args& x) {
   return fori_loop(
-      0, st.count, [](const Tensor& i, const Tensor& c) { return c * 0.8 + sin(c) * 0.3 + cast(i, DType::f64) * 0.05; },
+      0, st.count, [](const Tensor& i, const Tensor& c) { return c * 0.8 + sin(c) * 0.3 + cast(i, c.dtype()) * 0.05; },
       x[0]);
 }
 
@@ -450,7 +453,7 @@ Tensor apply_while(const Step& st, const Args& x) {
       while_loop([&](const Carry& c) { return logical_and(c.first < limit, max(abs(c.second)) < 2.0); },
                  [](const Carry& c) { return Carry(c.first + 1.0, c.second * 1.5 + sin(c.second) * 0.3 + 0.1); },
                  Carry(scalar(0, DType::i32), x[0]), kWhileMaxIters);
-  return out.second + cast(out.first, DType::f64) * 0.1;
+  return out.second + cast(out.first, x[0].dtype()) * 0.1;
 }
 
 Tensor apply_custom_vjp(const Step& st, const Args& x) {
@@ -516,11 +519,11 @@ std::string describe_select(const Spec&, const Step&, const Names& x) {
   return "where " + x[0] + " ? " + x[1] + " : " + x[2];
 }
 std::string describe_cast(const Spec& s, const Step& st, const Names& x) {
-  DType from = s.pool[static_cast<size_t>(st.in[0].value)].dtype, to = kDTypes[st.op];
+  DType from = s.pool[static_cast<size_t>(st.in[0].value)].dtype, to = s.pool[static_cast<size_t>(st.result)].dtype;
   std::string clamp = std::to_string(kIntClamp);
-  std::string what = from == DType::f64 && to == DType::i32   ? std::to_string(kFloatScale) + " * " + x[0]
-                     : from == DType::i32 && to == DType::f64 ? "clamp(" + x[0] + ", -" + clamp + ", " + clamp + ")"
-                                                              : x[0];
+  std::string what = is_float(from) && to == DType::i32   ? std::to_string(kFloatScale) + " * " + x[0]
+                     : from == DType::i32 && is_float(to) ? "clamp(" + x[0] + ", -" + clamp + ", " + clamp + ")"
+                                                          : x[0];
   return std::string("cast to ") + dtype_name(to) + " " + what;
 }
 std::string describe_matmul(const Spec&, const Step&, const Names& x) { return "matmul " + x[0] + ", " + x[1]; }
@@ -687,7 +690,31 @@ Spec generate(uint64_t seed, int max_steps) {
   return g.s;
 }
 
-std::vector<Tensor> trace(const Spec& spec, const std::vector<Tensor>& inputs) {
+namespace {
+
+// `x` times 1 + size * u, u uniform in [-1, 1) per element, drawn from (seed, key).
+Tensor perturbed(const Tensor& x, const Perturbation& p, uint64_t key) {
+  Rng r(p.seed * 0x9e3779b97f4a7c15ull + key);
+  std::vector<double> factor(static_cast<size_t>(numel(x.shape())));
+  for (double& f : factor) f = 1 + p.size * (2 * r.uniform() - 1);
+  return x * constant(Array(factor, x.shape()));
+}
+
+}  // namespace
+
+Spec in_dtype(const Spec& spec, DType floats) {
+  Spec out = spec;
+  out.floats = floats;
+  for (std::vector<TensorType>* types : {&out.inputs, &out.pool})
+    for (TensorType& t : *types)
+      if (is_float(t.dtype)) t.dtype = floats;
+  return out;
+}
+
+std::vector<Tensor> trace(const Spec& spec, const std::vector<Tensor>& inputs, const Perturbation* noise) {
+  auto rounding = [&](const Tensor& x, uint64_t key) {
+    return noise && is_float(x.dtype()) ? perturbed(x, *noise, key) : x;
+  };
   std::vector<Tensor> v(spec.pool.size());
   for (size_t i = 0; i < spec.pool.size(); ++i)
     if (spec.source[i] >= 0) v[i] = inputs[static_cast<size_t>(spec.source[i])];
@@ -695,19 +722,24 @@ std::vector<Tensor> trace(const Spec& spec, const std::vector<Tensor>& inputs) {
     if (!spec.live(k)) continue;
     const Step& st = spec.steps[k];
     Args x;
+    x.floats = spec.floats;
     for (const Operand& o : st.in) {
       const TensorType& t = spec.pool[static_cast<size_t>(o.value)];
       x.push_back(o.constant ? full(t.shape, constant_value(t.dtype), t.dtype) : v[static_cast<size_t>(o.value)]);
     }
-    v[static_cast<size_t>(st.result)] = rule(st.kind).apply(st, x);
+    v[static_cast<size_t>(st.result)] = rounding(rule(st.kind).apply(st, x), k);
   }
+  // The loss's terms are perturbed too: where they cancel, their rounding is most of its error.
+  auto loss_term = [&](const Tensor& s, int key) {
+    return sum(rounding(sin(s), spec.steps.size() + static_cast<uint64_t>(key)));
+  };
   std::vector<Tensor> out = {Tensor()};
   for (int r : spec.sinks()) {
     const Tensor& s = v[static_cast<size_t>(r)];
-    if (s.dtype() == DType::f64) out[0] = out[0].valid() ? out[0] + sum(sin(s)) : sum(sin(s));
+    if (is_float(s.dtype())) out[0] = out[0].valid() ? out[0] + loss_term(s, r) : loss_term(s, r);
     out.push_back(s);
   }
-  if (!out[0].valid()) out[0] = sum(sin(inputs[0]));
+  if (!out[0].valid()) out[0] = loss_term(inputs[0], -1);
   return out;
 }
 
@@ -719,6 +751,8 @@ Array array_of(DType dtype, const std::vector<double>& values, const Shape& shap
       for (double x : values) b.push_back(x != 0);
       return Array(b, shape);
     }
+    case DType::f16: return Array(std::vector<Half>(values.begin(), values.end()), shape);
+    case DType::bf16: return Array(std::vector<BFloat16>(values.begin(), values.end()), shape);
     default: return Array(values, shape);
   }
 }

@@ -3,8 +3,10 @@
 // first..first+count-1 on every backend, alone and vmapped, prints each failure shrunk, with its
 // IR text, a progress line every --progress programs and a summary line at the end; exits 1
 // when any failed.
-//   fluxion_difffuzz [--first N] [--count N] [--max-steps N] [--progress N] [--print 1]
+//   fluxion_difffuzz [--first N] [--count N] [--max-steps N] [--progress N] [--print 1] [--dtype T]
 // --print 1 prints each program before checking it (for a program that crashes the process).
+// --dtype f16 or bf16 checks the programs with their float values in that dtype (check_halves)
+// instead of in f64 (check and check_vmap).
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -18,6 +20,7 @@ struct Options {
   uint64_t first = 1000, count = 1000;
   int max_steps = 8, print = 0;
   uint64_t progress = 100;
+  fluxion::DType floats = fluxion::DType::f64;
 };
 
 bool parse(int argc, char** argv, Options& o) {
@@ -29,6 +32,8 @@ bool parse(int argc, char** argv, Options& o) {
     else if (a == "--max-steps") o.max_steps = std::atoi(argv[i + 1]);
     else if (a == "--progress") o.progress = std::stoull(argv[i + 1]);
     else if (a == "--print") o.print = std::atoi(argv[i + 1]);
+    else if (a == "--dtype" && (std::string(argv[i + 1]) == "f16" || std::string(argv[i + 1]) == "bf16"))
+      o.floats = std::string(argv[i + 1]) == "f16" ? fluxion::DType::f16 : fluxion::DType::bf16;
     else return false;
   }
   return true;
@@ -41,7 +46,8 @@ int main(int argc, char** argv) {
   Options o;
   if (!parse(argc, argv, o)) {
     std::fprintf(stderr,
-                 "usage: fluxion_difffuzz [--first N] [--count N] [--max-steps N] [--progress N] [--print 1]\n");
+                 "usage: fluxion_difffuzz [--first N] [--count N] [--max-steps N] [--progress N] [--print 1] "
+                 "[--dtype f16|bf16]\n");
     return 2;
   }
   std::vector<fluxion::Backend> backends;
@@ -58,12 +64,15 @@ int main(int argc, char** argv) {
   for (uint64_t run = 1; run <= o.count; ++run) {
     uint64_t seed = o.first + run - 1;
     df::Spec spec = df::generate(seed, o.max_steps);
+    if (o.floats != fluxion::DType::f64) spec = df::in_dtype(spec, o.floats);
     if (o.print) {
       std::printf("seed %llu:\n%s", static_cast<unsigned long long>(seed), spec.describe().c_str());
       std::fflush(stdout);
     }
     bool program_failed = false;
-    for (df::Check check : {df::check, df::check_vmap}) {
+    std::vector<df::Check> checks = {df::check, df::check_vmap};
+    if (o.floats != fluxion::DType::f64) checks = {df::check_halves};
+    for (const df::Check& check : checks) {
       if (check(spec, backends).empty()) continue;
       program_failed = true;
       df::Spec small = df::shrink(spec, backends, check);
