@@ -182,18 +182,25 @@ auto split_loss(const Spec& spec) {
 
 }  // namespace
 
-std::string check_vmap(const Spec& spec, const std::vector<Backend>& backends) {
-  constexpr int64_t kExamples = 3;
-  size_t which = spec.seed % spec.inputs.size(), floats = spec.float_inputs();
-  int64_t axis = static_cast<int64_t>((spec.seed / 7) % (spec.inputs[which].shape.size() + 1));
-  std::vector<Array> inputs = make_inputs(spec.inputs, spec.seed), examples;
-  for (int64_t e = 0; e < kExamples; ++e) {
-    examples.push_back(make_inputs({spec.inputs[which]}, spec.seed + 100 + static_cast<uint64_t>(e))[0]);
+Batch batch_of(const Spec& spec) {
+  Batch b;
+  b.input = spec.seed % spec.inputs.size();
+  b.axis = static_cast<int64_t>((spec.seed / 7) % (spec.inputs[b.input].shape.size() + 1));
+  b.inputs = make_inputs(spec.inputs, spec.seed);
+  for (int64_t e = 0; e < Batch::kExamples; ++e) {
+    b.examples.push_back(make_inputs({spec.inputs[b.input]}, spec.seed + 100 + static_cast<uint64_t>(e))[0]);
   }
-  std::vector<Array> batched = inputs;
-  batched[which] = stack_along(examples, axis);
-  std::vector<std::optional<int>> axes(inputs.size(), std::nullopt);
-  axes[which] = static_cast<int>(axis);
+  b.batched = b.inputs;
+  b.batched[b.input] = stack_along(b.examples, b.axis);
+  b.axes.assign(b.inputs.size(), std::nullopt);
+  b.axes[b.input] = static_cast<int>(b.axis);
+  return b;
+}
+
+std::string check_vmap(const Spec& spec, const std::vector<Backend>& backends) {
+  constexpr int64_t kExamples = Batch::kExamples;
+  size_t floats = spec.float_inputs();
+  auto [which, axis, inputs, examples, batched, axes] = batch_of(spec);
   auto program = [spec, axes](const std::vector<Tensor>& in) {
     return vmap([spec](const std::vector<Tensor>& x) { return trace(spec, x); }, {BatchAxes(axes)})(in);
   };

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -22,11 +23,24 @@ std::string check(const Spec& spec, const std::vector<Backend>& backends);
 // examples' summed loss matching finite differences. "" when every check passes.
 std::string check_vmap(const Spec& spec, const std::vector<Backend>& backends);
 
+// What check_vmap batches: Batch::kExamples examples of input `input` (chosen by the seed)
+// stacked along `axis` (also chosen by it) into `batched`, the other inputs unbatched as in
+// `inputs`; `axes` is what vmap is given.
+struct Batch {
+  static constexpr int64_t kExamples = 3;
+  size_t input = 0;
+  int64_t axis = 0;
+  std::vector<Array> inputs, examples, batched;
+  std::vector<std::optional<int>> axes;
+};
+Batch batch_of(const Spec& spec);
+
 // The same for a program in f16 or bf16 (in_dtype): on every backend its results, its
 // value_and_grad's value and its gradients have the interpreter's dtypes and are within a
 // tolerance of the f64 program's (or of the interpreter's 16-bit ones), the tolerance estimated
 // per element from runs of the f64 program perturbed by the 16-bit rounding error at every step
-// (halves_check.cpp). "" when every check passes.
+// (halves_check.cpp); and the same again for the program vmapped as check_vmap batches it (the
+// gradient of the examples' summed loss). "" when every check passes.
 std::string check_halves(const Spec& spec, const std::vector<Backend>& backends);
 
 // check, check_vmap, or (in the shrinker's test) a stand-in.

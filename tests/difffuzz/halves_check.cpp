@@ -8,6 +8,7 @@
 // such errors at that element.
 #include <cmath>
 #include <cstdio>
+#include <optional>
 
 #include "difffuzz/check.h"
 
@@ -108,48 +109,63 @@ std::string compare(const std::string& where, const Values& got, const Values& e
   return "";
 }
 
-}  // namespace
+using Axes = std::vector<std::optional<int>>;
 
-std::string check_halves(const Spec& spec, const std::vector<Backend>& backends) {
+// check_halves on `inputs`, of the program vmapped over `axes` when there are any (the loss
+// then the sum of the examples'). "" when every backend agrees.
+std::string check_on(const Spec& spec, const std::vector<Array>& inputs, const Axes& axes,
+                     const std::vector<Backend>& backends) {
   Spec wide = in_dtype(spec, DType::f64);
   double unit = unit_roundoff(spec.floats);
   size_t floats = spec.float_inputs();
-  std::vector<Array> inputs = make_inputs(spec.inputs, spec.seed), wide_inputs = widened(inputs);
+  std::vector<Array> wide_inputs = widened(inputs);
   // Values and gradients of `s` (perturbed by `noise`) on backend b.
   auto evaluate = [&](const Spec& s, const std::vector<Array>& in, Backend b, const Perturbation* noise) {
     Perturbation p = noise ? *noise : Perturbation{};
-    auto program = [s, p, noise](const std::vector<Tensor>& x) { return trace(s, x, noise ? &p : nullptr); };
+    auto one = [s, p, noise](const std::vector<Tensor>& x) { return trace(s, x, noise ? &p : nullptr); };
+    auto program = [one, axes](const std::vector<Tensor>& x) {
+      return axes.empty() ? one(x) : vmap(one, {BatchAxes(axes)})(x);
+    };
     auto loss = [program](const std::vector<Tensor>& f, const std::vector<Tensor>& o) {
       std::vector<Tensor> all = f;
       all.insert(all.end(), o.begin(), o.end());
-      return program(all)[0];
+      return sum(program(all)[0]);
     };
     std::vector<Array> f(in.begin(), in.begin() + static_cast<std::ptrdiff_t>(floats));
     std::vector<Array> o(in.begin() + static_cast<std::ptrdiff_t>(floats), in.end());
     auto [value, grads] = jit(value_and_grad(loss), b)(f, o);
     return values_of(jit(program, b)(in), value, grads);
   };
+  std::string what = std::string(" in ") + dtype_name(spec.floats) + (axes.empty() ? "" : " vmapped");
   try {
     Values exact = evaluate(wide, wide_inputs, Backend::Interp, nullptr);
     Values interpreted = evaluate(spec, inputs, Backend::Interp, nullptr);
+    size_t results = exact.arrays.size() - floats - 1;
     // A program that overflows (f16 ends at 65504) says nothing about the backends.
-    if (!std::isfinite(exact.arrays[0][0]) || !std::isfinite(interpreted.arrays[0][0])) return "";
+    if (!std::isfinite(exact.arrays[results][0]) || !std::isfinite(interpreted.arrays[results][0])) return "";
     std::vector<Values> perturbed;
     for (int k = 0; k < kPerturbations; ++k) {
       Perturbation noise{unit, spec.seed * kPerturbations + static_cast<uint64_t>(k)};
       perturbed.push_back(evaluate(wide, wide_inputs, Backend::Interp, &noise));
     }
     std::vector<std::vector<double>> tol = tolerances(exact, perturbed, unit);
-    size_t results = exact.arrays.size() - floats - 1;
     for (Backend b : backends) {
-      std::string e = compare(std::string(" in ") + dtype_name(spec.floats) + " on " + backend_name(b),
-                              evaluate(spec, inputs, b, nullptr), exact, interpreted, tol, results);
+      std::string e = compare(what + " on " + backend_name(b), evaluate(spec, inputs, b, nullptr), exact, interpreted,
+                              tol, results);
       if (!e.empty()) return e;
     }
   } catch (const std::exception& e) {
-    return std::string("exception: ") + e.what();
+    return "exception" + what + ": " + e.what();
   }
   return "";
+}
+
+}  // namespace
+
+std::string check_halves(const Spec& spec, const std::vector<Backend>& backends) {
+  Batch batch = batch_of(spec);
+  std::string e = check_on(spec, batch.inputs, {}, backends);
+  return e.empty() ? check_on(spec, batch.batched, batch.axes, backends) : e;
 }
 
 }  // namespace fluxion::difffuzz
