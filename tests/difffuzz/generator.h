@@ -1,11 +1,13 @@
 // The differential fuzzer's random programs: well-typed programs over f64, i32 and bool values,
-// built from a seed (and the same programs in f16 or bf16: in_dtype()). They mix elementwise chains with broadcasting,
-// integer arithmetic, comparisons, select and casts, reductions, matmul, views, conv2d, gather, take and scatter_add
-// (indices in range), loops (fori_loop and scan with small trip counts, and a data-dependent while_loop), cond, and
-// custom_vjp / custom_jvp functions whose rules are the true derivatives. A program is a list of steps over a pool of
-// values (the inputs first); every step appends one value. The program returns the loss, sum(sin(v)) summed over its
-// float sinks (the values no later step reads; input 0 when there is none), then every sink. Types are known while
-// generating, so every step fits; shrinking (simplifications()) keeps them so.
+// built from a seed, and the same programs in f16 or bf16 (in_dtype()). They mix elementwise
+// chains with broadcasting, integer arithmetic, comparisons, select and casts, reductions,
+// matmul, views, conv2d, gather, take and scatter_add (indices in range), loops (fori_loop and
+// scan with small trip counts, and a data-dependent while_loop), cond, and custom_vjp /
+// custom_jvp functions whose rules are the true derivatives. A program is a list of steps over a
+// pool of values (the inputs first); every step appends one value. The program returns the loss,
+// sum(sin(v)) summed over its float sinks (the values no later step reads; input 0 when there is
+// none), then every sink. Types are known while generating, so every step fits; shrinking
+// (simplifications()) keeps them so.
 #pragma once
 
 #include <cstdint>

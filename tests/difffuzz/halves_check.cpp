@@ -120,9 +120,8 @@ std::string check_on(const Spec& spec, const std::vector<Array>& inputs, const A
   size_t floats = spec.float_inputs();
   std::vector<Array> wide_inputs = widened(inputs);
   // Values and gradients of `s` (perturbed by `noise`) on backend b.
-  auto evaluate = [&](const Spec& s, const std::vector<Array>& in, Backend b, const Perturbation* noise) {
-    Perturbation p = noise ? *noise : Perturbation{};
-    auto one = [s, p, noise](const std::vector<Tensor>& x) { return trace(s, x, noise ? &p : nullptr); };
+  auto evaluate = [&](const Spec& s, const std::vector<Array>& in, Backend b, std::optional<Perturbation> noise) {
+    auto one = [s, noise](const std::vector<Tensor>& x) { return trace(s, x, noise ? &*noise : nullptr); };
     auto program = [one, axes](const std::vector<Tensor>& x) {
       return axes.empty() ? one(x) : vmap(one, {BatchAxes(axes)})(x);
     };
@@ -138,20 +137,20 @@ std::string check_on(const Spec& spec, const std::vector<Array>& inputs, const A
   };
   std::string what = std::string(" in ") + dtype_name(spec.floats) + (axes.empty() ? "" : " vmapped");
   try {
-    Values exact = evaluate(wide, wide_inputs, Backend::Interp, nullptr);
-    Values interpreted = evaluate(spec, inputs, Backend::Interp, nullptr);
+    Values exact = evaluate(wide, wide_inputs, Backend::Interp, std::nullopt);
+    Values interpreted = evaluate(spec, inputs, Backend::Interp, std::nullopt);
     size_t results = exact.arrays.size() - floats - 1;
     // A program that overflows (f16 ends at 65504) says nothing about the backends.
     if (!std::isfinite(exact.arrays[results][0]) || !std::isfinite(interpreted.arrays[results][0])) return "";
     std::vector<Values> perturbed;
     for (int k = 0; k < kPerturbations; ++k) {
       Perturbation noise{unit, spec.seed * kPerturbations + static_cast<uint64_t>(k)};
-      perturbed.push_back(evaluate(wide, wide_inputs, Backend::Interp, &noise));
+      perturbed.push_back(evaluate(wide, wide_inputs, Backend::Interp, noise));
     }
     std::vector<std::vector<double>> tol = tolerances(exact, perturbed, unit);
     for (Backend b : backends) {
-      std::string e = compare(what + " on " + backend_name(b), evaluate(spec, inputs, b, nullptr), exact, interpreted,
-                              tol, results);
+      std::string e = compare(what + " on " + backend_name(b), evaluate(spec, inputs, b, std::nullopt), exact,
+                              interpreted, tol, results);
       if (!e.empty()) return e;
     }
   } catch (const std::exception& e) {

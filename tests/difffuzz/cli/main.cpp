@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <string>
+#include <string_view>
 
 #include "difffuzz/check.h"
 
@@ -32,8 +33,8 @@ bool parse(int argc, char** argv, Options& o) {
     else if (a == "--max-steps") o.max_steps = std::atoi(argv[i + 1]);
     else if (a == "--progress") o.progress = std::stoull(argv[i + 1]);
     else if (a == "--print") o.print = std::atoi(argv[i + 1]);
-    else if (a == "--dtype" && (std::string(argv[i + 1]) == "f16" || std::string(argv[i + 1]) == "bf16"))
-      o.floats = std::string(argv[i + 1]) == "f16" ? fluxion::DType::f16 : fluxion::DType::bf16;
+    else if (a == "--dtype" && std::string_view(argv[i + 1]) == "f16") o.floats = fluxion::DType::f16;
+    else if (a == "--dtype" && std::string_view(argv[i + 1]) == "bf16") o.floats = fluxion::DType::bf16;
     else return false;
   }
   return true;
