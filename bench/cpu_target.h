@@ -13,7 +13,8 @@ inline std::string cpu_target_line() {
   auto kib = [](int64_t b) { return b > 0 ? std::to_string(b >> 10) + " KiB" : std::string("unknown"); };
   return "CPU code: " + t.isa + " on " + t.cpu + " (FLUXION_CPU_FEATURES=" + t.requested + "), " +
          std::to_string(t.vector_bits) + "-bit vectors, " + std::to_string(t.vector_registers) +
-         " vector registers, L1d " + kib(t.l1d_bytes) + ", L2 " + kib(t.l2_bytes);
+         " vector registers, L1d " + kib(t.l1d_bytes) + ", L2 " + kib(t.l2_bytes) +
+         (t.bf16_products ? ", bf16 products (AVX-512-BF16)" : "");
 }
 
 }  // namespace bench

@@ -2,13 +2,17 @@
 // matrix products of W3, W4 and W5 (their forward products and the two of each gradient, with
 // the operands transposed as the gradient has them), one thread, side by side in one process.
 // The target: Fluxion within 1.0x of OpenBLAS on these shapes, on AVX2 and AVX-512 alike
-// (docs/performance.md).
+// (docs/performance.md). Then the same products of bf16 operands summed in f32 (JAX's
+// `dot(a.astype(f32), b.astype(f32))` of bf16 arrays), and two square ones, against Fluxion's own
+// f32 product: on AVX-512-BF16 they run as dot products of bf16 pairs (docs/precision.md).
 #include <cblas.h>
 
 #include <fluxion/fluxion.h>
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
+#include <iterator>
 #include <string>
 #include <vector>
 
@@ -54,6 +58,48 @@ std::string product_strategy(const std::string& kernels) {
   return kernels.substr(at, kernels.find(']', at) + 1 - at);
 }
 
+// The bf16 table: each product of bf16 operands (converted to f32 by the program, so it sums in
+// f32 and returns f32) against the f32 product of the same values.
+void bf16_products() {
+  std::printf("\nbf16 operands, f32 sums: median us; ratio = f32 / bf16 (the bf16 product's speed-up)\n\n");
+  std::printf("%-4s %-26s %18s %10s %10s %7s %7s  %s\n", "", "product", "m x n x k", "bf16", "f32", "ratio", "GFLOP/s",
+              "kernel");
+  std::vector<Shape> shapes(std::begin(kShapes), std::end(kShapes));
+  shapes.push_back({"sq", "square", 1024, 1024, 1024, false, false});
+  shapes.push_back({"sq", "square, B transposed", 1024, 1024, 1024, false, true});
+  auto to_bf16 = fx::jit([](fx::Tensor a) { return fx::cast(a, fx::bf16); });
+  for (const Shape& s : shapes) {
+    std::vector<int64_t> as = s.ta ? std::vector<int64_t>{s.k, s.m} : std::vector<int64_t>{s.m, s.k};
+    std::vector<int64_t> bs = s.tb ? std::vector<int64_t>{s.n, s.k} : std::vector<int64_t>{s.k, s.n};
+    bool ta = s.ta, tb = s.tb;
+    auto f = fx::jit([ta, tb](fx::Tensor a, fx::Tensor b) {
+      a = fx::cast(a, fx::f32), b = fx::cast(b, fx::f32);
+      return fx::matmul(ta ? fx::transpose(a) : a, tb ? fx::transpose(b) : b);
+    });
+    std::vector<fx::Array> halves{to_bf16(fx::Array(bench::lcg_values(as[0] * as[1], 1), as)),
+                                  to_bf16(fx::Array(bench::lcg_values(bs[0] * bs[1], 2), bs))};
+    auto widened = [](const fx::Array& x) {
+      std::vector<double> d = x.to_doubles();
+      return fx::Array(std::vector<float>(d.begin(), d.end()), x.shape());
+    };
+    std::vector<fx::Array> singles{widened(halves[0]), widened(halves[1])};
+    fx::Compiled c16 = f.lower(halves[0], halves[1]), c32 = f.lower(singles[0], singles[1]);
+    std::vector<fx::Array> out16 = c16.run(halves), out32 = c32.run(singles);
+    double t16 = median_us([&] { c16.run_into(halves, out16); });
+    double t32 = median_us([&] { c32.run_into(singles, out32); });
+    std::vector<float> got = out16[0].to_vector<float>(), want = out32[0].to_vector<float>();
+    double err = 0;
+    for (size_t i = 0; i < got.size(); ++i) err = std::max(err, static_cast<double>(std::abs(got[i] - want[i])));
+    if (err > 1e-3 * s.k) {
+      std::fprintf(stderr, "%s %s: the bf16 and f32 products differ by %g\n", s.workload, s.what, err);
+      std::exit(1);
+    }
+    std::string dims = std::to_string(s.m) + " x " + std::to_string(s.n) + " x " + std::to_string(s.k);
+    std::printf("%-4s %-26s %18s %10.2f %10.2f %7.2f %7.0f  %s\n", s.workload, s.what, dims.c_str(), t16, t32,
+                t32 / t16, 2.0 * s.m * s.n * s.k / t16 * 1e-3, product_strategy(c16.kernels()).c_str());
+  }
+}
+
 }  // namespace
 
 int main() {
@@ -95,4 +141,5 @@ int main() {
                 2.0 * s.m * s.n * s.k / ours * 1e-3, product_strategy(c.kernels()).c_str());
   }
   std::printf("\nworst ratio: %.2f\n", worst);
+  bf16_products();
 }

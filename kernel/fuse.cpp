@@ -173,15 +173,22 @@ class Fuser {
     return {g};
   }
 
-  // Groups whose stored values a view of v reads (marking those values stored).
-  std::set<int> view_base_groups(ValueId v) {
+  // Whether a reader of v through views goes on to v's operands: v is a view not stored, or
+  // (`widening`) a conversion to f32 that the reader does as it loads.
+  bool read_through(size_t pn, bool widening) const {
+    return (roles_[pn] == Role::View && group_of_[pn] < 0) || (widening && is_widening(region_, region_.nodes[pn]));
+  }
+
+  // Groups whose stored values a view of v reads (marking those values stored); `widening` as in
+  // strided_view.
+  std::set<int> view_base_groups(ValueId v, bool widening = false) {
     int p = producer_[static_cast<size_t>(v)];
     if (p < 0) return {};
     size_t pn = static_cast<size_t>(p);
-    if (roles_[pn] == Role::View && group_of_[pn] < 0) {
+    if (read_through(pn, widening)) {
       std::set<int> out;
       for (ValueId o : region_.nodes[pn].operands) {
-        auto s = view_base_groups(o);
+        auto s = view_base_groups(o, widening);
         out.insert(s.begin(), s.end());
       }
       return out;
@@ -193,10 +200,10 @@ class Fuser {
   }
 
   // Stored leaves of a view chain (for sibling matching).
-  void view_leaves(ValueId v, std::set<ValueId>& out) {
+  void view_leaves(ValueId v, std::set<ValueId>& out, bool widening = false) {
     int p = producer_[static_cast<size_t>(v)];
-    if (p >= 0 && roles_[static_cast<size_t>(p)] == Role::View && group_of_[static_cast<size_t>(p)] < 0) {
-      for (ValueId o : region_.nodes[static_cast<size_t>(p)].operands) view_leaves(o, out);
+    if (p >= 0 && read_through(static_cast<size_t>(p), widening)) {
+      for (ValueId o : region_.nodes[static_cast<size_t>(p)].operands) view_leaves(o, out, widening);
     } else if (p < 0 || roles_[static_cast<size_t>(p)] != Role::Inline) {
       out.insert(v);
     }
@@ -315,10 +322,11 @@ class Fuser {
     groups_[static_cast<size_t>(g)].nodes.push_back(i);
     std::set<int> deps;
     std::vector<StridedView> views;
+    bool widening = n.op == Op::MatMul && options_.widening_operand_views;
     for (ValueId o : n.operands) {
       StridedView sv;
-      bool strided = n.op == Op::MatMul && strided_operand(o, &sv);
-      std::set<int> d = n.op != Op::MatMul || strided ? view_base_groups(o) : need_buffer(o);
+      bool strided = n.op == Op::MatMul && strided_operand(o, &sv, widening);
+      std::set<int> d = n.op != Op::MatMul || strided ? view_base_groups(o, strided && widening) : need_buffer(o);
       // The view read is the one the dependencies were taken from, now: a copy of a view in the
       // chain made later (for a result, or another reader) is not ordered before this kernel.
       // (An operand that need_buffer stored, a splat among them, is read from its buffer.)
@@ -326,7 +334,7 @@ class Fuser {
         detail::fail("fuse", "internal error: a stored matmul operand is not a strided view");
       views.push_back(sv);
       deps.insert(d.begin(), d.end());
-      view_leaves(o, groups_[static_cast<size_t>(g)].leaves);
+      view_leaves(o, groups_[static_cast<size_t>(g)].leaves, strided && widening);
     }
     groups_[static_cast<size_t>(g)].preds = deps;
     if (n.op == Op::MatMul) groups_[static_cast<size_t>(g)].operand_views = std::move(views);
@@ -493,8 +501,8 @@ class Fuser {
     if (reduces) must_[static_cast<size_t>(n.results[0])] = true;
   }
 
-  bool strided_operand(ValueId v, StridedView* sv) {
-    return strided_view(region_, probe_, producer_, v, sv) && role(sv->base) != Role::Inline;
+  bool strided_operand(ValueId v, StridedView* sv, bool widening) {
+    return strided_view(region_, probe_, producer_, v, sv, widening) && role(sv->base) != Role::Inline;
   }
 
   RegionSchedule finish() {
@@ -716,7 +724,8 @@ class Fuser {
 
   // `nodes` less the elementwise ones whose values nobody reads: not stored and not used by
   // another node of the kernel (a chain that joined its producer's kernel and that every reader
-  // recomputes, as tanh's 1 - h * h in W3's backward kernel). Unchanged if nothing would remain.
+  // recomputes, as tanh's 1 - h * h in W3's backward kernel; a conversion to f32 that every
+  // product reading it does as it loads). Empty when the kernel computes nothing anyone reads.
   std::vector<size_t> without_unread_nodes(std::vector<size_t> nodes) const {
     for (bool changed = true; changed;) {
       changed = false;
@@ -728,7 +737,7 @@ class Fuser {
                       const auto& ops = region_.nodes[c].operands;
                       return std::find(ops.begin(), ops.end(), v) != ops.end();
                     });
-        if (!read && nodes.size() > 1) {
+        if (!read) {
           nodes.erase(nodes.begin() + static_cast<long>(j));
           changed = true;
         }
@@ -747,6 +756,7 @@ class Fuser {
     k.space = g.space;
     std::sort(g.nodes.begin(), g.nodes.end());
     k.nodes = without_unread_nodes(g.nodes);
+    if (k.nodes.empty()) return;
     std::sort(g.recomputed.begin(), g.recomputed.end());
     g.recomputed.erase(std::unique(g.recomputed.begin(), g.recomputed.end()), g.recomputed.end());
     for (size_t c : g.recomputed) {

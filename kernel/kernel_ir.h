@@ -146,6 +146,11 @@ struct FusionOptions {
   // kernel, are split into parts with partial results (Kernel::split_over; the CPU, whose
   // threads split the parts; a GPU reduces within workgroups instead).
   bool split_reductions = true;
+  // A matmul reads an f16 or bf16 operand converted to f32 (the conversion sum_halves_in_f32
+  // puts before a product of 16-bit values) from the 16-bit buffer, widening each element as it
+  // loads it: no f32 copy is stored and read back (strided_view's `widening`; the CPU's product
+  // loads through its operands' strided views, a GPU's through its own lowering).
+  bool widening_operand_views = true;
   // A scan's carries get a second buffer each in the scan's arena (scan_carry_buffers), so that
   // the CPU alternates them by step instead of copying each step's new carries back.
   bool double_buffered_scan_carries = true;
@@ -289,9 +294,15 @@ void for_each_kernel(const ir::Region& r, RegionSchedule& s,
                      const std::function<void(const ir::Region&, const RegionSchedule&, Kernel&)>& visit);
 
 // Follows transpose, broadcast, slice and compatible reshapes from `v` down to a value whose
-// storage is not View; false when the chain cannot be expressed by strides.
+// storage is not View; false when the chain cannot be expressed by strides. With `widening`, it
+// also goes through conversions of f16 or bf16 to f32 (is_widening), whatever their storage: the
+// base is then the 16-bit value, which a reader widens as it loads.
 bool strided_view(const ir::Region& r, const RegionSchedule& s, const std::vector<int32_t>& producer, ir::ValueId v,
-                  StridedView* out);
+                  StridedView* out, bool widening = false);
+
+// Whether n converts an f16 or bf16 value to f32: exact, so reading the 16-bit value and widening
+// it as it is loaded gives the same bits as reading the converted one.
+bool is_widening(const ir::Region& r, const ir::Node& n);
 
 // A schedule with no kernels or steps yet: no value has storage but the parameters (Param).
 RegionSchedule unplanned_schedule(const ir::Region& r);

@@ -23,6 +23,7 @@ namespace fluxion::kernel {
   X(Rows, "rows")                        /* cpu: a scatter by result rows */                    \
   X(Tiles, "tiles")                      /* both: a register-tiled matrix product */            \
   X(TransposedTiles, "transposed-tiles") /* cpu: few rows times a transpose, as C^T tiles */    \
+  X(Bf16Tiles, "bf16-tiles")             /* cpu: register tiles of bf16 pairs (AVX-512-BF16) */ \
   X(Sliding, "sliding")                  /* cpu: a stride-1 convolution as sliding windows */   \
   X(Im2col, "im2col")                    /* cpu: a convolution as a product over im2col */      \
   X(PerIndex, "per-index")               /* gpu: one invocation per index */                    \

@@ -47,11 +47,17 @@ bool reshape_strides(const Shape& old_shape, const std::vector<int64_t>& old_str
 
 }  // namespace
 
+bool is_widening(const ir::Region& r, const ir::Node& n) {
+  return n.op == ir::Op::Convert && is_half(r.type(n.operands[0]).dtype) && r.type(n.results[0]).dtype == DType::f32;
+}
+
 bool strided_view(const ir::Region& r, const RegionSchedule& s, const std::vector<int32_t>& producer, ir::ValueId v,
-                  StridedView* out) {
+                  StridedView* out, bool widening) {
   size_t vi = static_cast<size_t>(v);
   const Shape& shape = r.type(v).shape;
   int p = producer[vi];
+  if (widening && p >= 0 && is_widening(r, r.nodes[static_cast<size_t>(p)]))
+    return strided_view(r, s, producer, r.nodes[static_cast<size_t>(p)].operands[0], out, widening);
   if (s.storage[vi] != Storage::View || p < 0) {
     out->base = s.storage[vi] == Storage::Alias ? s.alias_of[vi] : v;
     out->offset = 0;
@@ -66,7 +72,7 @@ bool strided_view(const ir::Region& r, const RegionSchedule& s, const std::vecto
   if (n.op != ir::Op::Transpose && n.op != ir::Op::Broadcast && n.op != ir::Op::Slice && n.op != ir::Op::Reshape) {
     return false;
   }
-  if (!strided_view(r, s, producer, n.operands[0], &in)) return false;
+  if (!strided_view(r, s, producer, n.operands[0], &in, widening)) return false;
   const Shape& in_shape = r.type(n.operands[0]).shape;
   out->base = in.base;
   out->offset = in.offset;

@@ -182,13 +182,23 @@ class KernelEmitter {
     Shape batch;  // outer dims; dimension 0 is split across threads (rows when there is none)
     int64_t M = 0, N = 0, K = 0, kc = 0, blocks = 0;
     bool b_rows_contiguous = false;  // pack B row by row (else column by column, for im2col)
-    // Where B's columns are contiguous along k (a transposed operand): the address of B[k][j],
-    // so that packing loads vectors along k and transposes them in registers.
-    std::function<llvm::Value*(const Index& b, llvm::Value* k, llvm::Value* j)> b_column_address;
-    // Where A's rows are contiguous along k: the address of A[i][k].
-    std::function<llvm::Value*(const Index& b, llvm::Value* i, llvm::Value* k)> a_row_address;
+    // Where B's columns are contiguous along k (a transposed operand): `lanes` elements of
+    // column j from B[k][j] on, so that packing loads vectors along k and transposes them in
+    // registers.
+    std::function<llvm::Value*(const Index& b, llvm::Value* k, llvm::Value* j, int lanes)> b_column;
+    // Where A's rows are contiguous along k: `lanes` elements of row i from A[i][k] on.
+    std::function<llvm::Value*(const Index& b, llvm::Value* i, llvm::Value* k, int lanes)> a_row;
     std::function<llvm::Value*(const Index& b, llvm::Value* i, llvm::Value* kb, llvm::Value* kk)> a;
     std::function<llvm::Value*(const Index& b, llvm::Value* kb, llvm::Value* kk, llvm::Value* j)> b;
+    // For the bf16 pairs' tiles (Strategy::Bf16Tiles): elements as stored, 16-bit integers.
+    // A[i][k] and A[i][k + 1] as one 32-bit pair (k + 1 must exist); B[k][j]; `lanes` elements
+    // of B's row k from B[k][j] on, where B's rows are contiguous; `lanes` pairs of B's column
+    // j from B[k][j] on (32-bit integers), where its columns are.
+    std::function<llvm::Value*(const Index& b, llvm::Value* i, llvm::Value* k)> a_pair_bits;
+    std::function<llvm::Value*(const Index& b, llvm::Value* i, llvm::Value* k)> a_bits;
+    std::function<llvm::Value*(const Index& b, llvm::Value* k, llvm::Value* j)> b_bits;
+    std::function<llvm::Value*(const Index& b, llvm::Value* k, llvm::Value* j, int lanes)> b_row_bits;
+    std::function<llvm::Value*(const Index& b, llvm::Value* k, llvm::Value* j, int lanes)> b_column_pairs;
     // Where a k-block is a grid (im2col: a channel's kernel taps, or an image's output pixels):
     // B[k][j] by the grid's row and column, so that packing walks them instead of dividing k.
     int64_t grid_rows = 0, grid_cols = 0;

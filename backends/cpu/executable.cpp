@@ -102,6 +102,7 @@ class CpuExecutable final : public backends::Executable {
     target.matmul_vector_bytes = host().matmul_vector_bytes;
     target.vector_registers = host().vector_registers;
     if (host().l1d_bytes > 0) target.l1d_bytes = host().l1d_bytes;
+    target.bf16_products = host().bf16_products;
     target.profile = profile;
     return target;
   }

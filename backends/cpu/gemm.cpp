@@ -14,8 +14,11 @@
 // (gemm_pack, the threads splitting the panels) and every entry's tiles read them there. A part
 // of a weight gradient split over its images runs that range of k-blocks (a block is an image).
 #include <algorithm>
+#include <array>
 #include <bit>
 #include <iterator>
+
+#include <llvm/IR/IntrinsicsX86.h>
 
 #include "backends/cpu/codegen.h"
 #include "fluxion/error.h"
@@ -40,7 +43,8 @@ class KernelEmitter::GemmEmitter {
         panel_columns_(static_cast<int>(e.kernel_.plan.tile.n)),
         vector_type_(llvm::FixedVectorType::get(elem_type_, static_cast<unsigned>(lanes_))),
         align_(static_cast<uint64_t>(elem_bytes_)),
-        result_data_(e.pointer(result_)) {
+        result_data_(e.pointer(result_)),
+        pairs_(e.kernel_.plan.strategy == kernel::Strategy::Bf16Tiles) {
     bool has_epilogue = e.kernel_.nodes.size() > 1;
     whole_epilogue_ = e.kernel_.plan.whole_epilogue;
     tile_epilogue_ = has_epilogue && !whole_epilogue_;
@@ -325,13 +329,14 @@ class KernelEmitter::GemmEmitter {
   // im2col; else column by column, so that what depends only on the column is computed once
   // per column. Columns past `columns` are zeros.
   void pack(Value* kb, Value* length, Value* j0, int columns) {
+    if (pairs_) return pack_pairs(kb, length, j0, columns);
     int NR = panel_columns_;
     auto one = [&](Value* kk, Value* jj) {
       store_packed(kk, jj, product_.b(batch_, kb, kk, column(j0, jj, columns)), columns);
     };
     if (product_.b_rows_contiguous) {
       for_each(i64(0), length, [&](Value* kk) { for_each(i64(0), i64(NR), [&](Value* jj) { one(kk, jj); }); });
-    } else if (product_.b_column_address && columns == NR) {
+    } else if (product_.b_column && columns == NR) {
       Value* full = pack_transposed(kb, length, j0);
       for_each(full, length, [&](Value* kk) { for_each(i64(0), i64(NR), [&](Value* jj) { one(kk, jj); }); });
     } else if (product_.b_grid) {
@@ -363,6 +368,146 @@ class KernelEmitter::GemmEmitter {
     builder_.CreateStore(x, element(panel_, builder_.CreateAdd(builder_.CreateMul(kk, i64(panel_columns_)), jj)));
   }
 
+  // Packs a panel of bf16 pairs (Strategy::Bf16Tiles): panel row p holds, for each of its NR
+  // columns, the 32-bit pair of B[2p][j] (low half) and B[2p + 1][j] (high half), the second
+  // zero past the block (read from row 2p again, so that no load leaves B). For a full panel:
+  // row by row, two vector loads interleaved by a shuffle, where B's rows are contiguous; by
+  // W x W blocks of pairs, W vector loads down the columns transposed in registers, where its
+  // columns are (the pairs past the last whole block as below). Else pair by pair, along the
+  // rows or down the columns as B is laid out.
+  void pack_pairs(Value* kb, Value* length, Value* j0, int columns) {
+    int NR = panel_columns_;
+    llvm::Type* word_type = builder_.getInt32Ty();
+    Value* k0 = builder_.CreateMul(kb, i64(product_.kc));
+    Value* pairs = builder_.CreateLShr(builder_.CreateAdd(length, i64(1)), i64(1));
+    // B's rows of pair p, and whether the second is in the block.
+    auto rows_of = [&](Value* p) {
+      Value* first = builder_.CreateShl(p, i64(1));
+      Value* in = builder_.CreateICmpSLT(builder_.CreateAdd(first, i64(1)), length);
+      Value* k = builder_.CreateAdd(k0, first);
+      return std::tuple{k, builder_.CreateSelect(in, builder_.CreateAdd(k, i64(1)), k), in};
+    };
+    auto at = [&](Value* p, Value* jj) {
+      return element(panel_, builder_.CreateAdd(builder_.CreateMul(p, i64(NR)), jj));
+    };
+    if (product_.b_row_bits && columns == NR) {
+      std::vector<int> interleave;
+      for (int c = 0; c < NR; ++c) interleave.push_back(c), interleave.push_back(NR + c);
+      for_each(i64(0), pairs, [&](Value* p) {
+        auto [k, k1, in] = rows_of(p);
+        Value* low = product_.b_row_bits(batch_, k, j0, NR);
+        Value* high = builder_.CreateSelect(in, product_.b_row_bits(batch_, k1, j0, NR),
+                                            llvm::Constant::getNullValue(low->getType()));
+        builder_.CreateAlignedStore(builder_.CreateShuffleVector(low, high, interleave), at(p, i64(0)), align_);
+      });
+      return;
+    }
+    Value* from = i64(0);
+    if (product_.b_column_pairs && columns == NR) {
+      int W = lanes_;
+      Value* blocks = builder_.CreateSDiv(builder_.CreateLShr(length, i64(1)), i64(W));
+      for_each(i64(0), blocks, [&](Value* q) {
+        Value* p0 = builder_.CreateMul(q, i64(W));
+        Value* k = builder_.CreateAdd(k0, builder_.CreateShl(p0, i64(1)));
+        for (int h = 0; h < 2; ++h) {
+          std::vector<Value*> columns_of_pairs;
+          for (int jj = 0; jj < W; ++jj)
+            columns_of_pairs.push_back(product_.b_column_pairs(batch_, k, builder_.CreateAdd(j0, i64(h * W + jj)), W));
+          std::vector<Value*> rows = emitter_.transpose_square(columns_of_pairs);
+          for (int pp = 0; pp < W; ++pp)
+            builder_.CreateAlignedStore(rows[static_cast<size_t>(pp)], at(builder_.CreateAdd(p0, i64(pp)), i64(h * W)),
+                                        align_);
+        }
+      });
+      from = builder_.CreateMul(blocks, i64(W));
+    }
+    auto one = [&](Value* p, Value* jj) {
+      auto [k, k1, in] = rows_of(p);
+      Value* j = column(j0, jj, columns);
+      Value* low = builder_.CreateZExt(product_.b_bits(batch_, k, j), word_type);
+      Value* high = builder_.CreateZExt(product_.b_bits(batch_, k1, j), word_type);
+      high = builder_.CreateSelect(in, builder_.CreateShl(high, 16), builder_.getInt32(0));
+      Value* word = builder_.CreateOr(low, high);
+      if (columns != NR)
+        word = builder_.CreateSelect(builder_.CreateICmpSLT(jj, i64(columns)), word, builder_.getInt32(0));
+      builder_.CreateStore(word, at(p, jj));
+    };
+    if (product_.b_row_bits) {
+      for_each(from, pairs, [&](Value* p) { for_each(i64(0), i64(NR), [&](Value* jj) { one(p, jj); }); });
+    } else {
+      for_each(i64(0), i64(NR), [&](Value* jj) { for_each(from, pairs, [&](Value* p) { one(p, jj); }); });
+    }
+  }
+
+  // The accumulation over k-block kb: per k, the panel row's two vectors times each row's
+  // element of A, broadcast; one FMA per accumulator.
+  std::vector<Value*> fma_products(Value* kb, Value* length, const std::vector<Value*>& row_index,
+                                   std::vector<Value*> acc) {
+    int W = lanes_;
+    return emit_for(
+        builder_, i64(0), length, acc,
+        [&](Value* kk, const std::vector<Value*>& a) {
+          Value* panel_row = element(panel_, builder_.CreateMul(kk, i64(panel_columns_)));
+          Value* b0 = builder_.CreateAlignedLoad(vector_type_, panel_row, align_);
+          Value* b1 = builder_.CreateAlignedLoad(vector_type_,
+                                                 builder_.CreateConstInBoundsGEP1_64(elem_type_, panel_row, W), align_);
+          std::vector<Value*> next;
+          for (size_t r = 0; r < row_index.size(); ++r) {
+            Value* x = builder_.CreateVectorSplat(static_cast<unsigned>(W), product_.a(batch_, row_index[r], kb, kk));
+            next.push_back(builder_.CreateIntrinsic(llvm::Intrinsic::fmuladd, {vector_type_}, {x, b0, a[2 * r]}));
+            next.push_back(builder_.CreateIntrinsic(llvm::Intrinsic::fmuladd, {vector_type_}, {x, b1, a[2 * r + 1]}));
+          }
+          return next;
+        },
+        LoopHint::Paired);
+  }
+
+  // The accumulation over k-block kb as bf16 pairs (Strategy::Bf16Tiles): per pair, the panel
+  // row's two vectors of 16 column pairs times each row's pair of A's elements, broadcast; one
+  // VDPBF16PS per accumulator. An odd block's last element is a pair with zero, the step after
+  // the loop; after an even block that step adds zeros (its A element zeroed, and the panel row
+  // it reads, which packing did not write).
+  std::vector<Value*> pair_products(Value* kb, Value* length, const std::vector<Value*>& row_index,
+                                    std::vector<Value*> acc) {
+    auto* pair_type = llvm::FixedVectorType::get(builder_.getBFloatTy(), static_cast<unsigned>(2 * lanes_));
+    Value* k0 = builder_.CreateMul(kb, i64(product_.kc));
+    auto step = [&](Value* p, const std::function<Value*(Value*)>& a_pair, Value* odd, const std::vector<Value*>& a) {
+      Value* row = element(panel_, builder_.CreateMul(p, i64(panel_columns_)));
+      std::array<Value*, 2> b = {
+          builder_.CreateAlignedLoad(pair_type, row, align_),
+          builder_.CreateAlignedLoad(pair_type, builder_.CreateConstInBoundsGEP1_64(elem_type_, row, lanes_), align_)};
+      if (odd) {
+        for (Value*& h : b) h = builder_.CreateSelect(odd, h, llvm::Constant::getNullValue(pair_type));
+      }
+      std::vector<Value*> next;
+      for (size_t r = 0; r < row_index.size(); ++r) {
+        Value* x = builder_.CreateBitCast(
+            builder_.CreateVectorSplat(static_cast<unsigned>(lanes_), a_pair(row_index[r])), pair_type);
+        for (size_t h = 0; h < 2; ++h) {
+          next.push_back(
+              builder_.CreateIntrinsic(llvm::Intrinsic::x86_avx512bf16_dpbf16ps_512, {}, {a[2 * r + h], x, b[h]}));
+        }
+      }
+      return next;
+    };
+    Value* pairs = builder_.CreateLShr(length, i64(1));
+    acc = emit_for(
+        builder_, i64(0), pairs, acc,
+        [&](Value* p, const std::vector<Value*>& a) {
+          Value* k = builder_.CreateAdd(k0, builder_.CreateShl(p, i64(1)));
+          auto pair = [&](Value* i) { return product_.a_pair_bits(batch_, i, k); };
+          return step(p, pair, nullptr, a);
+        },
+        LoopHint::Paired);
+    Value* odd = builder_.CreateTrunc(length, builder_.getInt1Ty());
+    Value* last = builder_.CreateAdd(k0, builder_.CreateSub(length, i64(1)));
+    auto lone = [&](Value* i) {
+      Value* x = builder_.CreateZExt(product_.a_bits(batch_, i, last), builder_.getInt32Ty());
+      return builder_.CreateSelect(odd, x, builder_.getInt32(0));
+    };
+    return step(pairs, lone, odd, acc);
+  }
+
   // The whole W x W blocks of a full panel whose B columns are contiguous along k: W vector
   // loads along k, a transpose in registers, W vector stores. Returns where the rest of the
   // k-block (fewer than W rows) starts.
@@ -375,8 +520,7 @@ class KernelEmitter::GemmEmitter {
       for (int h = 0; h < 2; ++h) {
         std::vector<Value*> rows;
         for (int jj = 0; jj < W; ++jj) {
-          Value* address = product_.b_column_address(batch_, k, builder_.CreateAdd(j0, i64(h * W + jj)));
-          rows.push_back(builder_.CreateAlignedLoad(vector_type_, address, align_));
+          rows.push_back(product_.b_column(batch_, k, builder_.CreateAdd(j0, i64(h * W + jj)), W));
         }
         rows = emitter_.transpose_square(rows);
         for (int kk = 0; kk < W; ++kk) {
@@ -432,25 +576,8 @@ class KernelEmitter::GemmEmitter {
         }
       }
     }
-    std::vector<Value*> acc = emit_for(
-        builder_, i64(0), length, init,
-        [&](Value* kk, const std::vector<Value*>& a) {
-          Value* panel_row = element(panel_, builder_.CreateMul(kk, i64(panel_columns_)));
-          Value* b0 = builder_.CreateAlignedLoad(vector_type_, panel_row, align_);
-          Value* b1 = builder_.CreateAlignedLoad(vector_type_,
-                                                 builder_.CreateConstInBoundsGEP1_64(elem_type_, panel_row, W), align_);
-          std::vector<Value*> next;
-          for (int r = 0; r < rows; ++r) {
-            Value* x = builder_.CreateVectorSplat(static_cast<unsigned>(W),
-                                                  product_.a(batch_, row_index[static_cast<size_t>(r)], kb, kk));
-            next.push_back(builder_.CreateIntrinsic(llvm::Intrinsic::fmuladd, {vector_type_},
-                                                    {x, b0, a[2 * static_cast<size_t>(r)]}));
-            next.push_back(builder_.CreateIntrinsic(llvm::Intrinsic::fmuladd, {vector_type_},
-                                                    {x, b1, a[2 * static_cast<size_t>(r) + 1]}));
-          }
-          return next;
-        },
-        LoopHint::Paired);
+    std::vector<Value*> acc =
+        pairs_ ? pair_products(kb, length, row_index, init) : fma_products(kb, length, row_index, init);
     for (int r = 0; r < rows; ++r) {
       for (int h = 0; h < 2; ++h) {
         Value* at = c_element(row_index[static_cast<size_t>(r)], builder_.CreateAdd(j0, i64(h * W)));
@@ -476,6 +603,7 @@ class KernelEmitter::GemmEmitter {
   llvm::FixedVectorType* vector_type_;
   llvm::Align align_;
   Value* result_data_;  // the result's buffer
+  bool pairs_;          // Strategy::Bf16Tiles: the panel's rows are pairs of B's rows, as bf16
   Value* panel_ = nullptr;   // the packed panel of B, k-block rows x NR
   Value* packed_ = nullptr;  // shared_pack: every panel of every k-block, packed (scratch)
   int64_t panels_ = 0;       // panels of NR columns in N

@@ -361,6 +361,7 @@ llvm::Function* KernelEmitter::emit(const std::string& name) {
     case Strategy::Block: straight_line(); break;
     case Strategy::Rows: scatter(lo, hi); break;
     case Strategy::Tiles:
+    case Strategy::Bf16Tiles:
     case Strategy::TransposedTiles:
     case Strategy::Sliding:
     case Strategy::Im2col: product(lo, hi); break;

@@ -33,7 +33,8 @@ void KernelEmitter::product(Value* lo, Value* hi) {
   init_reductions(lo, hi);
   switch (kernel_.plan.strategy) {
     case kernel::Strategy::TransposedTiles: gemm_transposed(matmul_gemm(), lo, hi); break;
-    case kernel::Strategy::Tiles: gemm(matmul_gemm(), lo, hi); break;
+    case kernel::Strategy::Tiles:
+    case kernel::Strategy::Bf16Tiles: gemm(matmul_gemm(), lo, hi); break;
     case kernel::Strategy::Sliding: sliding_conv(lo, hi); break;
     default: gemm(conv_gemm(), lo, hi); break;
   }
@@ -54,37 +55,60 @@ KernelEmitter::Gemm KernelEmitter::matmul_gemm() {
   g.kc = kernel_.plan.tile.k;
   g.blocks = std::max<int64_t>(1, support::ceil_div(g.K, g.kc));
   g.b_rows_contiguous = bv.strides[rank - 1] == 1;
-  DType t = region_.type(n.results[0]).dtype;
-  auto strided = [this, rank, t](const kernel::StridedView& v, const Index& b, Value* i, Value* j) {
+  // An operand's base is of the product's dtype, or f16 or bf16 widened to f32 as it is loaded
+  // (kernel::FusionOptions::widening_operand_views).
+  auto offset = [this, rank](const kernel::StridedView& v, const Index& b, Value* i, Value* j) {
     Value* off = i64(v.offset);
     for (size_t d = 0; d < b.size(); ++d) off = builder_.CreateAdd(off, builder_.CreateMul(b[d], i64(v.strides[d])));
     off = builder_.CreateAdd(off, builder_.CreateMul(i, i64(v.strides[rank - 2])));
-    off = builder_.CreateAdd(off, builder_.CreateMul(j, i64(v.strides[rank - 1])));
-    return builder_.CreateLoad(reg_type(context_, t),
-                               builder_.CreateInBoundsGEP(reg_type(context_, t), pointer(v.base), off));
+    return builder_.CreateAdd(off, builder_.CreateMul(j, i64(v.strides[rank - 1])));
+  };
+  // `lanes` elements from v[b][i][j] on along the last dimension (contiguous there), as stored
+  // (`element`: an integer as wide as two of them, the pair's first in its low half).
+  auto bits = [this, offset](const kernel::StridedView& v, const Index& b, Value* i, Value* j, int lanes,
+                             llvm::Type* element = nullptr) {
+    DType t = region_.type(v.base).dtype;
+    llvm::Type* stored = mem_type(context_, t);
+    Value* at = builder_.CreateInBoundsGEP(stored, pointer(v.base), offset(v, b, i, j));
+    if (element) stored = element;
+    if (lanes > 1) stored = llvm::FixedVectorType::get(stored, static_cast<unsigned>(lanes));
+    return builder_.CreateAlignedLoad(stored, at, llvm::Align(dtype_size(t)));
+  };
+  auto load = [this, bits](const kernel::StridedView& v, const Index& b, Value* i, Value* j, int lanes) {
+    return from_memory(builder_, region_.type(v.base).dtype, bits(v, b, i, j, lanes));
   };
   int64_t kc = g.kc;
   g.a = [=, this](const Index& b, Value* i, Value* kb, Value* kk) {
-    return strided(av, b, i, builder_.CreateAdd(builder_.CreateMul(kb, i64(kc)), kk));
+    return load(av, b, i, builder_.CreateAdd(builder_.CreateMul(kb, i64(kc)), kk), 1);
   };
   g.b = [=, this](const Index& b, Value* kb, Value* kk, Value* j) {
-    return strided(bv, b, builder_.CreateAdd(builder_.CreateMul(kb, i64(kc)), kk), j);
+    return load(bv, b, builder_.CreateAdd(builder_.CreateMul(kb, i64(kc)), kk), j, 1);
   };
-  if (av.strides[rank - 1] == 1) {
-    g.a_row_address = [=, this](const Index& b, Value* i, Value* k) {
-      Value* off = i64(av.offset);
-      for (size_t d = 0; d < b.size(); ++d) off = builder_.CreateAdd(off, builder_.CreateMul(b[d], i64(av.strides[d])));
-      off = builder_.CreateAdd(off, builder_.CreateAdd(builder_.CreateMul(i, i64(av.strides[rank - 2])), k));
-      return builder_.CreateInBoundsGEP(reg_type(context_, t), pointer(av.base), off);
-    };
-  }
-  if (bv.strides[rank - 2] == 1 && bv.strides[rank - 1] != 1) {
-    g.b_column_address = [=, this](const Index& b, Value* k, Value* j) {
-      Value* off = i64(bv.offset);
-      for (size_t d = 0; d < b.size(); ++d) off = builder_.CreateAdd(off, builder_.CreateMul(b[d], i64(bv.strides[d])));
-      off = builder_.CreateAdd(off, builder_.CreateAdd(k, builder_.CreateMul(j, i64(bv.strides[rank - 1]))));
-      return builder_.CreateInBoundsGEP(reg_type(context_, t), pointer(bv.base), off);
-    };
+  if (av.strides[rank - 1] == 1)
+    g.a_row = [=](const Index& b, Value* i, Value* k, int lanes) { return load(av, b, i, k, lanes); };
+  if (bv.strides[rank - 2] == 1 && bv.strides[rank - 1] != 1)
+    g.b_column = [=](const Index& b, Value* k, Value* j, int lanes) { return load(bv, b, k, j, lanes); };
+  if (kernel_.plan.strategy == kernel::Strategy::Bf16Tiles) {
+    g.a_bits = [=](const Index& b, Value* i, Value* k) { return bits(av, b, i, k, 1); };
+    g.b_bits = [=](const Index& b, Value* k, Value* j) { return bits(bv, b, k, j, 1); };
+    if (bv.strides[rank - 1] == 1)
+      g.b_row_bits = [=](const Index& b, Value* k, Value* j, int lanes) { return bits(bv, b, k, j, lanes); };
+    if (bv.strides[rank - 2] == 1 && bv.strides[rank - 1] != 1) {
+      g.b_column_pairs = [=, this](const Index& b, Value* k, Value* j, int lanes) {
+        return bits(bv, b, k, j, lanes, builder_.getInt32Ty());
+      };
+    }
+    if (av.strides[rank - 1] == 1) {
+      g.a_pair_bits = [=, this](const Index& b, Value* i, Value* k) {
+        return bits(av, b, i, k, 1, builder_.getInt32Ty());
+      };
+    } else {
+      g.a_pair_bits = [=, this](const Index& b, Value* i, Value* k) {
+        Value* low = builder_.CreateZExt(bits(av, b, i, k, 1), builder_.getInt32Ty());
+        Value* high = builder_.CreateZExt(bits(av, b, i, builder_.CreateAdd(k, i64(1)), 1), builder_.getInt32Ty());
+        return builder_.CreateOr(low, builder_.CreateShl(high, 16));
+      };
+    }
   }
   Shape batch = g.batch;
   int64_t M = g.M, N = g.N;

@@ -152,8 +152,9 @@ std::string object_code(llvm::Module& m, llvm::TargetMachine& tm) {
   return std::string(buf.data(), buf.size());
 }
 
-// Turns off the host's features above `isa`; raises Error when the host lacks `isa` itself (its
-// code would not run here).
+// Turns off the host's features above `isa` (for avx512: its 16-bit float extensions, which the
+// products of bf16 and f16 operands would use); raises Error when the host lacks `isa` itself
+// (its code would not run here).
 void lower_features(llvm::StringMap<bool>& f, const std::string& isa) {
   auto has = [&](const char* name) { return f.lookup(name); };
   bool ok = isa == "native" || (isa == "avx2" && has("avx2") && has("fma")) || (isa == "avx512" && has("avx512f"));
@@ -169,6 +170,7 @@ void lower_features(llvm::StringMap<bool>& f, const std::string& isa) {
     }
   };
   if (isa == "avx2") off({"avx512", "evex512", "avx10", "amx"});
+  if (isa == "avx512") off({"avx512bf16", "avx512fp16", "avx10", "amx"});
 }
 
 // The size of the level-`level` data (or unified) cache of CPU 0, from sysfs; 0 when absent.
@@ -251,6 +253,7 @@ const HostInfo& host() {
     h.vector_bytes = h.isa == "avx512" ? 64 : features.lookup("avx") ? 32 : 16;
     h.matmul_vector_bytes = h.vector_bytes;
     h.vector_registers = h.isa == "avx512" ? 32 : 16;
+    h.bf16_products = h.isa == "avx512" && features.lookup("avx512bf16");
     h.l1d_bytes = cache_bytes(1);
     h.l2_bytes = cache_bytes(2);
     return h;
@@ -393,7 +396,7 @@ namespace fluxion {
 
 CpuTarget cpu_target() {
   const cpu::HostInfo& h = cpu::host();
-  return {h.isa, h.cpu, h.requested, 8 * h.vector_bytes, h.vector_registers, h.l1d_bytes, h.l2_bytes};
+  return {h.isa, h.cpu, h.requested, 8 * h.vector_bytes, h.vector_registers, h.l1d_bytes, h.l2_bytes, h.bf16_products};
 }
 
 }  // namespace fluxion

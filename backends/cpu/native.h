@@ -47,6 +47,7 @@ struct HostInfo {
   int vector_bytes = 16;
   int matmul_vector_bytes = 16;         // 64 with AVX-512: the register tiles of a matmul use all of it
   int vector_registers = 16;            // 32 with AVX-512
+  bool bf16_products = false;           // AVX-512-BF16 (with AVX-512's 64-byte vectors)
   int64_t l1d_bytes = 0, l2_bytes = 0;  // per core; 0 where the machine does not say
 };
 const HostInfo& host();

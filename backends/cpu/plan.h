@@ -14,6 +14,7 @@ struct Target {
   int matmul_vector_bytes = 32;  // vector width of the matmul kernel's register tiles
   int vector_registers = 16;     // what register tiles may hold (32 with AVX-512)
   int64_t l1d_bytes = 32768;     // a core's L1 data cache: a product's k-block keeps its panel there
+  bool bf16_products = false;    // AVX-512-BF16's dot products of bf16 pairs into f32 (VDPBF16PS)
   bool profile = false;          // call fx_profile_mark before and after every kernel
 };
 

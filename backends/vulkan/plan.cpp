@@ -20,6 +20,7 @@ kernel::FusionOptions fusion_options(const DeviceTuning& tuning) {
   options.straight_line_regions = false;
   options.split_reductions = false;
   options.side_by_side_kernels = false;
+  options.widening_operand_views = false;
   options.sorted_scatter_min_indices = tuning.sorted_scatter_min_indices;
   return options;
 }

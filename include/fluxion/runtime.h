@@ -15,9 +15,10 @@ namespace fluxion {
 void set_num_threads(int n);
 int num_threads();
 
-// What the CPU backend generates code for. FLUXION_CPU_FEATURES=avx2 (or avx512; default native)
-// makes it target a lower instruction set than the host has, so that another machine's
-// code paths run, and are tested, here; one the host lacks raises Error at the first compile.
+// What the CPU backend generates code for. FLUXION_CPU_FEATURES=avx2 (or avx512, AVX-512
+// without its 16-bit float extensions; default native) makes it target a lower instruction set
+// than the host has, so that another machine's code paths run, and are tested, here; one the
+// host lacks raises Error at the first compile.
 struct CpuTarget {
   std::string isa;                      // "avx512", "avx2" or "sse" (a host without AVX2)
   std::string cpu;                      // LLVM's name of the host CPU, e.g. "znver4"
@@ -25,6 +26,7 @@ struct CpuTarget {
   int vector_bits = 0;                  // 512, 256 or 128
   int vector_registers = 0;             // 32 with AVX-512, else 16
   int64_t l1d_bytes = 0, l2_bytes = 0;  // per core; 0 where the machine does not say
+  bool bf16_products = false;           // bf16 products as AVX-512-BF16 dot products (not with avx512)
 };
 CpuTarget cpu_target();
 

@@ -37,7 +37,7 @@ void expect_same_as_interpreter(F f, const Array& a, const Array& b, int64_t k, 
   std::vector<double> got = compiled(a, b).to_doubles();
   std::vector<double> want = fx::jit(f, fx::Backend::Interp)(a, b).to_doubles();
   ASSERT_EQ(got.size(), want.size());
-  double u = a.dtype() == fx::f32 ? 0x1p-24 : 0x1p-53;
+  double u = a.dtype() == fx::f64 ? 0x1p-53 : 0x1p-24;  // f16 and bf16 operands sum in f32
   for (size_t i = 0; i < got.size(); ++i) {
     ASSERT_NEAR(got[i], want[i], 4.0 * static_cast<double>(k) * u * (1 + std::abs(want[i]))) << "element " << i;
   }
@@ -139,4 +139,89 @@ TEST(CpuMatmul, FewRowsTimesATransposeAsTransposedTiles) {
   }
   fx::set_num_threads(before);
   EXPECT_GT(transposed_tiles, 0) << "no case took the transposed-tiles path";
+}
+
+TEST(CpuMatmul, HalfOperandsAreReadWidenedWithoutAConversionKernel) {
+  // A product of f16 or bf16 operands sums in f32: it reads the 16-bit buffers through their
+  // strided views and widens each element as it loads it, on every path that loads them (the
+  // packing of B by rows and by in-register transposes, A's elements in the register tiles,
+  // transposed tiles' vector loads of both, a batch with a broadcast operand). No kernel
+  // stores an f32 copy of an operand. Where the f32 tiles run, the bits are those of the same
+  // product of the f32 values the 16-bit operands hold; bf16 register tiles on AVX-512-BF16
+  // (the next test, taken before transposed tiles) sum in another order, within f32 rounding of
+  // it before the result's own.
+  int w = fx::testing::matmul_lanes(fx::f32);
+  struct Product {
+    std::string name;
+    Tensor (*f)(Tensor, Tensor);
+    fx::Shape a, b;
+    int64_t k;
+  };
+  std::vector<Product> products = {
+      {"rows", [](Tensor x, Tensor y) { return fx::matmul(x, y); }, {23, 70}, {70, 45}, 70},
+      {"transposed B", [](Tensor x, Tensor y) { return fx::matmul(x, fx::transpose(y)); }, {13, 300}, {33, 300}, 300},
+      {"transposed A", [](Tensor x, Tensor y) { return fx::matmul(fx::transpose(x), y); }, {70, 20}, {70, 40}, 70},
+      {"transposed tiles",
+       [](Tensor x, Tensor y) { return fx::matmul(x, fx::transpose(y)); },
+       {w + 3, 4 * w},
+       {45, 4 * w},
+       4 * w},
+      {"batch", [](Tensor x, Tensor y) { return fx::matmul(x, y); }, {3, 1, 20, 40}, {4, 40, 35}, 40},
+  };
+  for (fx::DType t : {fx::bf16, fx::f16}) {
+    for (const Product& p : products) {
+      SCOPED_TRACE(std::string(fx::dtype_name(t)) + " " + p.name);
+      Array a = uniform(t, p.a, 21), b = uniform(t, p.b, 22);
+      Array a32 = fx::testing::make(fx::f32, a.to_doubles(), p.a),
+            b32 = fx::testing::make(fx::f32, b.to_doubles(), p.b);
+      auto halves = fx::jit(p.f, fx::Backend::Cpu);
+      auto in_f32 = fx::jit([&p, t](Tensor x, Tensor y) { return fx::cast(p.f(x, y), t); }, fx::Backend::Cpu);
+      std::string listing = halves.lower(a, b).kernels();
+      std::vector<std::string> want_strategies = fx::testing::kernel_strategies(in_f32.lower(a32, b32).kernels());
+      bool pairs = t == fx::bf16 && fx::testing::bf16_products();
+      if (pairs) want_strategies[0] = "matmul[bf16-tiles]";
+      EXPECT_EQ(fx::testing::kernel_strategies(listing), want_strategies) << listing;
+      EXPECT_EQ(listing.find("convert"), listing.rfind("convert")) << "more than the result's conversion:\n" << listing;
+      Array got = halves(a, b), want = in_f32(a32, b32);
+      ASSERT_EQ(got.dtype(), t);
+      if (!pairs) {
+        EXPECT_EQ(got.to_doubles(), want.to_doubles());
+        continue;
+      }
+      std::vector<double> g = got.to_doubles(), e = want.to_doubles();
+      for (size_t i = 0; i < g.size(); ++i)
+        ASSERT_NEAR(g[i], e[i], 0x1p-8 * std::abs(e[i]) + 4.0 * static_cast<double>(p.k) * 0x1p-24) << "element " << i;
+    }
+  }
+}
+
+TEST(CpuMatmul, Bf16PairsAcrossPanelsBlocksAndLayouts) {
+  // f32 products of bf16 values, as JAX writes them (operands cast to f32): on AVX-512-BF16
+  // register tiles of bf16 pairs (every pair a VDPBF16PS lane), elsewhere (and under
+  // FLUXION_CPU_FEATURES=avx512 or avx2) the f32 tiles or transposed tiles, against the
+  // interpreter. Odd depths
+  // (a last pair with zero), several k-blocks with an odd last one, narrow and partial panels,
+  // rows left over, B packed by rows (vector loads interleaved) and by columns (a transposed
+  // B), A's pairs in one load and in two (a transposed A), an epilogue with row sums, a batch
+  // of products of one B (packed once, shared). B's columns are packed by blocks of 16 pairs
+  // transposed in registers where k holds one (k = 16, 300, ...), pair by pair past them.
+  std::string tiles = fx::testing::bf16_products() ? "bf16-tiles" : "tiles";
+  auto to_f32 = [](Tensor x) { return fx::cast(x, fx::f32); };
+  for (Case c : {Case{6, 32, 16}, Case{7, 45, 71}, Case{13, 33, 519}, Case{23, 17, 300}, Case{32, 128, 784},
+                 Case{2, 64, 3}, Case{101, 100, 600}}) {
+    SCOPED_TRACE("m=" + std::to_string(c.m) + " n=" + std::to_string(c.n) + " k=" + std::to_string(c.k));
+    Array a = uniform(fx::bf16, {c.m, c.k}, 31), b = uniform(fx::bf16, {c.k, c.n}, 32);
+    Array at = uniform(fx::bf16, {c.k, c.m}, 33), bt = uniform(fx::bf16, {c.n, c.k}, 34);
+    expect_same_as_interpreter([&](Tensor x, Tensor y) { return fx::matmul(to_f32(x), to_f32(y)); }, a, b, c.k, tiles);
+    expect_same_as_interpreter([&](Tensor x, Tensor y) { return fx::matmul(to_f32(x), fx::transpose(to_f32(y))); }, a,
+                               bt, c.k, fx::testing::bf16_products() ? tiles : product_strategy(fx::f32, c, true));
+    expect_same_as_interpreter(
+        [&](Tensor x, Tensor y) {
+          Tensor e = fx::tanh(fx::matmul(fx::transpose(to_f32(x)), to_f32(y)));
+          return fx::concat({fx::reshape(e, {c.m * c.n}), fx::sum(e, {1})}, 0);
+        },
+        at, b, c.k * 2, tiles);
+  }
+  Array a = uniform(fx::bf16, {8, 64, 200}, 35), b = uniform(fx::bf16, {200, 96}, 36);
+  expect_same_as_interpreter([&](Tensor x, Tensor y) { return fx::matmul(to_f32(x), to_f32(y)); }, a, b, 200, tiles);
 }

@@ -240,3 +240,33 @@ TEST(CpuPlans, StrategyNamesRoundTrip) {
 }
 
 }  // namespace
+
+TEST(CpuPlans, Bf16ProductsTakeBf16TilesWhereTheTargetHasThem) {
+  // A product of two bf16 operands widened to f32 (as the pipeline sums 16-bit products) reads
+  // the bf16 buffers: one kernel, bf16 pair tiles on an AVX-512-BF16 target (before transposed
+  // tiles), the f32 tiles without it, for f16 operands, and for a product of dot products.
+  auto widened = [](const std::string& dtype, int64_t m, int64_t k, int64_t n, bool right_transposed) {
+    std::string a = std::to_string(m) + "," + std::to_string(k), c = std::to_string(m) + "," + std::to_string(n);
+    std::string b =
+        right_transposed ? std::to_string(n) + "," + std::to_string(k) : std::to_string(k) + "," + std::to_string(n);
+    std::string bk = std::to_string(k) + "," + std::to_string(n);
+    return "func @main(%0: " + dtype + "[" + a + "], %1: " + dtype + "[" + b + "]) -> (f32[" + c + "]) {\n" +
+           "  %2 = convert %0 : f32[" + a + "]\n  %3 = convert %1 : f32[" + b + "]\n" +
+           (right_transposed ? "  %4 = transpose %3 {perm=[1,0]} : f32[" + bk + "]\n  %5 = matmul %2, %4 : f32[" + c +
+                                   "]\n  return %5\n}"
+                             : "  %4 = matmul %2, %3 : f32[" + c + "]\n  return %4\n}");
+  };
+  fx::cpu::Target bf16 = avx512();
+  bf16.bf16_products = true;
+  std::vector<KernelPlan> p = plans(widened("bf16", 32, 784, 128, false), bf16);
+  ASSERT_EQ(p.size(), 1u);
+  EXPECT_EQ(p[0].strategy, Strategy::Bf16Tiles);
+  EXPECT_EQ(p[0].tile, (Tile{8, 32, 256, 0, 0}));
+  p = plans(widened("bf16", 32, 128, 784, true), bf16);
+  ASSERT_EQ(p.size(), 1u);
+  EXPECT_EQ(p[0].strategy, Strategy::Bf16Tiles);
+  EXPECT_EQ(plans(widened("bf16", 32, 128, 784, true), avx512())[0].strategy, Strategy::TransposedTiles);
+  EXPECT_EQ(plans(widened("bf16", 32, 784, 128, false), avx512())[0].strategy, Strategy::Tiles);
+  EXPECT_EQ(plans(widened("f16", 32, 784, 128, false), bf16)[0].strategy, Strategy::Tiles);
+  EXPECT_EQ(plans(widened("bf16", 4, 64, 3, false), bf16)[0].strategy, Strategy::Tiles);
+}

@@ -14,5 +14,7 @@ namespace fluxion::testing {
 inline int matmul_lanes(DType t) { return cpu::host().matmul_vector_bytes / static_cast<int>(dtype_size(t)); }
 // The vector registers the CPU code may use.
 inline int vector_registers() { return cpu::host().vector_registers; }
+// Whether products of bf16 operands run as AVX-512-BF16 dot products (Strategy::Bf16Tiles).
+inline bool bf16_products() { return cpu::host().bf16_products; }
 
 }  // namespace fluxion::testing

@@ -1,7 +1,9 @@
 // What the CPU backend generates code for (docs/cpu.md, "Targets"): the instruction set it
 // reports follows FLUXION_CPU_FEATURES, and its vectors, registers and LLVM features agree. The
 // suite runs the CPU tests once more under FLUXION_CPU_FEATURES=avx2 (cpu.avx2.*), where the
-// matmul and convolution tests then cover AVX2's tiles on an AVX-512 machine.
+// matmul and convolution tests then cover AVX2's tiles on an AVX-512 machine, and on an
+// AVX-512-BF16 machine the matmul tests under avx512 (cpu.avx512.matmul), where its bf16
+// products take the f32 tiles of a machine without it.
 #include <gtest/gtest.h>
 
 #include <fluxion/fluxion.h>
@@ -30,4 +32,9 @@ TEST(CpuTarget, ReportsTheInstructionSetAskedForAndItsVectors) {
   const std::string& f = fx::cpu::host().features;
   EXPECT_EQ(f.find("+avx512f,") != std::string::npos, t.isa == "avx512") << f;
   EXPECT_EQ(f.find("+avx2,") != std::string::npos, t.isa != "sse") << f;
+  // bf16 products: the host's AVX-512-BF16 under native only (avx512 asks for AVX-512 without it).
+  EXPECT_EQ(t.bf16_products, f.find("+avx512bf16,") != std::string::npos) << f;
+  if (t.requested != "native") {
+    EXPECT_FALSE(t.bf16_products);
+  }
 }
