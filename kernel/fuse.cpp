@@ -322,11 +322,13 @@ class Fuser {
     groups_[static_cast<size_t>(g)].nodes.push_back(i);
     std::set<int> deps;
     std::vector<StridedView> views;
-    bool widening = n.op == Op::MatMul && options_.widening_operand_views;
     for (ValueId o : n.operands) {
       StridedView sv;
-      bool strided = n.op == Op::MatMul && strided_operand(o, &sv, widening);
-      std::set<int> d = n.op != Op::MatMul || strided ? view_base_groups(o, strided && widening) : need_buffer(o);
+      // Through a widening conversion where the view goes on below it, else down to the
+      // converted value (a reshape of a slice may have strides only above the conversion).
+      bool widened = n.op == Op::MatMul && options_.widening_operand_views && strided_operand(o, &sv, true);
+      bool strided = widened || (n.op == Op::MatMul && strided_operand(o, &sv, false));
+      std::set<int> d = n.op != Op::MatMul || strided ? view_base_groups(o, widened) : need_buffer(o);
       // The view read is the one the dependencies were taken from, now: a copy of a view in the
       // chain made later (for a result, or another reader) is not ordered before this kernel.
       // (An operand that need_buffer stored, a splat among them, is read from its buffer.)
@@ -334,7 +336,7 @@ class Fuser {
         detail::fail("fuse", "internal error: a stored matmul operand is not a strided view");
       views.push_back(sv);
       deps.insert(d.begin(), d.end());
-      view_leaves(o, groups_[static_cast<size_t>(g)].leaves, strided && widening);
+      view_leaves(o, groups_[static_cast<size_t>(g)].leaves, widened);
     }
     groups_[static_cast<size_t>(g)].preds = deps;
     if (n.op == Op::MatMul) groups_[static_cast<size_t>(g)].operand_views = std::move(views);

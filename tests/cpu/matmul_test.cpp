@@ -195,6 +195,39 @@ TEST(CpuMatmul, HalfOperandsAreReadWidenedWithoutAConversionKernel) {
   }
 }
 
+TEST(CpuMatmul, ComputedHalfOperandsAreStoredOnceAndReadWidened) {
+  // An operand a kernel computes in 16 bits (tanh's result) is stored in 16 bits and read by
+  // the product, widened: two kernels, the result's conversion the only one. Where the view
+  // cannot go on below the conversion (a reshape merging a slice's rows), the product reads
+  // the converted value through the view above it instead, still without a copy of the
+  // transpose.
+  for (fx::DType t : {fx::bf16, fx::f16}) {
+    SCOPED_TRACE(fx::dtype_name(t));
+    double u = t == fx::bf16 ? 0x1p-8 : 0x1p-11;
+    auto close = [u](const Array& got, const Array& want, double k) {
+      std::vector<double> g = got.to_doubles(), e = want.to_doubles();
+      ASSERT_EQ(g.size(), e.size());
+      for (size_t i = 0; i < g.size(); ++i)
+        ASSERT_NEAR(g[i], e[i], 2 * u * std::abs(e[i]) + 4 * k * 0x1p-24) << "element " << i;
+    };
+    auto computed = [](Tensor x, Tensor y) { return fx::matmul(fx::tanh(x), y); };
+    Array x = uniform(t, {23, 70}, 41), y = uniform(t, {70, 45}, 42);
+    auto f = fx::jit(computed, fx::Backend::Cpu);
+    std::string listing = f.lower(x, y).kernels();
+    EXPECT_EQ(fx::testing::kernel_strategies(listing).size(), 2u) << listing;
+    EXPECT_EQ(listing.find("convert"), listing.rfind("convert")) << listing;
+    close(f(x, y), fx::jit(computed, fx::Backend::Interp)(x, y), 70);
+    auto sliced = [](Tensor a, Tensor b) {
+      return fx::matmul(a, fx::transpose(fx::reshape(fx::slice(b, {0, 0, 0}, {4, 3, 8}), {12, 8})));
+    };
+    Array a = uniform(t, {5, 8}, 43), b = uniform(t, {4, 6, 8}, 44);
+    auto g = fx::jit(sliced, fx::Backend::Cpu);
+    listing = g.lower(a, b).kernels();
+    EXPECT_EQ(fx::testing::kernel_strategies(listing).size(), 2u) << "a copy of the transpose:\n" << listing;
+    close(g(a, b), fx::jit(sliced, fx::Backend::Interp)(a, b), 8);
+  }
+}
+
 TEST(CpuMatmul, Bf16PairsAcrossPanelsBlocksAndLayouts) {
   // f32 products of bf16 values, as JAX writes them (operands cast to f32): on AVX-512-BF16
   // register tiles of bf16 pairs (every pair a VDPBF16PS lane), elsewhere (and under
@@ -204,7 +237,8 @@ TEST(CpuMatmul, Bf16PairsAcrossPanelsBlocksAndLayouts) {
   // rows left over, B packed by rows (vector loads interleaved) and by columns (a transposed
   // B), A's pairs in one load and in two (a transposed A), an epilogue with row sums, a batch
   // of products of one B (packed once, shared). B's columns are packed by blocks of 16 pairs
-  // transposed in registers where k holds one (k = 16, 300, ...), pair by pair past them.
+  // transposed in registers where a k-block holds one (k = 71, 300, 519, ...), pair by pair
+  // past them.
   std::string tiles = fx::testing::bf16_products() ? "bf16-tiles" : "tiles";
   auto to_f32 = [](Tensor x) { return fx::cast(x, fx::f32); };
   for (Case c : {Case{6, 32, 16}, Case{7, 45, 71}, Case{13, 33, 519}, Case{23, 17, 300}, Case{32, 128, 784},
@@ -223,5 +257,8 @@ TEST(CpuMatmul, Bf16PairsAcrossPanelsBlocksAndLayouts) {
         at, b, c.k * 2, tiles);
   }
   Array a = uniform(fx::bf16, {8, 64, 200}, 35), b = uniform(fx::bf16, {200, 96}, 36);
-  expect_same_as_interpreter([&](Tensor x, Tensor y) { return fx::matmul(to_f32(x), to_f32(y)); }, a, b, 200, tiles);
+  auto batch = [&](Tensor x, Tensor y) { return fx::matmul(to_f32(x), to_f32(y)); };
+  std::string listing = fx::jit(batch, fx::Backend::Cpu).lower(a, b).kernels();
+  EXPECT_NE(listing.find("shared pack"), std::string::npos) << listing;
+  expect_same_as_interpreter(batch, a, b, 200, tiles);
 }
