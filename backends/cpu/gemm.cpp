@@ -156,7 +156,7 @@ class KernelEmitter::GemmEmitter {
 
   // Rows [r0, r1) of the product of batch_.
   void product(Value* r0, Value* r1) {
-    if (product_.N < lanes_ && product_.M <= emitter_.kernel_.plan.tile.m) return dot_products(r0, r1);
+    if (cpu::dot_products(product_.M, product_.N, emitter_.kernel_.plan)) return dot_products(r0, r1);
     tile_rows_ = static_cast<int>(emitter_.kernel_.plan.tile.m);
     r0_ = r0, r1_ = r1;
     full_tiles_ = builder_.CreateSDiv(builder_.CreateSub(r1, r0), i64(tile_rows_));

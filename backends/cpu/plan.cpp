@@ -87,20 +87,18 @@ bool transposed_tiles(const ir::Region& r, const kernel::Kernel& k, const kernel
   return true;
 }
 
-// A product of two bf16 operands (read through widening views) in f32, as register tiles whose
-// multiply-adds are AVX-512-BF16 dot products of pairs along k: each VDPBF16PS does 32
-// products where an FMA does 16, and the panel holds half the bytes. Not for a product of dot
-// products (the tiles' path is not taken), and only with 16-lane tiles (a panel row of pairs is
-// two vectors of 32 bf16 values). Chosen before transposed tiles: W3's dW1 (32 x 784 x 128)
-// took 15.5 us as bf16 tiles and 27 us as transposed f32 tiles on a Zen 5 core.
-bool bf16_pairs(const ir::Region& r, const kernel::Kernel& k, const Target& target) {
+// Whether a product of two bf16 operands (read through widening views) in f32, planned as
+// register tiles (`tiles`), runs them as AVX-512-BF16 dot products of pairs along k: each
+// VDPBF16PS does 32 products where an FMA does 16, and the panel holds half the bytes. Not
+// where the tiles run as dot products, and only with 16-lane tiles (a panel row of pairs is two
+// vectors of 32 bf16 values). Chosen before transposed tiles: W3's dW1 (32 x 784 x 128) took
+// 15.5 us as bf16 tiles and 27 us as transposed f32 tiles on a Zen 5 core.
+bool bf16_pairs(const ir::Region& r, const kernel::Kernel& k, const Target& target, const KernelPlan& tiles) {
   kernel::StridedView av, bv;
   if (!target.bf16_products || !kernel::matmul_operands(k, &av, &bv)) return false;
   kernel::ProductDims d = kernel::product_dims(r, k);
-  int64_t lanes = matmul_lanes(r, k, target);
-  return lanes == 16 && r.type(r.nodes[k.root].results[0]).dtype == DType::f32 &&
-         r.type(av.base).dtype == DType::bf16 && r.type(bv.base).dtype == DType::bf16 &&
-         (d.N >= lanes || d.M > tile_rows(d.M, target));
+  return tiles.vector_lanes == 16 && r.type(r.nodes[k.root].results[0]).dtype == DType::f32 &&
+         r.type(av.base).dtype == DType::bf16 && r.type(bv.base).dtype == DType::bf16 && !dot_products(d.M, d.N, tiles);
 }
 
 // Whether a batched matmul's right operand is the same matrix for every batch entry.
@@ -138,7 +136,7 @@ KernelPlan tiles(const ir::Region& r, const kernel::Kernel& k, const kernel::Ker
       root.op == ir::Op::MatMul && d.batch.empty() && d.N >= 2 * plan.tile.n && !frame.reduces() &&
       d.N / plan.tile.n >= std::min(kernel::kTunedThreads, support::ceil_div<int64_t>(d.M, plan.tile.m));
   // The copies saved are every entry's but one; a product of dot products packs nothing.
-  bool packs = d.N >= plan.vector_lanes || d.M > plan.tile.m;
+  bool packs = !dot_products(d.M, d.N, plan);
   plan.shared_pack = strategy != Strategy::Im2col && packs && k.parallel && k.split_chunks <= 1 && numel(d.batch) > 1 &&
                      broadcast_right_operand(k) &&
                      (numel(d.batch) - 1) * d.K * d.N * kernel::kLeastOperationsPerIndex >= kernel::kMinParallelWork;
@@ -183,9 +181,13 @@ KernelPlan plan_kernel(const ir::Region& r, const kernel::RegionSchedule& s, con
     case kernel::KernelKind::Scatter: plan.strategy = Strategy::Rows; return plan;
     case kernel::KernelKind::MatMul:
       if (r.nodes[k.root].op == ir::Op::MatMul) {
-        if (bf16_pairs(r, k, target)) return tiles(r, k, frame, target, Strategy::Bf16Tiles);
+        KernelPlan tiled = tiles(r, k, frame, target, Strategy::Tiles);
+        if (bf16_pairs(r, k, target, tiled)) {
+          tiled.strategy = Strategy::Bf16Tiles;
+          return tiled;
+        }
         if (transposed_tiles(r, k, frame, target, &plan)) return plan;
-        return tiles(r, k, frame, target, Strategy::Tiles);
+        return tiled;
       }
       if (sliding_conv_fits(r, k, target)) {
         plan.strategy = Strategy::Sliding;

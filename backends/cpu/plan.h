@@ -28,6 +28,12 @@ kernel::KernelPlan plan_kernel(const ir::Region& r, const kernel::RegionSchedule
 void plan_kernels(const ir::Region& r, kernel::RegionSchedule& s, const Target& target,
                   const kernel::FusionOptions& options = {});
 
+// Whether a product of M x N planned as register tiles runs as dot products instead: narrower
+// than a vector and no more rows than one tile (gemm.cpp).
+inline bool dot_products(int64_t M, int64_t N, const kernel::KernelPlan& plan) {
+  return N < plan.vector_lanes && M <= plan.tile.m;
+}
+
 // The indices that a thread's share or a split part of kernel k starts at a multiple of: a
 // register tile's rows where threads split a product's rows (a share of rows not a multiple
 // would run its last rows one at a time), a panel's columns where parts split its columns (each
