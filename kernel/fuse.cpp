@@ -314,32 +314,51 @@ class Fuser {
   }
 
   // A matmul or convolution starts a MatMul kernel reading its operands through strided views
-  // where it can (a matmul), else from buffers.
+  // (a matmul), else from buffers. A widening conversion before it (the one sum_halves_in_f32
+  // puts before a product of 16-bit values) is done as each element is loaded, so that no f32
+  // copy of a 16-bit operand is stored and read back: a matmul's view goes through it, a
+  // convolution recomputes it.
   void start_matmul(size_t i) {
     const ir::Node& n = region_.nodes[i];
     int g = new_group(KernelKind::MatMul, region_.type(n.results[0]).shape);
-    groups_[static_cast<size_t>(g)].root = static_cast<int>(i);
-    groups_[static_cast<size_t>(g)].nodes.push_back(i);
+    // g's group is looked up by index each time: need_buffer may add groups.
+    G(g).root = static_cast<int>(i);
+    G(g).nodes.push_back(i);
     std::set<int> deps;
+    std::vector<size_t> widenings;
     std::vector<StridedView> views;
     for (ValueId o : n.operands) {
       StridedView sv;
-      // Through a widening conversion where the view goes on below it, else down to the
-      // converted value (a reshape of a slice may have strides only above the conversion).
-      bool widened = n.op == Op::MatMul && options_.widening_operand_views && strided_operand(o, &sv, true);
-      bool strided = widened || (n.op == Op::MatMul && strided_operand(o, &sv, false));
-      std::set<int> d = n.op != Op::MatMul || strided ? view_base_groups(o, widened) : need_buffer(o);
-      // The view read is the one the dependencies were taken from, now: a copy of a view in the
-      // chain made later (for a result, or another reader) is not ordered before this kernel.
-      // (An operand that need_buffer stored, a splat among them, is read from its buffer.)
-      if (n.op == Op::MatMul && !strided && !strided_view(region_, probe_, producer_, o, &sv))
-        detail::fail("fuse", "internal error: a stored matmul operand is not a strided view");
-      views.push_back(sv);
+      std::set<int> d;
+      bool widened = false;
+      if (n.op == Op::MatMul) {
+        // Through a widening conversion where the view goes on below it, else down to the
+        // converted value (a reshape of a slice may have strides only above the conversion).
+        widened = strided_operand(o, &sv, true);
+        bool strided = widened || strided_operand(o, &sv, false);
+        d = strided ? view_base_groups(o, widened) : need_buffer(o);
+        // The view read is the one the dependencies were taken from, now: a copy of a view in
+        // the chain made later (for a result, or another reader) is not ordered before this
+        // kernel. (An operand that need_buffer stored, a splat among them, is read from its
+        // buffer.)
+        if (!strided && !strided_view(region_, probe_, producer_, o, &sv))
+          detail::fail("fuse", "internal error: a stored matmul operand is not a strided view");
+        views.push_back(sv);
+      } else if (int p = producer_[static_cast<size_t>(o)];
+                 p >= 0 && is_widening(region_, region_.nodes[static_cast<size_t>(p)])) {
+        // A convolution reads its operands whole: the 16-bit one is stored.
+        widened = true;
+        d = need_buffer(region_.nodes[static_cast<size_t>(p)].operands[0]);
+        widenings.push_back(static_cast<size_t>(p));
+      } else {
+        d = need_buffer(o);
+      }
       deps.insert(d.begin(), d.end());
-      view_leaves(o, groups_[static_cast<size_t>(g)].leaves, widened);
+      view_leaves(o, G(g).leaves, widened);
     }
-    groups_[static_cast<size_t>(g)].preds = deps;
-    if (n.op == Op::MatMul) groups_[static_cast<size_t>(g)].operand_views = std::move(views);
+    G(g).preds = deps;
+    G(g).recomputed = widenings;
+    if (n.op == Op::MatMul) G(g).operand_views = std::move(views);
     group_of_[i] = g;
     must_[static_cast<size_t>(n.results[0])] = true;
   }

@@ -146,11 +146,6 @@ struct FusionOptions {
   // kernel, are split into parts with partial results (Kernel::split_over; the CPU, whose
   // threads split the parts; a GPU reduces within workgroups instead).
   bool split_reductions = true;
-  // A matmul reads an f16 or bf16 operand converted to f32 (the conversion sum_halves_in_f32
-  // puts before a product of 16-bit values) from the 16-bit buffer, widening each element as it
-  // loads it: no f32 copy is stored and read back (strided_view's `widening`; the CPU's product
-  // loads through its operands' strided views, a GPU's through its own lowering).
-  bool widening_operand_views = true;
   // A scan's carries get a second buffer each in the scan's arena (scan_carry_buffers), so that
   // the CPU alternates them by step instead of copying each step's new carries back.
   bool double_buffered_scan_carries = true;

@@ -12,28 +12,29 @@ namespace fluxion::kernel {
 
 // The strategies of both backends; their names are what Compiled::kernels() prints after the
 // kernel's kind ("matmul[tiles]") and what plan overrides name.
-#define FLUXION_STRATEGIES(X)                                                                   \
-  X(Unplanned, "")                       /* before a backend plans the kernel */                \
-  X(Scalar, "scalar")                    /* cpu: a kernel over an empty index space */          \
-  X(Flat, "flat")                        /* cpu: one flat loop over every element */            \
-  X(Nest, "nest")                        /* cpu: a loop nest over the index space */            \
-  X(PoolWindows, "pool-windows")         /* cpu: a max-pooling gradient window by window */     \
-  X(Pieces, "pieces")                    /* cpu: a concatenation part by part */                \
-  X(Block, "block")                      /* cpu: a straight-line region */                      \
-  X(Rows, "rows")                        /* cpu: a scatter by result rows */                    \
-  X(Tiles, "tiles")                      /* both: a register-tiled matrix product */            \
-  X(TransposedTiles, "transposed-tiles") /* cpu: few rows times a transpose, as C^T tiles */    \
-  X(Bf16Tiles, "bf16-tiles")             /* cpu: register tiles of bf16 pairs (AVX-512-BF16) */ \
-  X(Sliding, "sliding")                  /* cpu: a stride-1 convolution as sliding windows */   \
-  X(Im2col, "im2col")                    /* cpu: a convolution as a product over im2col */      \
-  X(PerIndex, "per-index")               /* gpu: one invocation per index */                    \
-  X(Direct, "direct")                    /* gpu: a convolution, one output per invocation */    \
-  X(WorkgroupRows, "workgroup-rows")     /* gpu: reductions combined in workgroup memory */     \
-  X(SubgroupRows, "subgroup-rows")       /* gpu: reductions combined by subgroup operations */  \
-  X(InterleavedRows, "interleaved-rows") /* gpu: neighbouring invocations, neighbouring rows */ \
-  X(RowBlocks, "row-blocks")             /* gpu: a scatter by blocks of result rows */          \
-  X(SortedRows, "sorted-rows")           /* gpu: a scatter's indices sorted, then row sums */   \
-  X(InLoop, "in-loop")                   /* gpu: a block of a loop's single-workgroup shader */
+#define FLUXION_STRATEGIES(X)                                                                     \
+  X(Unplanned, "")                         /* before a backend plans the kernel */                \
+  X(Scalar, "scalar")                      /* cpu: a kernel over an empty index space */          \
+  X(Flat, "flat")                          /* cpu: one flat loop over every element */            \
+  X(Nest, "nest")                          /* cpu: a loop nest over the index space */            \
+  X(PoolWindows, "pool-windows")           /* cpu: a max-pooling gradient window by window */     \
+  X(Pieces, "pieces")                      /* cpu: a concatenation part by part */                \
+  X(Block, "block")                        /* cpu: a straight-line region */                      \
+  X(Rows, "rows")                          /* cpu: a scatter by result rows */                    \
+  X(Tiles, "tiles")                        /* both: a register-tiled matrix product */            \
+  X(CooperativeTiles, "cooperative-tiles") /* gpu: f16 tiles on matrix units */                   \
+  X(TransposedTiles, "transposed-tiles")   /* cpu: few rows times a transpose, as C^T tiles */    \
+  X(Bf16Tiles, "bf16-tiles")               /* cpu: register tiles of bf16 pairs (AVX-512-BF16) */ \
+  X(Sliding, "sliding")                    /* cpu: a stride-1 convolution as sliding windows */   \
+  X(Im2col, "im2col")                      /* cpu: a convolution as a product over im2col */      \
+  X(PerIndex, "per-index")                 /* gpu: one invocation per index */                    \
+  X(Direct, "direct")                      /* gpu: a convolution, one output per invocation */    \
+  X(WorkgroupRows, "workgroup-rows")       /* gpu: reductions combined in workgroup memory */     \
+  X(SubgroupRows, "subgroup-rows")         /* gpu: reductions combined by subgroup operations */  \
+  X(InterleavedRows, "interleaved-rows")   /* gpu: neighbouring invocations, neighbouring rows */ \
+  X(RowBlocks, "row-blocks")               /* gpu: a scatter by blocks of result rows */          \
+  X(SortedRows, "sorted-rows")             /* gpu: a scatter's indices sorted, then row sums */   \
+  X(InLoop, "in-loop")                     /* gpu: a block of a loop's single-workgroup shader */
 
 enum class Strategy : uint8_t {
 #define FLUXION_STRATEGY_ENUM(name, text) name,

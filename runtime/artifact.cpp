@@ -113,7 +113,9 @@ std::string target_text(const vulkan::ShaderTarget& t) {
          "\nhalves " + std::to_string(t.halves) + "\nfloat64 " + std::to_string(t.float64) + "\npreserve_nan32 " +
          std::to_string(t.preserve_nan32) + "\npreserve_nan64 " + std::to_string(t.preserve_nan64) +
          "\nsubgroup_arithmetic " + std::to_string(t.subgroup_arithmetic) + "\nmax_shared_bytes " +
-         std::to_string(t.max_shared_bytes) + "\n";
+         std::to_string(t.max_shared_bytes) + "\ncooperative_m " + std::to_string(t.cooperative_m) +
+         "\ncooperative_n " + std::to_string(t.cooperative_n) + "\ncooperative_k " + std::to_string(t.cooperative_k) +
+         "\n";
 }
 
 void put_loc(Bytes& b, const vulkan::Loc& l) {
@@ -313,6 +315,12 @@ vulkan::ShaderTarget parse_target(const Fields& f) {
   t.preserve_nan64 = get("preserve_nan64") != 0;
   t.subgroup_arithmetic = get("subgroup_arithmetic") != 0;
   t.max_shared_bytes = static_cast<uint32_t>(get("max_shared_bytes"));
+  // Written since products may run on cooperative matrices; before, none did.
+  if (v.count("cooperative_m")) {
+    t.cooperative_m = static_cast<uint32_t>(get("cooperative_m"));
+    t.cooperative_n = static_cast<uint32_t>(get("cooperative_n"));
+    t.cooperative_k = static_cast<uint32_t>(get("cooperative_k"));
+  }
   return t;
 }
 

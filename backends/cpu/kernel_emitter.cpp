@@ -229,6 +229,10 @@ Value* KernelEmitter::at(ir::ValueId v, const Index& idx) {
 Value* KernelEmitter::at_flat(ir::ValueId v, Value* f) {
   kernel::Storage st = schedule_.storage[static_cast<size_t>(v)];
   const TensorType& t = region_.type(v);
+  // A 16-bit element is held widened in f32 registers, so a widening conversion the kernel
+  // recomputes (a product's 16-bit operand) reads its operand at the same flat index.
+  const ir::Node* p = frame_.producer(v);
+  if (frame_.computed(v) && p && kernel::is_widening(region_, *p)) return at_flat(p->operands[0], f);
   if (!frame_.computed(v) &&
       (st == kernel::Storage::Param || st == kernel::Storage::Slot || st == kernel::Storage::Output ||
        st == kernel::Storage::Alias || st == kernel::Storage::Global)) {

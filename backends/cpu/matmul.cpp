@@ -56,7 +56,7 @@ KernelEmitter::Gemm KernelEmitter::matmul_gemm() {
   g.blocks = std::max<int64_t>(1, support::ceil_div(g.K, g.kc));
   g.b_rows_contiguous = bv.strides[rank - 1] == 1;
   // An operand's base is of the product's dtype, or f16 or bf16 widened to f32 as it is loaded
-  // (kernel::FusionOptions::widening_operand_views).
+  // (the fuser folds a widening conversion into the operand's view).
   auto offset = [this, rank](const kernel::StridedView& v, const Index& b, Value* i, Value* j) {
     Value* off = i64(v.offset);
     for (size_t d = 0; d < b.size(); ++d) off = builder_.CreateAdd(off, builder_.CreateMul(b[d], i64(v.strides[d])));

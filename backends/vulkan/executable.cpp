@@ -86,6 +86,14 @@ class VulkanExecutable final : public backends::Executable {
       options_.drop_barrier = *drop;
     schedule_ = kernel::schedule(program_.body, true, options);
     plan_kernels(program_.body, schedule_, tuning_);
+    // A program none of whose products runs on cooperative matrices does not need them where
+    // it is loaded (an exported program records its target).
+    bool cooperative = false;
+    kernel::for_each_kernel(program_.body, schedule_,
+                            [&](const ir::Region&, const kernel::RegionSchedule&, kernel::Kernel& k) {
+                              cooperative = cooperative || k.plan.strategy == kernel::Strategy::CooperativeTiles;
+                            });
+    if (!cooperative) target_.cooperative_m = target_.cooperative_n = target_.cooperative_k = 0;
     VulkanLayout layout{program_.body.param_types(), program_.body.result_types(), schedule_.arena_bytes,
                         runtime::program_label(program_)};
     calls_ = std::make_unique<VulkanProgram>(ctx_, std::move(layout), first_recording(), [this](int loop) {

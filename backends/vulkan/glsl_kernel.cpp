@@ -351,27 +351,38 @@ void GlslKernel::emit_reducing() {
   line("}");
 }
 
+std::string GlslKernel::operand_element(size_t operand, const Index& idx) {
+  kernel::StridedView views[2];
+  if (!kernel::matmul_operands(kernel_, &views[0], &views[1]))
+    detail::fail("vulkan codegen", "internal error: a product's operands are not strided views");
+  const kernel::StridedView& v = views[operand];
+  std::string f = std::to_string(v.offset);
+  for (size_t d = 0; d < idx.size(); ++d) {
+    if (v.strides[d] != 0) f += " + " + idx[d] + " * " + std::to_string(v.strides[d]);
+  }
+  return temp(region_.type(v.base).dtype, load_flat(v.base, f));
+}
+
 GlslKernel::Gemm GlslKernel::matmul_gemm() {
   const ir::Node& mm = region_.nodes[kernel_.root];
-  ir::ValueId a = mm.operands[0], b = mm.operands[1];
   const Shape& cs = region_.type(mm.results[0]).shape;
   size_t rank = cs.size();
   Gemm g;
   g.batch.assign(cs.begin(), cs.end() - 2);
   g.M = cs[rank - 2];
   g.N = cs[rank - 1];
-  g.K = region_.type(a).shape.back();
+  g.K = region_.type(mm.operands[0]).shape.back();
   // The operands' and the result's index: the batch index, then the two matrix dimensions.
   auto index = [](Index idx, const std::string& x, const std::string& y) {
     idx.push_back(x);
     idx.push_back(y);
     return idx;
   };
-  g.a = [this, a, index](const Index& bi, const std::string& i, const std::string& k, const std::string& dst) {
-    line(dst + " = " + at(a, index(bi, i, k)) + ";");
+  g.a = [this, index](const Index& bi, const std::string& i, const std::string& k, const std::string& dst) {
+    line(dst + " = " + operand_element(0, index(bi, i, k)) + ";");
   };
-  g.b = [this, b, index](const Index& bi, const std::string& k, const std::string& j, const std::string& dst) {
-    line(dst + " = " + at(b, index(bi, k, j)) + ";");
+  g.b = [this, index](const Index& bi, const std::string& k, const std::string& j, const std::string& dst) {
+    line(dst + " = " + operand_element(1, index(bi, k, j)) + ";");
   };
   g.c_index = index;
   return g;
@@ -456,8 +467,13 @@ void GlslKernel::emit_matmul() {
 }
 
 void GlslKernel::declare_shared(DType t, const std::string& name, const std::vector<int64_t>& dims) {
-  shared_ += "shared " + glsl_type(t) + " " + name;
-  int64_t bytes = dtype_size(t);
+  declare_shared(glsl_type(t), dtype_size(t), name, dims);
+}
+
+void GlslKernel::declare_shared(const std::string& type, int64_t element_bytes, const std::string& name,
+                                const std::vector<int64_t>& dims) {
+  shared_ += "shared " + type + " " + name;
+  int64_t bytes = element_bytes;
   for (int64_t d : dims) {
     shared_ += "[" + std::to_string(d) + "]";
     bytes *= d;
@@ -471,6 +487,7 @@ KernelShader GlslKernel::emit(const std::string& name) {
     case kernel::Strategy::RowBlocks: emit_scatter(false); break;
     case kernel::Strategy::SortedRows: emit_sorted_scatter(); break;
     case kernel::Strategy::Tiles: emit_matmul(); break;
+    case kernel::Strategy::CooperativeTiles: emit_cooperative_tiles(); break;
     case kernel::Strategy::WorkgroupRows:
     case kernel::Strategy::SubgroupRows:
     case kernel::Strategy::InterleavedRows: emit_reducing(); break;
@@ -539,7 +556,7 @@ void GlslKernel::emit_cooperative_rows() {
 
 void GlslKernel::emit_cooperative_matmul() {
   const ir::Node& mm = region_.nodes[kernel_.root];
-  ir::ValueId a = mm.operands[0], b = mm.operands[1], c = mm.results[0];
+  ir::ValueId a = mm.operands[0], c = mm.results[0];
   const Shape& cs = region_.type(c).shape;
   size_t rank = cs.size();
   DType t = region_.type(c).dtype;
@@ -556,7 +573,7 @@ void GlslKernel::emit_cooperative_matmul() {
     ai.push_back(q);
     bi.push_back(q);
     bi.push_back(idx[rank - 1]);
-    line(acc + " = fma(" + at(a, ai) + ", " + at(b, bi) + ", " + acc + ");");
+    line(acc + " = fma(" + operand_element(0, ai) + ", " + operand_element(1, bi) + ", " + acc + ");");
   });
   memo_[{c, idx}] = acc;
   body_at(idx);

@@ -57,6 +57,8 @@ class GlslKernel {
   void block(const std::function<void()>& body);
   // `shared T name[d0][d1]...;`, counted against the device's workgroup memory.
   void declare_shared(DType t, const std::string& name, const std::vector<int64_t>& dims);
+  void declare_shared(const std::string& type, int64_t element_bytes, const std::string& name,
+                      const std::vector<int64_t>& dims);
 
   // Kernel shapes.
   void body_at(const Index& idx);
@@ -74,9 +76,15 @@ class GlslKernel {
     std::function<void(const Index& b, const std::string& k, const std::string& j, const std::string& dst)> b;
     std::function<Index(const Index& b, const std::string& i, const std::string& j)> c_index;
   };
+  // Element idx of a matmul's operand 0 or 1, through the strided view the fuser chose for it
+  // (the view it ordered the kernel after), widened where its base is f16 or bf16.
+  std::string operand_element(size_t operand, const Index& idx);
   Gemm matmul_gemm();
   Gemm conv_gemm();
   void emit_matmul();
+  // A matmul of f16 operands planned CooperativeTiles (glsl_cooperative.cpp): each subgroup
+  // multiplies fragments of the workgroup's staged f16 slices on the device's matrix units.
+  void emit_cooperative_tiles();
   // A Scatter kernel (glsl_scatter.cpp): each invocation owns one column (an outer index and a
   // position after the axis) of a block of result rows, zeroes it and scans every index in
   // order; dispatched, or (`cooperative`) as a block of a loop shader.

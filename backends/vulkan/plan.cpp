@@ -20,7 +20,6 @@ kernel::FusionOptions fusion_options(const DeviceTuning& tuning) {
   options.straight_line_regions = false;
   options.split_reductions = false;
   options.side_by_side_kernels = false;
-  options.widening_operand_views = false;
   options.sorted_scatter_min_indices = tuning.sorted_scatter_min_indices;
   return options;
 }
@@ -29,6 +28,17 @@ int64_t tile_invocations(const kernel::Tile& t) { return (t.m / t.thread_m) * (t
 
 int64_t tile_shared_bytes(const kernel::Tile& t, int64_t element_bytes) {
   return t.k * (t.m + 1 + t.n + 1) * element_bytes;  // As[k][m + 1] and Bs[k][n + 1]
+}
+
+int64_t cooperative_workgroup(const kernel::Tile& t, const DeviceTuning& tuning) {
+  return (t.m / t.thread_m) * (t.n / t.thread_n) * tuning.subgroup_size;
+}
+
+int64_t cooperative_shared_bytes(const kernel::Tile& t, const DeviceTuning& tuning) {
+  const kernel::Tile& f = tuning.cooperative_fragment;
+  int64_t subgroups = (t.m / t.thread_m) * (t.n / t.thread_n);
+  return 2 * (t.m * (t.k + kCooperativePad16) + t.k * (t.n + kCooperativePad16)) +
+         4 * subgroups * f.m * (f.n + kCooperativePad32);
 }
 
 DeviceClass device_class(const VulkanDeviceInfo& info) {
@@ -73,6 +83,21 @@ void gpu_class(DeviceTuning& t) {
 
 }  // namespace
 
+std::string cooperative_fault(const kernel::Tile& t, const DeviceTuning& tuning) {
+  const kernel::Tile& f = tuning.cooperative_fragment;
+  if (f.m == 0 || tuning.subgroup_size == 0)
+    return "a device with cooperative matrices (FLUXION_VULKAN_COOPERATIVE_MATRIX=on)";
+  if (t.thread_m < 1 || t.thread_n < 1 || t.thread_m % f.m != 0 || t.thread_n % f.n != 0 || t.k < 1 || t.k % f.k != 0 ||
+      t.m % t.thread_m != 0 || t.n % t.thread_n != 0)
+    return "a tile of whole subgroup blocks (thread m x thread n) of whole " + std::to_string(f.m) + " x " +
+           std::to_string(f.n) + " x " + std::to_string(f.k) + " fragments";
+  if (cooperative_workgroup(t, tuning) > tuning.max_workgroup)
+    return "at most " + std::to_string(tuning.max_workgroup / tuning.subgroup_size) + " subgroups";
+  if (cooperative_shared_bytes(t, tuning) > tuning.max_shared_bytes)
+    return "at most " + std::to_string(tuning.max_shared_bytes) + " bytes of workgroup memory";
+  return "";
+}
+
 DeviceTuning device_tuning(const VulkanDeviceInfo& info, const ShaderTarget& target) {
   DeviceTuning t;
   t.device_class = device_class(info);
@@ -99,6 +124,14 @@ DeviceTuning device_tuning(const VulkanDeviceInfo& info, const ShaderTarget& tar
   if (!fits(t.product, 8)) {
     t.product = DeviceTuning{}.product;
     t.min_conv_product_tiles = DeviceTuning{}.min_conv_product_tiles;
+  }
+  // Cooperative tiles of 64 x 64 staged 32 deep, 2 x 2 subgroups of 32 x 32 each: on an NVIDIA
+  // multiprocessor 4 x 32 lanes (not yet tuned on a device).
+  t.subgroup_size = info.capabilities.subgroup_size;
+  if (target.cooperative() && t.subgroup_size > 0) {
+    t.cooperative_fragment = {target.cooperative_m, target.cooperative_n, target.cooperative_k, 0, 0};
+    t.cooperative = {64, 64, 32, 32, 32};
+    if (!cooperative_fault(t.cooperative, t).empty()) t.cooperative = {};
   }
   return t;
 }
@@ -178,6 +211,23 @@ kernel::Tile product_tile(const ir::Region& r, const kernel::Kernel& k, const De
   return large ? tuning.large_product : tuning.product;
 }
 
+// Whether matmul kernel k multiplies f16 values into an f32 result (its operands' views read f16
+// buffers).
+bool cooperative_operands(const ir::Region& r, const kernel::Kernel& k) {
+  kernel::StridedView a, b;
+  return r.nodes[k.root].op == ir::Op::MatMul && kernel::matmul_operands(k, &a, &b) &&
+         r.type(a.base).dtype == DType::f16 && r.type(b.base).dtype == DType::f16 &&
+         r.type(r.nodes[k.root].results[0]).dtype == DType::f32;
+}
+
+// Whether k runs on cooperative matrices: f16 operands on a device with them, at least one
+// subgroup's block of rows and of columns and one staged depth.
+bool cooperative_product(const ir::Region& r, const kernel::Kernel& k, const DeviceTuning& tuning) {
+  if (tuning.cooperative.m == 0 || !cooperative_operands(r, k)) return false;
+  kernel::ProductDims d = kernel::product_dims(r, k);
+  return d.M >= tuning.cooperative.thread_m && d.N >= tuning.cooperative.thread_n && d.K >= tuning.cooperative.k;
+}
+
 }  // namespace
 
 int64_t scatter_block_rows(const ir::Region& r, const kernel::Kernel& k, int64_t invocations,
@@ -207,7 +257,11 @@ KernelPlan plan_kernel(const ir::Region& r, const kernel::RegionSchedule&, const
       return plan;
     case kernel::KernelKind::MatMul:
       if (has_reduce) detail::fail("vulkan codegen", "internal error: a matmul kernel's epilogue reduces");
-      if (r.nodes[k.root].op == ir::Op::MatMul || conv_as_tiles(r, k, tuning)) {
+      if (cooperative_product(r, k, tuning)) {
+        plan.strategy = Strategy::CooperativeTiles;
+        plan.tile = tuning.cooperative;
+        plan.workgroup = cooperative_workgroup(plan.tile, tuning);
+      } else if (r.nodes[k.root].op == ir::Op::MatMul || conv_as_tiles(r, k, tuning)) {
         plan.strategy = Strategy::Tiles;
         plan.tile = product_tile(r, k, tuning);
         plan.workgroup = tile_invocations(plan.tile);
@@ -251,6 +305,13 @@ std::string plan_fault(const KernelPlan& p, const DeviceTuning& tuning) {
        (p.strategy == Strategy::InterleavedRows && p.row_lanes == p.workgroup)))
     return "rows of a power of two lanes that divides the workgroup (the whole workgroup for subgroup rows, "
            "less than it for interleaved rows)";
+  if (p.strategy == Strategy::CooperativeTiles) {
+    std::string fault = cooperative_fault(t, tuning);
+    if (!fault.empty()) return fault;
+    if (p.workgroup != cooperative_workgroup(t, tuning))
+      return "a workgroup of a subgroup per block, " + std::to_string(cooperative_workgroup(t, tuning)) +
+             " invocations";
+  }
   if (p.strategy == Strategy::RowBlocks && t.m < 1) return "blocks of at least one row";
   if (p.strategy == Strategy::SortedRows && (t.m < 1 || t.m > tuning.max_workgroup))
     return "a sort of 1 to " + std::to_string(tuning.max_workgroup) + " indices per round";
@@ -265,8 +326,10 @@ void plan_kernels(const ir::Region& r, kernel::RegionSchedule& s, const DeviceTu
       [&](const ir::Region& region, const kernel::RegionSchedule& schedule, const kernel::Kernel& k) {
         return plan_kernel(region, schedule, k, tuning);
       },
-      [&](const ir::Region&, const kernel::RegionSchedule&, const kernel::Kernel& k) {
+      [&](const ir::Region& region, const kernel::RegionSchedule&, const kernel::Kernel& k) {
         std::string needs = plan_fault(k.plan, tuning);
+        if (needs.empty() && k.plan.strategy == Strategy::CooperativeTiles && !cooperative_operands(region, k))
+          needs = "a product of f16 operands into an f32 result";
         return needs.empty() ? needs : "its plan needs " + needs;
       });
 }

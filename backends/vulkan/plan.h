@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 
 #include "fluxion/vulkan.h"
 #include "ir/ir.h"
@@ -65,6 +66,13 @@ struct DeviceTuning {
   // lanes only waits.
   int64_t sorted_scatter_min_indices = 0;
   int64_t scatter_sort_workgroup = kWorkgroupSize;
+  // Products of f16 operands on cooperative matrices (a target with them): a workgroup's output
+  // tile m x n staged k deep, each subgroup computing thread_m x thread_n of it in fragments of
+  // cooperative_fragment (m x n x k); the workgroup is its subgroups' invocations
+  // (cooperative_workgroup). m = 0: none.
+  kernel::Tile cooperative;
+  kernel::Tile cooperative_fragment;
+  int64_t subgroup_size = 0;
   // The loop shader's single workgroup (glsl_loop.cpp).
   int64_t loop_workgroup = kWorkgroupSize;
   bool subgroup_arithmetic = false;
@@ -76,6 +84,17 @@ struct DeviceTuning {
 // operands' slices of `element_bytes` each in (glsl_kernel.cpp).
 int64_t tile_invocations(const kernel::Tile& t);
 int64_t tile_shared_bytes(const kernel::Tile& t, int64_t element_bytes);
+
+// A cooperative tile's workgroup memory (glsl_cooperative.cpp): A's slice as f16 rows of k +
+// kCooperativePad16, B's as f16 rows of n + kCooperativePad16, and per subgroup one f32 result
+// fragment, rows of its n + kCooperativePad32, for the epilogue. The pads keep every
+// fragment's rows 16-byte aligned and spread them over the memory banks.
+inline constexpr int64_t kCooperativePad16 = 8, kCooperativePad32 = 4;
+int64_t cooperative_shared_bytes(const kernel::Tile& t, const DeviceTuning& tuning);
+// The invocations of cooperative tile t's workgroup: a subgroup per thread_m x thread_n block.
+int64_t cooperative_workgroup(const kernel::Tile& t, const DeviceTuning& tuning);
+// What cooperative tile t needs that the device of `tuning` lacks ("" when it runs there).
+std::string cooperative_fault(const kernel::Tile& t, const DeviceTuning& tuning);
 
 // What the fuser may put in one GPU kernel: reductions of one set of axes, elementwise product
 // epilogues, no straight-line regions, no reductions split by threads (a GPU splits its own

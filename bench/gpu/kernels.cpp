@@ -1,11 +1,14 @@
 // Kernel shapes on the Vulkan backend with their operands already on the device: square f32
-// products (TFLOP/s), a 64 MB elementwise map, row sums, column sums, a whole-array sum and an
-// embedding gradient (a scatter_add of 16,384 rows of 128 into 65: GB/s of bytes read). It times whatever plans the
-// backend chooses, or those of FLUXION_KERNEL_PLANS, so one run per rules file compares tile and workgroup choices on a
-// GPU (bench/gpu/README.md). usage: fluxion_gpu_kernels [--repeat N] [N...]   (N: product sizes, default 1024 2048
-// 4096)
+// products (TFLOP/s), square products of f16 and of bf16 operands summed into f32 (on cooperative
+// matrices under FLUXION_VULKAN_COOPERATIVE_MATRIX=on, where the device has them; a CHECK line
+// gives the largest error of 64 sampled elements against double sums), a 64 MB elementwise map, row sums, column sums,
+// a whole-array sum and an embedding gradient (a scatter_add of 16,384 rows of 128 into 65: GB/s of bytes read). It
+// times whatever plans the backend chooses, or those of FLUXION_KERNEL_PLANS, so one run per rules file compares tile
+// and workgroup choices on a GPU (bench/gpu/README.md). usage: fluxion_gpu_kernels [--repeat N] [N...]   (N: product
+// sizes, default 1024 2048 4096)
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <functional>
@@ -48,6 +51,25 @@ void report(const char* kernel, int64_t size, const Timing& t, double amount, co
   std::fflush(stdout);
 }
 
+// The largest error of 64 elements of c = a b (n x n, f32) against sums in double, in units of
+// the f32 sum's bound (n 2^-24 sum |a_ik b_kj|): at most 1 when the product sums in f32.
+double sampled_error(const fx::Array& a, const fx::Array& b, const fx::Array& c, int64_t n) {
+  std::vector<double> av = a.to_doubles(), bv = b.to_doubles(), cv = c.to_doubles();
+  double worst = 0;
+  for (int64_t s = 0; s < 64; ++s) {
+    int64_t i = (s * 7919) % n, j = (s * 104729 + 17) % n;
+    double sum = 0, bound = 0;
+    for (int64_t k = 0; k < n; ++k) {
+      double p = av[static_cast<size_t>(i * n + k)] * bv[static_cast<size_t>(k * n + j)];
+      sum += p;
+      bound += std::abs(p);
+    }
+    double allowed = static_cast<double>(n) * std::ldexp(bound, -24) + 1e-30;
+    worst = std::max(worst, std::abs(cv[static_cast<size_t>(i * n + j)] - sum) / allowed);
+  }
+  return worst;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) try {
@@ -65,10 +87,21 @@ int main(int argc, char** argv) try {
   const fx::Backend gpu = fx::Backend::Vulkan;
   auto place = fx::jit([](fx::Tensor a) { return a * 1.0f; }, gpu);
   auto product = fx::jit([](fx::Tensor a, fx::Tensor b) { return fx::matmul(a, b); }, gpu);
+  // 16-bit operands summed into an f32 result, as JAX's preferred_element_type=float32 writes it.
+  auto half_product =
+      fx::jit([](fx::Tensor a, fx::Tensor b) { return fx::matmul(fx::cast(a, fx::f32), fx::cast(b, fx::f32)); }, gpu);
   for (int64_t n : sizes) {
     fx::Array a = place(filled(n, n)), b = place(filled(n, n));
     double flops = 2.0 * static_cast<double>(n) * static_cast<double>(n) * static_cast<double>(n);
     report("matmul", n, time_calls([&] { return product(a, b); }, repeat), flops, "TFLOP/s");
+    for (fx::DType half : {fx::f16, fx::bf16}) {
+      std::string name = std::string("matmul_") + fx::dtype_name(half);
+      auto narrow = fx::jit([half](fx::Tensor t) { return fx::cast(t, half); }, gpu);
+      fx::Array ah = narrow(a), bh = narrow(b);
+      report(name.c_str(), n, time_calls([&] { return half_product(ah, bh); }, repeat), flops, "TFLOP/s");
+      std::printf("CHECK\t%s\t%lld\terror_in_f32_bounds %.3f\n", name.c_str(), static_cast<long long>(n),
+                  sampled_error(ah, bh, half_product(ah, bh), n));
+    }
   }
   const int64_t side = 4096;  // 64 MB of f32
   fx::Array x = place(filled(side, side));

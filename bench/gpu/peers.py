@@ -1,5 +1,5 @@
 """The kernels of fluxion_gpu_kernels in PyTorch (CUDA) and JAX (jit), products in FP32 and TF32
-in both, on the same GPU, printing the same RES lines: square f32 products, a 64 MB map, row
+in both (and of f16 and bf16 operands), on the same GPU, printing the same RES lines: square f32 products, a 64 MB map, row
 sums, column sums, a whole-array sum and an embedding gradient (scatter-add of 16,384 rows). Each peer is skipped when its package or a GPU is missing.
 usage: python3 bench/gpu/peers.py [N...]   (product sizes, default 1024 2048 4096)"""
 import statistics
@@ -45,6 +45,12 @@ def torch_peer(sizes):
             a = torch.rand(n, n, device="cuda") - 0.5
             b = torch.rand(n, n, device="cuda") - 0.5
             report(name, "matmul", n, *timed(lambda: a @ b, sync), 2.0 * n ** 3, "TFLOP/s")
+    # 16-bit products as PyTorch runs them by default (cuBLAS on tensor cores).
+    for dtype, kernel in ((torch.float16, "matmul_f16"), (torch.bfloat16, "matmul_bf16")):
+        for n in sizes:
+            a = (torch.rand(n, n, device="cuda") - 0.5).to(dtype)
+            b = (torch.rand(n, n, device="cuda") - 0.5).to(dtype)
+            report("torch", kernel, n, *timed(lambda: a @ b, sync), 2.0 * n ** 3, "TFLOP/s")
     x = torch.rand(SIDE, SIDE, device="cuda")
     report("torch", "map", SIDE * SIDE, *timed(lambda: x * 1.5 + 0.5, sync), BYTES * 1e3, "GB/s")
     report("torch", "row_sums", SIDE, *timed(lambda: x.sum(1), sync), BYTES * 1e3, "GB/s")
@@ -72,6 +78,12 @@ def jax_peer(sizes):
         for n in sizes:
             a = jax.random.uniform(key, (n, n)) - 0.5
             report(name, "matmul", n, *timed(run(product, a, a), lambda: None), 2.0 * n ** 3, "TFLOP/s")
+    # 16-bit operands summed into f32, as Fluxion's matmul_f16 and matmul_bf16 are.
+    for dtype, kernel in ((jnp.float16, "matmul_f16"), (jnp.bfloat16, "matmul_bf16")):
+        product = jax.jit(lambda a, b: jnp.matmul(a, b, preferred_element_type=jnp.float32))
+        for n in sizes:
+            a = (jax.random.uniform(key, (n, n)) - 0.5).astype(dtype)
+            report("jax", kernel, n, *timed(run(product, a, a), lambda: None), 2.0 * n ** 3, "TFLOP/s")
     x = jax.random.uniform(key, (SIDE, SIDE))
     for kernel, f in (("map", lambda v: v * 1.5 + 0.5), ("row_sums", lambda v: v.sum(1)),
                       ("column_sums", lambda v: v.sum(0)), ("sum", lambda v: v.sum())):

@@ -1,6 +1,6 @@
 #!/bin/bash
 # The one-shot GPU benchmark, on a machine with a GPU and its driver: the Vulkan self-test;
-# fluxion_gpu_kernels (square products, a 64 MB map, row, column and whole sums, operands on the
+# fluxion_gpu_kernels (square f32, f16 and bf16 products, again with cooperative matrices, a 64 MB map, row, column and whole sums, operands on the
 # device); fluxion_gpu_bench (W1-W7 and gpt_train's step at batch 16 and 256); the same in
 # PyTorch and JAX when their packages and a GPU are there (peers.py, workload_peers.py); the host
 # CPU's table, W1-W7 on the CPU backend and W1-W6 in PyTorch on the CPU at each of CPU_THREADS
@@ -49,6 +49,8 @@ timed_kernels() {
   timeout 120 "$kernels" "${sizes[@]}" 2>&1 | sed "s/^RES\t/RES\t$1\t/" >> "$out/kernels.txt"
 }
 timed_kernels planner
+# f16 products on the device's matrix units (tagged "cooperative"; the same as planner elsewhere).
+FLUXION_VULKAN_COOPERATIVE_MATRIX=on timed_kernels cooperative
 timeout 150 "$bench" > "$out/workloads.txt" 2>&1
 PYTHONUNBUFFERED=1 timeout 60 python3 bench/gpu/peers.py "${sizes[@]}" >> "$out/peers.txt" 2>&1
 PYTHONUNBUFFERED=1 timeout 120 python3 bench/gpu/workload_peers.py >> "$out/workload_peers.txt" 2>&1

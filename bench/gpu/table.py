@@ -10,7 +10,7 @@ import sys
 
 FP32_PEERS = ("torch", "jax")
 WORKLOAD_SYSTEMS = ("fluxion-vulkan", "torch", "torch-tf32", "jax")
-KERNEL_SYSTEMS = ("fluxion-vulkan", "torch", "torch-tf32", "jax", "jax-tf32")
+KERNEL_SYSTEMS = ("fluxion-vulkan", "fluxion-vulkan-coop", "torch", "torch-tf32", "jax", "jax-tf32")
 
 
 def lines(path):
@@ -37,9 +37,11 @@ def read(out):
                 continue
             tag = f[1] if len(f) == 7 else None
             f = f[2:] if tag else f[1:]
-            if tag not in (None, "planner"):
-                continue  # a rules file's sweep: kernels.txt keeps it
             system, _, kernel = f[0].rpartition("-")
+            if tag == "cooperative" and kernel.startswith("matmul_"):
+                system = "fluxion-vulkan-coop"
+            elif tag not in (None, "planner"):
+                continue  # a rules file's sweep, or a kernel cooperative matrices do not change
             records.append({"kind": "kernel", "system": system or "fluxion-vulkan", "kernel": kernel,
                             "size": int(f[1]), "median_us": number(f[2]), "min_us": number(f[3]),
                             "rate": f[4]})

@@ -20,6 +20,12 @@ struct VulkanCapabilities {
   bool float64 = false;                // shaderFloat64 (f64 programs are refused without it)
   bool subgroup_arithmetic = false;    // subgroup arithmetic in compute shaders
   bool timestamps = false;             // timestamps on the compute queue (for profiling)
+  // f16 x f16 + f32 matrix products on the device's matrix units (tensor cores) through
+  // VK_NV_cooperative_matrix, with shaderFloat16 and vulkanMemoryModel, in fragments of
+  // cooperative_m x cooperative_n x cooperative_k (0 when absent). Reported, and used, only
+  // where FLUXION_VULKAN_COOPERATIVE_MATRIX is on (docs/vulkan.md, "Cooperative matrices").
+  bool cooperative_matrix = false;
+  uint32_t cooperative_m = 0, cooperative_n = 0, cooperative_k = 0;
   // Device-local memory the host maps (lavapipe, integrated GPUs): arguments and results are
   // copied in place; otherwise (discrete GPUs) they pass through staging memory.
   bool mapped_device_memory = false;

@@ -50,6 +50,7 @@ void disable(VulkanCapabilities& c, const std::string& what, const std::string& 
                                     {"float64", &VulkanCapabilities::float64},
                                     {"subgroup_arithmetic", &VulkanCapabilities::subgroup_arithmetic},
                                     {"timestamps", &VulkanCapabilities::timestamps},
+                                    {"cooperative_matrix", &VulkanCapabilities::cooperative_matrix},
                                     {"mapped_device_memory", &VulkanCapabilities::mapped_device_memory}};
   std::string known;
   for (const Flag& f : kFlags) {
@@ -93,11 +94,62 @@ void emulate(VulkanCapabilities& c) {
   for (const std::string& l : support::items(Setting::vulkan_limits)) limit(c, l, "FLUXION_VULKAN_LIMITS");
 }
 
+bool has_extension(VkPhysicalDevice physical, const char* name) {
+  uint32_t n = 0;
+  vkEnumerateDeviceExtensionProperties(physical, nullptr, &n, nullptr);
+  std::vector<VkExtensionProperties> all(n);
+  vkEnumerateDeviceExtensionProperties(physical, nullptr, &n, all.data());
+  return std::any_of(all.begin(), all.end(),
+                     [&](const VkExtensionProperties& e) { return std::string(e.extensionName) == name; });
+}
+
+// The f16 x f16 + f32 fragment the device multiplies in a subgroup, 16 x 16 x 16 where it
+// offers that, else the first 16-row, 16-deep one (NVIDIA also offers 16 x 8 x 16); false when
+// it has none or no cooperative matrices in compute shaders.
+bool read_cooperative_matrix(VkInstance instance, VkPhysicalDevice physical, VulkanCapabilities& c) {
+  if (!has_extension(physical, VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME)) return false;
+  auto coop = vk_struct<VkPhysicalDeviceCooperativeMatrixFeaturesNV>(
+      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV);
+  auto f12 = vk_struct<VkPhysicalDeviceVulkan12Features>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES);
+  f12.pNext = &coop;
+  auto f = vk_struct<VkPhysicalDeviceFeatures2>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2);
+  f.pNext = &f12;
+  vkGetPhysicalDeviceFeatures2(physical, &f);
+  auto stages = vk_struct<VkPhysicalDeviceCooperativeMatrixPropertiesNV>(
+      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_PROPERTIES_NV);
+  auto p2 = vk_struct<VkPhysicalDeviceProperties2>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2);
+  p2.pNext = &stages;
+  vkGetPhysicalDeviceProperties2(physical, &p2);
+  if (!coop.cooperativeMatrix || !f12.shaderFloat16 || !f12.vulkanMemoryModel ||
+      !(stages.cooperativeMatrixSupportedStages & VK_SHADER_STAGE_COMPUTE_BIT))
+    return false;
+  auto list = reinterpret_cast<PFN_vkGetPhysicalDeviceCooperativeMatrixPropertiesNV>(
+      vkGetInstanceProcAddr(instance, "vkGetPhysicalDeviceCooperativeMatrixPropertiesNV"));
+  if (!list) return false;
+  uint32_t n = 0;
+  list(physical, &n, nullptr);
+  std::vector<VkCooperativeMatrixPropertiesNV> shapes(
+      n, vk_struct<VkCooperativeMatrixPropertiesNV>(VK_STRUCTURE_TYPE_COOPERATIVE_MATRIX_PROPERTIES_NV));
+  list(physical, &n, shapes.data());
+  const VkCooperativeMatrixPropertiesNV* chosen = nullptr;
+  for (const VkCooperativeMatrixPropertiesNV& s : shapes) {
+    bool f16_f32 = s.AType == VK_COMPONENT_TYPE_FLOAT16_NV && s.BType == VK_COMPONENT_TYPE_FLOAT16_NV &&
+                   s.CType == VK_COMPONENT_TYPE_FLOAT32_NV && s.DType == VK_COMPONENT_TYPE_FLOAT32_NV &&
+                   s.scope == VK_SCOPE_SUBGROUP_NV && s.MSize == 16 && s.KSize == 16 && s.NSize > 0;
+    if (f16_f32 && (!chosen || s.NSize == 16)) chosen = &s;
+  }
+  if (!chosen) return false;
+  c.cooperative_m = chosen->MSize;
+  c.cooperative_n = chosen->NSize;
+  c.cooperative_k = chosen->KSize;
+  return true;
+}
+
 }  // namespace
 
 uint32_t descriptor_slots(const VulkanCapabilities& c) { return std::min(c.max_storage_buffers, kMaxDescriptorSlots); }
 
-void read_capabilities(VkPhysicalDevice physical, VulkanDeviceInfo& info) {
+void read_capabilities(VkInstance instance, VkPhysicalDevice physical, VulkanDeviceInfo& info) {
   VkPhysicalDeviceProperties p;
   vkGetPhysicalDeviceProperties(physical, &p);
   VulkanCapabilities& c = info.capabilities;
@@ -149,7 +201,14 @@ void read_capabilities(VkPhysicalDevice physical, VulkanDeviceInfo& info) {
     c.mapped_device_memory = (f & mapped) == mapped;
     break;
   }
+  c.cooperative_matrix = c.vulkan_1_2 && c.int16_storage &&
+                         support::enabled(support::Setting::vulkan_cooperative_matrix) &&
+                         read_cooperative_matrix(instance, physical, c);
   emulate(c);
+  if (!c.cooperative_matrix || !c.int16_storage) {
+    c.cooperative_matrix = false;
+    c.cooperative_m = c.cooperative_n = c.cooperative_k = 0;
+  }
 
   info.missing.clear();
   info.fallbacks.clear();

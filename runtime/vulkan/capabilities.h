@@ -18,6 +18,6 @@ uint32_t descriptor_slots(const VulkanCapabilities& c);
 
 // Fills info.capabilities (emulation applied), info.usable, info.tier, info.fallbacks and
 // info.missing. Raises Error for a malformed emulation variable.
-void read_capabilities(VkPhysicalDevice physical, VulkanDeviceInfo& info);
+void read_capabilities(VkInstance instance, VkPhysicalDevice physical, VulkanDeviceInfo& info);
 
 }  // namespace fluxion::vulkan

@@ -127,7 +127,7 @@ std::vector<Candidate> enumerate(VkInstance instance) {
                        std::to_string(VK_API_VERSION_MINOR(p.apiVersion)) + "." +
                        std::to_string(VK_API_VERSION_PATCH(p.apiVersion));
     describe_driver(devs[i], p, info);
-    read_capabilities(devs[i], info);
+    read_capabilities(instance, devs[i], info);
     out.push_back({devs[i], info, p.deviceType});
   }
   return out;
@@ -274,6 +274,11 @@ Context* open_context() {
   ctx->shaders.int16_storage = caps.int16_storage;
   ctx->shaders.float64 = caps.float64;
   ctx->shaders.max_shared_bytes = caps.max_shared_memory_bytes;
+  if (caps.cooperative_matrix) {
+    ctx->shaders.cooperative_m = caps.cooperative_m;
+    ctx->shaders.cooperative_n = caps.cooperative_n;
+    ctx->shaders.cooperative_k = caps.cooperative_k;
+  }
   auto fc =
       vk_struct<VkPhysicalDeviceFloatControlsProperties>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FLOAT_CONTROLS_PROPERTIES);
   auto p2f = vk_struct<VkPhysicalDeviceProperties2>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2);
@@ -305,6 +310,17 @@ Context* open_context() {
   auto f11 = vk_struct<VkPhysicalDeviceVulkan11Features>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_FEATURES);
   f11.storageBuffer16BitAccess = caps.int16_storage;
   f12.pNext = &f11;
+  // Cooperative-matrix shaders are f16 arithmetic under the Vulkan memory model.
+  auto coop = vk_struct<VkPhysicalDeviceCooperativeMatrixFeaturesNV>(
+      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV);
+  std::vector<const char*> extensions;
+  if (caps.cooperative_matrix) {
+    coop.cooperativeMatrix = VK_TRUE;
+    f12.shaderFloat16 = VK_TRUE;
+    f12.vulkanMemoryModel = VK_TRUE;
+    f11.pNext = &coop;
+    extensions.push_back(VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME);
+  }
   auto want = vk_struct<VkPhysicalDeviceFeatures2>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2);
   want.pNext = &f12;
   want.features.shaderInt64 = caps.int64;
@@ -319,6 +335,8 @@ Context* open_context() {
   di.pNext = &want;
   di.queueCreateInfoCount = 1;
   di.pQueueCreateInfos = &qi;
+  di.enabledExtensionCount = static_cast<uint32_t>(extensions.size());
+  di.ppEnabledExtensionNames = extensions.data();
   check(vkCreateDevice(c.physical, &di, nullptr, &ctx->device), "vkCreateDevice");
   vkGetDeviceQueue(ctx->device, ctx->queue_family, 0, &ctx->queue);
   // The driver's compiled pipelines from earlier runs (the driver checks the data's UUID and

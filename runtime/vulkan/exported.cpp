@@ -79,6 +79,9 @@ std::string vulkan_incompatibility(const runtime::VulkanCode& code) {
   require(have.preserve_nan64 || !need.preserve_nan64, "IEEE NaN and infinity in f64 shaders");
   require(have.subgroup_arithmetic || !need.subgroup_arithmetic, "subgroup arithmetic");
   require(have.max_shared_bytes >= need.max_shared_bytes, "as much workgroup memory");
+  require(!need.cooperative() || (have.cooperative_m == need.cooperative_m &&
+                                  have.cooperative_n == need.cooperative_n && have.cooperative_k == need.cooperative_k),
+          "cooperative matrices of the same fragment shape");
   // A loop kernel recorded for a device without a cap on loop iterations would be cut short
   // (silently) on one with a lower cap.
   int64_t cap = loop_iteration_limit(context());

@@ -23,6 +23,10 @@ struct ShaderTarget {
   bool preserve_nan64 = false;        // the same for f64
   bool subgroup_arithmetic = false;   // subgroupAdd and friends in compute shaders
   uint32_t max_shared_bytes = 16384;  // workgroup memory per workgroup (Vulkan guarantees 16 KiB)
+  // The f16 fragments of VK_NV_cooperative_matrix, rows x columns x depth (0: none): products
+  // planned CooperativeTiles multiply them on the device's matrix units.
+  uint32_t cooperative_m = 0, cooperative_n = 0, cooperative_k = 0;
+  bool cooperative() const { return cooperative_m > 0; }
   // Addresses are 64-bit integers in shaders (else uvec2 pairs of words).
   bool addresses64() const { return int64 && descriptor_slots == 0; }
   // Ordered, so that what is made per target (the shader prelude) can be kept by target.

@@ -24,4 +24,18 @@ inline std::vector<std::string> kernel_strategies(const std::string& listing) {
   return out;
 }
 
+// How many times op `op` is among the kernels' own nodes in `listing` (the ops after a kernel
+// line's colon, not those it recomputes from other kernels' values).
+inline int own_ops(const std::string& listing, const std::string& op) {
+  int count = 0;
+  std::istringstream in(listing);
+  for (std::string line; std::getline(in, line);) {
+    size_t at = line.find("kernel "), colon = line.find(':', at);
+    if (at == std::string::npos || colon == std::string::npos) continue;
+    std::istringstream words(line.substr(colon + 1, line.find_first_of("(|", colon) - colon - 1));
+    for (std::string w; words >> w;) count += w == op;
+  }
+  return count;
+}
+
 }  // namespace fluxion::testing

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "common/kernel_listing.h"
 #include "common/test_names.h"
 
 namespace {
@@ -274,6 +275,59 @@ TEST_P(Precision, PerExampleGradientsUnderVmapMatchEachExamplesOwn) {
       // The batched products may sum in another order (in f32): equal up to the last rounding.
       for (size_t i = 0; i < want.size(); ++i)
         EXPECT_NEAR(got[static_cast<size_t>(e) * 6 + i], want[i], allowed(dt, want[i])) << e << " " << i;
+    }
+  }
+}
+
+// A product of 16-bit values sums in f32 (sum_halves_in_f32 converts its operands), but reads
+// the 16-bit operands where they are stored, widening each element as it loads it: no kernel
+// makes an f32 copy of an operand, so a program in f16 or bf16 has as many kernels as the same
+// program in f32 whose result is rounded to the dtype. Matrix products in each operand layout
+// and with a broadcast batch, and convolutions with both gradients of one (per output, sliding
+// windows or tiled products over im2col by their shape; the 16-bit operand recomputed widened);
+// values against the interpreter.
+TEST_P(Precision, ProductsReadHalfOperandsWithoutAnF32Copy) {
+  if (backend() == Backend::Interp) GTEST_SKIP() << "the interpreter runs no kernels";
+  using Binary = std::function<Tensor(Tensor, Tensor)>;
+  struct Product {
+    const char* name;
+    Binary f;
+    Shape a, b;
+    int64_t terms;
+  };
+  const fx::Conv2dOptions conv{{2, 1}, {1}, {1, 1}, 1};
+  // Both gradients of half the convolution's sum of squares: products of the computed 16-bit
+  // result with the weights and with the input.
+  auto conv_grads = [conv](Tensor x, Tensor w) {
+    auto g = fx::grad([conv](Tensor a, Tensor b) { return fx::sum(fx::square(fx::conv2d(a, b, conv))) * 0.5; }, {0, 1})(
+        x, w);
+    return fx::concat({fx::reshape(g[0], {-1}), fx::reshape(g[1], {-1})});
+  };
+  std::vector<Product> products = {
+      {"rows", [](Tensor x, Tensor y) { return fx::matmul(x, y); }, {23, 70}, {70, 45}, 70},
+      {"transposed B", [](Tensor x, Tensor y) { return fx::matmul(x, fx::transpose(y)); }, {13, 300}, {33, 300}, 300},
+      {"transposed A", [](Tensor x, Tensor y) { return fx::matmul(fx::transpose(x), y); }, {70, 20}, {70, 40}, 70},
+      {"batch", [](Tensor x, Tensor y) { return fx::matmul(x, y); }, {3, 1, 20, 40}, {4, 40, 35}, 40},
+      {"convolution", [conv](Tensor x, Tensor w) { return fx::conv2d(x, w, conv); }, {2, 8, 12, 10}, {6, 8, 3, 3}, 72},
+      // Stride 1 and 16 output channels over 32 x 32 pixels: the CPU's sliding windows, Vulkan's
+      // tiled product over im2col.
+      {"wide convolution", [](Tensor x, Tensor w) { return fx::conv2d(x, w); }, {2, 8, 34, 34}, {16, 8, 3, 3}, 72},
+      {"convolution gradients", conv_grads, {2, 8, 12, 10}, {6, 8, 3, 3}, 2 * 6 * 10 * 72},
+  };
+  uint32_t seed = 70;
+  for (DType dt : kHalves) {
+    for (const Product& p : products) {
+      SCOPED_TRACE(std::string(fx::dtype_name(dt)) + " " + p.name);
+      Array a = make(dt, random_values(dt, count(p.a), -1, 1, seed++), p.a);
+      Array b = make(dt, random_values(dt, count(p.b), -1, 1, seed++), p.b);
+      Array a32 = make(fx::f32, a.to_doubles(), p.a), b32 = make(fx::f32, b.to_doubles(), p.b);
+      auto halves = jit(p.f);
+      auto in_f32 = jit([&p, dt](Tensor x, Tensor y) { return fx::cast(p.f(x, y), dt); });
+      std::string listing = halves.lower(a, b).kernels();
+      EXPECT_EQ(kernel_strategies(listing).size(), kernel_strategies(in_f32.lower(a32, b32).kernels()).size())
+          << listing;
+      Array got = halves(a, b), want = fx::jit(p.f, Backend::Interp)(a, b);
+      EXPECT_ARRAY(got, dt, want.shape(), want.to_doubles(), Tol::sum(p.terms));
     }
   }
 }

@@ -130,6 +130,22 @@ TEST_F(VulkanArtifact, ADeviceWithOtherShaderCapabilitiesIsRefused) {
         << e.what();
   }
   expect_same_results(c, fx::load_or_compile(p), 71);
+  // Shaders multiplying on cooperative matrices of a fragment shape this device lacks (the
+  // shape is written and read back).
+  c.save(p);
+  a = fx::runtime::decode_artifact(read(p), p);
+  a.vulkan.target.cooperative_m = 16;
+  a.vulkan.target.cooperative_n = 8;
+  a.vulkan.target.cooperative_k = 16;
+  write(p, fx::runtime::encode_artifact(a));
+  EXPECT_EQ(fx::runtime::decode_artifact(read(p), p).vulkan.target.cooperative_n, 8u);
+  try {
+    fx::load(p);
+    ADD_FAILURE() << "loaded shaders for cooperative matrices the device does not have";
+  } catch (const fx::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("cooperative matrices of the same fragment shape"), std::string::npos)
+        << e.what();
+  }
   std::filesystem::remove(p);
 }
 

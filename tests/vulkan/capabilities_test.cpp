@@ -172,3 +172,36 @@ TEST(VulkanCapabilities, AKernelNeedingMoreWorkgroupMemoryThanTheDeviceHasIsRefu
     EXPECT_NE(std::string(e.what()).find("8448 bytes of workgroup memory"), std::string::npos) << e.what();
   }
 }
+
+TEST(VulkanCapabilities, CooperativeMatricesAreReportedOnlyWhenAskedForAndKeptWholeOrNotAtAll) {
+  // Off by default: no device reports them. Asked for, a device reports whole f16 fragments (16
+  // rows, 16 deep) with 16-bit storage, or none (lavapipe has no VK_NV_cooperative_matrix); the
+  // emulation variables take them away again, and a program then plans no cooperative tiles.
+  auto check = [](bool may_report) {
+    for (const fx::VulkanDeviceInfo& d : fx::vulkan_devices()) {
+      SCOPED_TRACE(d.name);
+      const fx::VulkanCapabilities& c = d.capabilities;
+      if (!may_report) {
+        EXPECT_FALSE(c.cooperative_matrix);
+      }
+      if (!c.cooperative_matrix) {
+        EXPECT_EQ(c.cooperative_m + c.cooperative_n + c.cooperative_k, 0u);
+        continue;
+      }
+      EXPECT_TRUE(c.int16_storage);
+      EXPECT_EQ(c.cooperative_m, 16u);
+      EXPECT_EQ(c.cooperative_k, 16u);
+      EXPECT_GT(c.cooperative_n, 0u);
+      if (d.name.find("llvmpipe") != std::string::npos) ADD_FAILURE() << "lavapipe has no cooperative matrices";
+    }
+  };
+  check(false);
+  ScopedEnv on("FLUXION_VULKAN_COOPERATIVE_MATRIX", "on");
+  check(true);
+  {
+    ScopedEnv off("FLUXION_VULKAN_DISABLE", "cooperative_matrix");
+    check(false);
+  }
+  ScopedEnv no_halves("FLUXION_VULKAN_DISABLE", "int16_storage");
+  check(false);
+}

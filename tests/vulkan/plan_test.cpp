@@ -330,3 +330,108 @@ TEST(VulkanPlans, RuledSortedScattersKeepTheirBits) {
 }
 
 }  // namespace
+
+// A product of f16 values summed in f32, as sum_halves_in_f32 writes it: [m, k] x [k, n] of
+// `dtype` operands converted to f32.
+std::string half_product(const std::string& dtype, int64_t m, int64_t k, int64_t n) {
+  auto t = [](const std::string& dt, int64_t r, int64_t c) {
+    return dt + "[" + std::to_string(r) + "," + std::to_string(c) + "]";
+  };
+  return "func @main(%0: " + t(dtype, m, k) + ", %1: " + t(dtype, k, n) + ") -> (" + t("f32", m, n) +
+         ") {\n  %2 = convert %0 : " + t("f32", m, k) + "\n  %3 = convert %1 : " + t("f32", k, n) +
+         "\n  %4 = matmul %2, %3 : " + t("f32", m, n) + "\n  return %4\n}";
+}
+
+// An H200 as the tuning reads it: 1024 invocations, subgroups of 32, 48 KiB of workgroup memory,
+// with f16 cooperative-matrix fragments of 16 x `n` x 16 (none for n = 0).
+fx::vulkan::DeviceTuning cooperative_tuning(uint32_t n, uint32_t shared_bytes = 49152) {
+  fx::VulkanDeviceInfo info = device("discrete", 1024);
+  info.capabilities.subgroup_size = 32;
+  fx::vulkan::ShaderTarget target = shared_memory(shared_bytes);
+  target.cooperative_m = n ? 16 : 0;
+  target.cooperative_n = n;
+  target.cooperative_k = n ? 16 : 0;
+  return fx::vulkan::device_tuning(info, target);
+}
+
+TEST(VulkanPlans, F16ProductsTakeCooperativeTilesWhereTheTargetHasThem) {
+  ScopedEnv gpu_class("FLUXION_VULKAN_TUNING", "gpu");
+  fx::vulkan::DeviceTuning tuning = cooperative_tuning(16);
+  EXPECT_EQ(tuning.cooperative, (Tile{64, 64, 32, 32, 32}));
+  EXPECT_EQ(tuning.cooperative_fragment, (Tile{16, 16, 16, 0, 0}));
+  EXPECT_EQ(fx::vulkan::cooperative_workgroup(tuning.cooperative, tuning), 128);  // 2 x 2 subgroups of 32
+  // The staged slices (5,120 and 4,608 bytes) and a 16 x 16 f32 fragment per subgroup (5,120).
+  EXPECT_EQ(fx::vulkan::cooperative_shared_bytes(tuning.cooperative, tuning), 14848);
+  // Without the fragments, or without room for the staged slices and the fragments: none.
+  EXPECT_EQ(cooperative_tuning(0).cooperative.m, 0);
+  EXPECT_EQ(cooperative_tuning(16, 8192).cooperative.m, 0);
+  KernelPlan f16 = planned(half_product("f16", 100, 70, 90), tuning).schedule.kernels[0].plan;
+  EXPECT_EQ(f16.strategy, Strategy::CooperativeTiles);
+  EXPECT_EQ(f16.tile, tuning.cooperative);
+  EXPECT_EQ(f16.workgroup, 128);
+  // bf16 operands (no f16 fragments of them), f32 operands, products narrower than a subgroup's
+  // block or shallower than a staged slice, and a device without fragments: the f32 tiles.
+  for (const std::string& other : {half_product("bf16", 100, 70, 90), square_product("f32", 256),
+                                   half_product("f16", 20, 70, 90), half_product("f16", 100, 16, 90)}) {
+    EXPECT_EQ(planned(other, tuning).schedule.kernels[0].plan.strategy, Strategy::Tiles) << other;
+  }
+  EXPECT_EQ(planned(half_product("f16", 100, 70, 90), cooperative_tuning(0)).schedule.kernels[0].plan.strategy,
+            Strategy::Tiles);
+}
+
+TEST(VulkanPlans, CooperativeTilesCompileToValidSpirv) {
+  // A batch of products of a transposed, broadcast right operand with an epilogue, in both
+  // fragment shapes NVIDIA offers for f16: the shader compiles and validates (with the
+  // cooperative-matrix extension and the Vulkan memory model), its fragments tile the plan's.
+  ScopedEnv gpu_class("FLUXION_VULKAN_TUNING", "gpu");
+  const char* text = R"(func @main(%0: f16[3,100,70], %1: f16[90,70], %2: f32[90]) -> (f32[3,100,90]) {
+  %3 = convert %0 : f32[3,100,70]
+  %4 = convert %1 : f32[90,70]
+  %5 = transpose %4 {perm=[1,0]} : f32[70,90]
+  %6 = broadcast %5 : f32[3,70,90]
+  %7 = matmul %3, %6 : f32[3,100,90]
+  %8 = broadcast %2 : f32[3,100,90]
+  %9 = add %7, %8 : f32[3,100,90]
+  %10 = tanh %9 : f32[3,100,90]
+  return %10
+})";
+  for (uint32_t n : {16u, 8u}) {
+    SCOPED_TRACE("fragments 16 x " + std::to_string(n) + " x 16");
+    fx::vulkan::DeviceTuning tuning = cooperative_tuning(n);
+    Planned p = planned(text, tuning);
+    ASSERT_EQ(p.schedule.kernels.size(), 1u) << fx::kernel::print(p.program.body, p.schedule);
+    ASSERT_EQ(p.schedule.kernels[0].plan.strategy, Strategy::CooperativeTiles);
+    fx::vulkan::ShaderTarget target = shared_memory(49152);
+    target.halves = true;
+    target.cooperative_m = 16;
+    target.cooperative_n = n;
+    target.cooperative_k = 16;
+    fx::vulkan::KernelShader s =
+        fx::vulkan::emit_kernel(p.program.body, p.schedule, p.schedule.kernels[0], "kernel 0", target);
+    std::vector<uint32_t> spirv = fx::vulkan::compile_glsl(s.glsl, "kernel 0");
+    EXPECT_EQ(fx::vulkan::validate_spirv(spirv), "");
+    EXPECT_NE(s.glsl.find("fcoopmatNV<32, gl_ScopeSubgroup, 16, " + std::to_string(n) + ">"), std::string::npos);
+    EXPECT_NE(s.glsl.find("coopMatMulAddNV"), std::string::npos);
+    EXPECT_NE(s.glsl.find("local_size_x = 128"), std::string::npos);
+    EXPECT_EQ(s.groups, (std::array<uint32_t, 3>{2, 2, 3}));  // 90 / 64 columns, 100 / 64 rows, 3 products
+  }
+}
+
+TEST(VulkanPlans, RuledCooperativeTilesRunOnlyWholeFragmentsOfTheDevice) {
+  ScopedEnv gpu_class("FLUXION_VULKAN_TUNING", "gpu");
+  fx::vulkan::DeviceTuning tuning = cooperative_tuning(8);
+  {
+    // 4 x 2 subgroups of 32 x 64 (fragments of 16 x 8), staged 16 deep.
+    PlanRulesFile rules("cooperative-tiles tile=128x128x16 thread=32x64 workgroup=256\n");
+    KernelPlan p = planned(half_product("f16", 300, 70, 290), tuning).schedule.kernels[0].plan;
+    EXPECT_EQ(p.tile, (Tile{128, 128, 16, 32, 64}));
+    EXPECT_EQ(p.workgroup, 256);
+  }
+  for (const char* bad : {"cooperative-tiles tile=64x64x24 thread=32x32 workgroup=128\n",  // k of 1.5 fragments
+                          "cooperative-tiles tile=64x64x32 thread=32x32 workgroup=64\n",   // not a subgroup a block
+                          "cooperative-tiles tile=256x256x64 thread=32x32 workgroup=2048\n"}) {
+    SCOPED_TRACE(bad);
+    PlanRulesFile rules(bad);
+    EXPECT_THROW(planned(half_product("f16", 300, 70, 290), tuning), fx::Error);
+  }
+}

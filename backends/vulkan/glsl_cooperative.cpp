@@ -1,0 +1,115 @@
+// A product of f16 operands on the device's matrix units through VK_NV_cooperative_matrix
+// (Strategy::CooperativeTiles). The workgroup stages k-deep slices of A and B in workgroup memory
+// as f16, read through the operands' strided views (zero outside the product); each subgroup
+// loads fragments of them and multiplies-adds them into f32 accumulator fragments for its block
+// of the tile. Each accumulator fragment then goes through the subgroup's slot of workgroup
+// memory to the epilogue, which the subgroup's invocations run on its elements.
+#include "backends/vulkan/glsl_kernel.h"
+#include "backends/vulkan/plan.h"
+#include "fluxion/error.h"
+#include "support/round_up.h"
+
+namespace fluxion::vulkan {
+
+void GlslKernel::emit_cooperative_tiles() {
+  if (!target_.cooperative())
+    detail::fail("vulkan codegen", "internal error: cooperative tiles planned for a target without them");
+  const ir::Node& root = region_.nodes[kernel_.root];
+  Gemm g = matmul_gemm();
+  ir::ValueId c = root.results[0];
+  const kernel::Tile& tile = plan_.tile;
+  auto str = [](int64_t v) { return std::to_string(v); };
+  int64_t fm = target_.cooperative_m, fn = target_.cooperative_n, fk = target_.cooperative_k;
+  int64_t blocks_n = tile.n / tile.thread_n;  // subgroups along the tile's columns
+  int64_t frags_m = tile.thread_m / fm, frags_n = tile.thread_n / fn;
+  int64_t a_stride = tile.k + kCooperativePad16, b_stride = tile.n + kCooperativePad16,
+          c_stride = fn + kCooperativePad32, c_slot = fm * c_stride;
+  std::string M = str(g.M), N = str(g.N), K = str(g.K), TK = str(tile.k), TN = str(tile.n), WG = str(plan_.workgroup);
+  std::string a_type = "fcoopmatNV<16, gl_ScopeSubgroup, " + str(fm) + ", " + str(fk) + ">",
+              b_type = "fcoopmatNV<16, gl_ScopeSubgroup, " + str(fk) + ", " + str(fn) + ">",
+              c_type = "fcoopmatNV<32, gl_ScopeSubgroup, " + str(fm) + ", " + str(fn) + ">";
+  declare_shared("float16_t", 2, "As", {tile.m * a_stride});
+  declare_shared("float16_t", 2, "Bs", {tile.k * b_stride});
+  declare_shared("float", 4, "Cs", {(tile.m / tile.thread_m) * blocks_n * c_slot});
+  groups_ = {static_cast<uint32_t>(support::ceil_div(g.N, tile.n)),
+             static_cast<uint32_t>(support::ceil_div(g.M, tile.m)), static_cast<uint32_t>(numel(g.batch))};
+  line("int tid = int(gl_LocalInvocationID.x), sg = int(gl_SubgroupID);");
+  line("int m0 = int(gl_WorkGroupID.y) * " + str(tile.m) + ", n0 = int(gl_WorkGroupID.x) * " + TN + ";");
+  line("int sm = (sg / " + str(blocks_n) + ") * " + str(tile.thread_m) + ", sn = (sg % " + str(blocks_n) + ") * " +
+       str(tile.thread_n) + ";");
+  Index bidx = unravel("int(gl_WorkGroupID.z)", g.batch);
+  line(c_type + " acc[" + str(frags_m) + "][" + str(frags_n) + "];");
+  line("for (int r = 0; r < " + str(frags_m) + "; ++r) for (int q = 0; q < " + str(frags_n) +
+       "; ++q) acc[r][q] = " + c_type + "(0.0);");
+  line("for (int k0 = 0; k0 < " + K + "; k0 += " + TK + ") {");
+  indent_ += "  ";
+  // One element of a slice per invocation and step, consecutive invocations along the operand's
+  // contiguous dimension (down the slice's columns for a transposed operand).
+  kernel::StridedView views[2];
+  kernel::matmul_operands(kernel_, &views[0], &views[1]);
+  size_t rank = views[0].strides.size();
+  auto columns_contiguous = [rank](const kernel::StridedView& v) {
+    return v.strides[rank - 2] == 1 && v.strides[rank - 1] != 1;
+  };
+  auto stage = [&](int64_t rows, int64_t cols, int64_t stride, bool down, const std::string& slice,
+                   const std::string& row0, const std::string& rows_bound, const std::string& col0,
+                   const std::string& cols_bound,
+                   const std::function<void(const std::string&, const std::string&, const std::string&)>& read) {
+    line("for (int e = tid; e < " + str(rows * cols) + "; e += " + WG + ") {");
+    block([&] {
+      if (down) {
+        line("int sr = e % " + str(rows) + ", sc = e / " + str(rows) + ";");
+      } else {
+        line("int sr = e / " + str(cols) + ", sc = e % " + str(cols) + ";");
+      }
+      line("float x = 0.0;");
+      line("if (" + row0 + " + sr < " + rows_bound + " && " + col0 + " + sc < " + cols_bound + ") {");
+      block([&] { read("(" + row0 + " + sr)", "(" + col0 + " + sc)", "x"); });
+      line("}");
+      line(slice + "[sr * " + str(stride) + " + sc] = float16_t(x);");
+    });
+    line("}");
+  };
+  stage(tile.m, tile.k, a_stride, columns_contiguous(views[0]), "As", "m0", M, "k0", K,
+        [&](const std::string& i, const std::string& k, const std::string& dst) { g.a(bidx, i, k, dst); });
+  stage(tile.k, tile.n, b_stride, columns_contiguous(views[1]), "Bs", "k0", K, "n0", N,
+        [&](const std::string& k, const std::string& j, const std::string& dst) { g.b(bidx, k, j, dst); });
+  line("barrier();");
+  line("for (int kk = 0; kk < " + TK + "; kk += " + str(fk) + ") {");
+  line("  " + a_type + " fa[" + str(frags_m) + "];");
+  line("  " + b_type + " fb[" + str(frags_n) + "];");
+  line("  for (int r = 0; r < " + str(frags_m) + "; ++r) coopMatLoadNV(fa[r], As, uint((sm + r * " + str(fm) + ") * " +
+       str(a_stride) + " + kk), " + str(a_stride) + "u, false);");
+  line("  for (int q = 0; q < " + str(frags_n) + "; ++q) coopMatLoadNV(fb[q], Bs, uint(kk * " + str(b_stride) +
+       " + sn + q * " + str(fn) + "), " + str(b_stride) + "u, false);");
+  line("  for (int r = 0; r < " + str(frags_m) + "; ++r) for (int q = 0; q < " + str(frags_n) +
+       "; ++q) acc[r][q] = coopMatMulAddNV(fa[r], fb[q], acc[r][q]);");
+  line("}");
+  line("barrier();");
+  indent_.resize(indent_.size() - 2);
+  line("}");
+  // Each subgroup hands its fragments to the epilogue one at a time through its own slot.
+  line("for (int r = 0; r < " + str(frags_m) + "; ++r) for (int q = 0; q < " + str(frags_n) + "; ++q) {");
+  indent_ += "  ";
+  line("coopMatStoreNV(acc[r][q], Cs, uint(sg * " + str(c_slot) + "), " + str(c_stride) + "u, false);");
+  line("subgroupMemoryBarrierShared();");
+  line("subgroupBarrier();");
+  line("for (int e = int(gl_SubgroupInvocationID); e < " + str(fm * fn) + "; e += int(gl_SubgroupSize)) {");
+  indent_ += "  ";
+  line("int ci = e / " + str(fn) + ", cj = e % " + str(fn) + ";");
+  line("int i = m0 + sm + r * " + str(fm) + " + ci, j = n0 + sn + q * " + str(fn) + " + cj;");
+  line("if (i < " + M + " && j < " + N + ") {");
+  block([&] {
+    Index idx = g.c_index(bidx, "i", "j");
+    memo_[{c, idx}] = "Cs[sg * " + str(c_slot) + " + ci * " + str(c_stride) + " + cj]";
+    body_at(idx);
+  });
+  line("}");
+  indent_.resize(indent_.size() - 2);
+  line("}");
+  line("subgroupBarrier();");
+  indent_.resize(indent_.size() - 2);
+  line("}");
+}
+
+}  // namespace fluxion::vulkan
