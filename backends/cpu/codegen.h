@@ -178,27 +178,25 @@ class KernelEmitter {
   // A matrix product C[b][i][j] = sum over k of A[b][i][k] B[b][k][j], with k running in
   // `blocks` blocks: k = kb * kc + kk (matmul.cpp). The operands and the result are given by
   // accessors, so a convolution is the same kernel reading its input as im2col.
+  // How a matmul operand's elements are read through its strided view: widened to f32 (f16 and
+  // bf16) or as they are, or as stored (16-bit integers), or as 32-bit integers each holding
+  // two consecutive elements, the first in its low half (the bf16 pairs' tiles).
+  enum class Read : uint8_t { Value, Bits, Pairs };
+  // `lanes` elements of a matmul operand X from X[b][r][c] on, consecutive in memory (more
+  // than one only along a dimension of stride 1: the Gemm's contiguity flags say which).
+  using ViewRead = std::function<llvm::Value*(const Index& b, llvm::Value* r, llvm::Value* c, int lanes, Read how)>;
   struct Gemm {
     Shape batch;  // outer dims; dimension 0 is split across threads (rows when there is none)
     int64_t M = 0, N = 0, K = 0, kc = 0, blocks = 0;
     bool b_rows_contiguous = false;  // pack B row by row (else column by column, for im2col)
-    // Where B's columns are contiguous along k (a transposed operand): `lanes` elements of
-    // column j from B[k][j] on, so that packing loads vectors along k and transposes them in
-    // registers.
-    std::function<llvm::Value*(const Index& b, llvm::Value* k, llvm::Value* j, int lanes)> b_column;
-    // Where A's rows are contiguous along k: `lanes` elements of row i from A[i][k] on.
-    std::function<llvm::Value*(const Index& b, llvm::Value* i, llvm::Value* k, int lanes)> a_row;
+    // A matmul's operands (null for a convolution): A's rows contiguous along k, B's columns
+    // contiguous along k (a transposed operand: packing loads vectors along k and transposes
+    // them in registers).
+    ViewRead a_view, b_view;
+    bool a_rows_contiguous = false, b_columns_contiguous = false;
+    // One element as a value, k as (k-block, position in it).
     std::function<llvm::Value*(const Index& b, llvm::Value* i, llvm::Value* kb, llvm::Value* kk)> a;
     std::function<llvm::Value*(const Index& b, llvm::Value* kb, llvm::Value* kk, llvm::Value* j)> b;
-    // For the bf16 pairs' tiles (Strategy::Bf16Tiles): elements as stored, 16-bit integers.
-    // A[i][k] and A[i][k + 1] as one 32-bit pair (k + 1 must exist); B[k][j]; `lanes` elements
-    // of B's row k from B[k][j] on, where B's rows are contiguous; `lanes` pairs of B's column
-    // j from B[k][j] on (32-bit integers), where its columns are.
-    std::function<llvm::Value*(const Index& b, llvm::Value* i, llvm::Value* k)> a_pair_bits;
-    std::function<llvm::Value*(const Index& b, llvm::Value* i, llvm::Value* k)> a_bits;
-    std::function<llvm::Value*(const Index& b, llvm::Value* k, llvm::Value* j)> b_bits;
-    std::function<llvm::Value*(const Index& b, llvm::Value* k, llvm::Value* j, int lanes)> b_row_bits;
-    std::function<llvm::Value*(const Index& b, llvm::Value* k, llvm::Value* j, int lanes)> b_column_pairs;
     // Where a k-block is a grid (im2col: a channel's kernel taps, or an image's output pixels):
     // B[k][j] by the grid's row and column, so that packing walks them instead of dividing k.
     int64_t grid_rows = 0, grid_cols = 0;

@@ -336,7 +336,7 @@ class KernelEmitter::GemmEmitter {
     };
     if (product_.b_rows_contiguous) {
       for_each(i64(0), length, [&](Value* kk) { for_each(i64(0), i64(NR), [&](Value* jj) { one(kk, jj); }); });
-    } else if (product_.b_column && columns == NR) {
+    } else if (product_.b_columns_contiguous && columns == NR) {
       Value* full = pack_transposed(kb, length, j0);
       for_each(full, length, [&](Value* kk) { for_each(i64(0), i64(NR), [&](Value* jj) { one(kk, jj); }); });
     } else if (product_.b_grid) {
@@ -390,20 +390,20 @@ class KernelEmitter::GemmEmitter {
     auto at = [&](Value* p, Value* jj) {
       return element(panel_, builder_.CreateAdd(builder_.CreateMul(p, i64(NR)), jj));
     };
-    if (product_.b_row_bits && columns == NR) {
+    if (product_.b_rows_contiguous && columns == NR) {
       std::vector<int> interleave;
       for (int c = 0; c < NR; ++c) interleave.push_back(c), interleave.push_back(NR + c);
       for_each(i64(0), pairs, [&](Value* p) {
         auto [k, k1, in] = rows_of(p);
-        Value* low = product_.b_row_bits(batch_, k, j0, NR);
-        Value* high = builder_.CreateSelect(in, product_.b_row_bits(batch_, k1, j0, NR),
+        Value* low = product_.b_view(batch_, k, j0, NR, Read::Bits);
+        Value* high = builder_.CreateSelect(in, product_.b_view(batch_, k1, j0, NR, Read::Bits),
                                             llvm::Constant::getNullValue(low->getType()));
         builder_.CreateAlignedStore(builder_.CreateShuffleVector(low, high, interleave), at(p, i64(0)), align_);
       });
       return;
     }
     Value* from = i64(0);
-    if (product_.b_column_pairs && columns == NR) {
+    if (product_.b_columns_contiguous && columns == NR) {
       int W = lanes_;
       Value* blocks = builder_.CreateSDiv(builder_.CreateLShr(length, i64(1)), i64(W));
       for_each(i64(0), blocks, [&](Value* q) {
@@ -412,7 +412,8 @@ class KernelEmitter::GemmEmitter {
         for (int h = 0; h < 2; ++h) {
           std::vector<Value*> columns_of_pairs;
           for (int jj = 0; jj < W; ++jj)
-            columns_of_pairs.push_back(product_.b_column_pairs(batch_, k, builder_.CreateAdd(j0, i64(h * W + jj)), W));
+            columns_of_pairs.push_back(
+                product_.b_view(batch_, k, builder_.CreateAdd(j0, i64(h * W + jj)), W, Read::Pairs));
           std::vector<Value*> rows = emitter_.transpose_square(columns_of_pairs);
           for (int pp = 0; pp < W; ++pp)
             builder_.CreateAlignedStore(rows[static_cast<size_t>(pp)], at(builder_.CreateAdd(p0, i64(pp)), i64(h * W)),
@@ -424,15 +425,15 @@ class KernelEmitter::GemmEmitter {
     auto one = [&](Value* p, Value* jj) {
       auto [k, k1, in] = rows_of(p);
       Value* j = column(j0, jj, columns);
-      Value* low = builder_.CreateZExt(product_.b_bits(batch_, k, j), word_type);
-      Value* high = builder_.CreateZExt(product_.b_bits(batch_, k1, j), word_type);
+      Value* low = builder_.CreateZExt(product_.b_view(batch_, k, j, 1, Read::Bits), word_type);
+      Value* high = builder_.CreateZExt(product_.b_view(batch_, k1, j, 1, Read::Bits), word_type);
       high = builder_.CreateSelect(in, builder_.CreateShl(high, 16), builder_.getInt32(0));
       Value* word = builder_.CreateOr(low, high);
       if (columns != NR)
         word = builder_.CreateSelect(builder_.CreateICmpSLT(jj, i64(columns)), word, builder_.getInt32(0));
       builder_.CreateStore(word, at(p, jj));
     };
-    if (product_.b_row_bits) {
+    if (product_.b_rows_contiguous) {
       for_each(from, pairs, [&](Value* p) { for_each(i64(0), i64(NR), [&](Value* jj) { one(p, jj); }); });
     } else {
       for_each(i64(0), i64(NR), [&](Value* jj) { for_each(from, pairs, [&](Value* p) { one(p, jj); }); });
@@ -460,6 +461,16 @@ class KernelEmitter::GemmEmitter {
           return next;
         },
         LoopHint::Paired);
+  }
+
+  // A[i][k] and A[i][k + 1] (k + 1 must exist) as one 32-bit pair, the first in its low half:
+  // one load where A's rows are contiguous, else two.
+  Value* a_pair_bits(Value* i, Value* k) {
+    if (product_.a_rows_contiguous) return product_.a_view(batch_, i, k, 1, Read::Pairs);
+    llvm::Type* word = builder_.getInt32Ty();
+    Value* low = builder_.CreateZExt(product_.a_view(batch_, i, k, 1, Read::Bits), word);
+    Value* high = builder_.CreateZExt(product_.a_view(batch_, i, builder_.CreateAdd(k, i64(1)), 1, Read::Bits), word);
+    return builder_.CreateOr(low, builder_.CreateShl(high, 16));
   }
 
   // The accumulation over k-block kb as bf16 pairs (Strategy::Bf16Tiles): per pair, the panel
@@ -495,14 +506,14 @@ class KernelEmitter::GemmEmitter {
         builder_, i64(0), pairs, acc,
         [&](Value* p, const std::vector<Value*>& a) {
           Value* k = builder_.CreateAdd(k0, builder_.CreateShl(p, i64(1)));
-          auto pair = [&](Value* i) { return product_.a_pair_bits(batch_, i, k); };
+          auto pair = [&](Value* i) { return a_pair_bits(i, k); };
           return step(p, pair, nullptr, a);
         },
         LoopHint::Paired);
     Value* odd = builder_.CreateTrunc(length, builder_.getInt1Ty());
     Value* last = builder_.CreateAdd(k0, builder_.CreateSub(length, i64(1)));
     auto lone = [&](Value* i) {
-      Value* x = builder_.CreateZExt(product_.a_bits(batch_, i, last), builder_.getInt32Ty());
+      Value* x = builder_.CreateZExt(product_.a_view(batch_, i, last, 1, Read::Bits), builder_.getInt32Ty());
       return builder_.CreateSelect(odd, x, builder_.getInt32(0));
     };
     return step(pairs, lone, odd, acc);
@@ -520,7 +531,7 @@ class KernelEmitter::GemmEmitter {
       for (int h = 0; h < 2; ++h) {
         std::vector<Value*> rows;
         for (int jj = 0; jj < W; ++jj) {
-          rows.push_back(product_.b_column(batch_, k, builder_.CreateAdd(j0, i64(h * W + jj)), W));
+          rows.push_back(product_.b_view(batch_, k, builder_.CreateAdd(j0, i64(h * W + jj)), W, Read::Value));
         }
         rows = emitter_.transpose_square(rows);
         for (int kk = 0; kk < W; ++kk) {

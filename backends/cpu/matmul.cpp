@@ -55,6 +55,8 @@ KernelEmitter::Gemm KernelEmitter::matmul_gemm() {
   g.kc = kernel_.plan.tile.k;
   g.blocks = std::max<int64_t>(1, support::ceil_div(g.K, g.kc));
   g.b_rows_contiguous = bv.strides[rank - 1] == 1;
+  g.a_rows_contiguous = av.strides[rank - 1] == 1;
+  g.b_columns_contiguous = bv.strides[rank - 2] == 1 && bv.strides[rank - 1] != 1;
   // An operand's base is of the product's dtype, or f16 or bf16 widened to f32 as it is loaded
   // (the fuser folds a widening conversion into the operand's view).
   auto offset = [this, rank](const kernel::StridedView& v, const Index& b, Value* i, Value* j) {
@@ -63,53 +65,25 @@ KernelEmitter::Gemm KernelEmitter::matmul_gemm() {
     off = builder_.CreateAdd(off, builder_.CreateMul(i, i64(v.strides[rank - 2])));
     return builder_.CreateAdd(off, builder_.CreateMul(j, i64(v.strides[rank - 1])));
   };
-  // `lanes` elements from v[b][i][j] on along the last dimension (contiguous there), as stored
-  // (`element`: an integer as wide as two of them, the pair's first in its low half).
-  auto bits = [this, offset](const kernel::StridedView& v, const Index& b, Value* i, Value* j, int lanes,
-                             llvm::Type* element = nullptr) {
+  // `lanes` elements from v[b][i][j] on, consecutive in memory.
+  auto read = [this, offset](const kernel::StridedView& v, const Index& b, Value* i, Value* j, int lanes, Read how) {
     DType t = region_.type(v.base).dtype;
     llvm::Type* stored = mem_type(context_, t);
     Value* at = builder_.CreateInBoundsGEP(stored, pointer(v.base), offset(v, b, i, j));
-    if (element) stored = element;
-    if (lanes > 1) stored = llvm::FixedVectorType::get(stored, static_cast<unsigned>(lanes));
-    return builder_.CreateAlignedLoad(stored, at, llvm::Align(dtype_size(t)));
+    llvm::Type* element = how == Read::Pairs ? builder_.getInt32Ty() : stored;
+    llvm::Type* type = lanes > 1 ? llvm::FixedVectorType::get(element, static_cast<unsigned>(lanes)) : element;
+    Value* x = builder_.CreateAlignedLoad(type, at, llvm::Align(dtype_size(t)));
+    return how == Read::Value ? from_memory(builder_, t, x) : x;
   };
-  auto load = [this, bits](const kernel::StridedView& v, const Index& b, Value* i, Value* j, int lanes) {
-    return from_memory(builder_, region_.type(v.base).dtype, bits(v, b, i, j, lanes));
-  };
+  g.a_view = [=](const Index& b, Value* i, Value* k, int lanes, Read how) { return read(av, b, i, k, lanes, how); };
+  g.b_view = [=](const Index& b, Value* k, Value* j, int lanes, Read how) { return read(bv, b, k, j, lanes, how); };
   int64_t kc = g.kc;
   g.a = [=, this](const Index& b, Value* i, Value* kb, Value* kk) {
-    return load(av, b, i, builder_.CreateAdd(builder_.CreateMul(kb, i64(kc)), kk), 1);
+    return read(av, b, i, builder_.CreateAdd(builder_.CreateMul(kb, i64(kc)), kk), 1, Read::Value);
   };
   g.b = [=, this](const Index& b, Value* kb, Value* kk, Value* j) {
-    return load(bv, b, builder_.CreateAdd(builder_.CreateMul(kb, i64(kc)), kk), j, 1);
+    return read(bv, b, builder_.CreateAdd(builder_.CreateMul(kb, i64(kc)), kk), j, 1, Read::Value);
   };
-  if (av.strides[rank - 1] == 1)
-    g.a_row = [=](const Index& b, Value* i, Value* k, int lanes) { return load(av, b, i, k, lanes); };
-  if (bv.strides[rank - 2] == 1 && bv.strides[rank - 1] != 1)
-    g.b_column = [=](const Index& b, Value* k, Value* j, int lanes) { return load(bv, b, k, j, lanes); };
-  if (kernel_.plan.strategy == kernel::Strategy::Bf16Tiles) {
-    g.a_bits = [=](const Index& b, Value* i, Value* k) { return bits(av, b, i, k, 1); };
-    g.b_bits = [=](const Index& b, Value* k, Value* j) { return bits(bv, b, k, j, 1); };
-    if (bv.strides[rank - 1] == 1)
-      g.b_row_bits = [=](const Index& b, Value* k, Value* j, int lanes) { return bits(bv, b, k, j, lanes); };
-    if (bv.strides[rank - 2] == 1 && bv.strides[rank - 1] != 1) {
-      g.b_column_pairs = [=, this](const Index& b, Value* k, Value* j, int lanes) {
-        return bits(bv, b, k, j, lanes, builder_.getInt32Ty());
-      };
-    }
-    if (av.strides[rank - 1] == 1) {
-      g.a_pair_bits = [=, this](const Index& b, Value* i, Value* k) {
-        return bits(av, b, i, k, 1, builder_.getInt32Ty());
-      };
-    } else {
-      g.a_pair_bits = [=, this](const Index& b, Value* i, Value* k) {
-        Value* low = builder_.CreateZExt(bits(av, b, i, k, 1), builder_.getInt32Ty());
-        Value* high = builder_.CreateZExt(bits(av, b, i, builder_.CreateAdd(k, i64(1)), 1), builder_.getInt32Ty());
-        return builder_.CreateOr(low, builder_.CreateShl(high, 16));
-      };
-    }
-  }
   Shape batch = g.batch;
   int64_t M = g.M, N = g.N;
   g.c_offset = [=, this](const Index& b, Value* i, Value* j) {

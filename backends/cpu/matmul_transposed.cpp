@@ -22,7 +22,7 @@ void KernelEmitter::gemm_transposed(const Gemm& g, Value* lo, Value* hi) {
   int W = static_cast<int>(kernel_.plan.vector_lanes);
   int64_t M = g.M, N = g.N, K = g.K;
   const int tile_columns = static_cast<int>(kernel_.plan.tile.m);
-  if (!g.a_row || !g.b_column)
+  if (!g.a_rows_contiguous || !g.b_columns_contiguous)
     detail::fail("cpu codegen", "internal error: transposed tiles planned for operands without contiguous rows");
   auto [et, vt, ealign, valign] = vector_types(context_, ct, W);
   Value* cp = pointer(cv);
@@ -39,7 +39,7 @@ void KernelEmitter::gemm_transposed(const Gemm& g, Value* lo, Value* hi) {
       std::vector<Value*> rows;
       for (int r = 0; r < W; ++r) {
         int64_t i = h * W + r;
-        rows.push_back(i < M ? g.a_row(none, i64(i), k0, W)
+        rows.push_back(i < M ? g.a_view(none, i64(i), k0, W, Read::Value)
                              : static_cast<Value*>(llvm::ConstantAggregateZero::get(vt)));
       }
       rows = transpose_square(rows);
@@ -64,7 +64,7 @@ void KernelEmitter::gemm_transposed(const Gemm& g, Value* lo, Value* hi) {
       std::vector<Value*> next;
       for (int c = 0; c < tile_columns; ++c) {
         Value* j = c == 0 ? j0 : intrinsic(llvm::Intrinsic::smin, {builder_.CreateAdd(j0, i64(c)), last});
-        Value* x = builder_.CreateVectorSplat(static_cast<unsigned>(W), g.b_column(none, k, j, 1));
+        Value* x = builder_.CreateVectorSplat(static_cast<unsigned>(W), g.b_view(none, k, j, 1, Read::Value));
         next.push_back(
             builder_.CreateIntrinsic(llvm::Intrinsic::fmuladd, {vt}, {x, a0, a[2 * static_cast<size_t>(c)]}));
         next.push_back(
