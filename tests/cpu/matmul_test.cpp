@@ -12,6 +12,7 @@
 
 #include <cmath>
 #include <string>
+#include <vector>
 
 #include "common/test_util.h"
 #include "cpu/strategies.h"
@@ -226,6 +227,22 @@ TEST(CpuMatmul, ComputedHalfOperandsAreStoredOnceAndReadWidened) {
     EXPECT_EQ(fx::testing::kernel_strategies(listing).size(), 2u) << "a copy of the transpose:\n" << listing;
     close(g(a, b), fx::jit(sliced, fx::Backend::Interp)(a, b), 8);
   }
+}
+
+TEST(CpuMatmul, Bf16PairsFlushSubnormalsAsDocumented) {
+  // docs/precision.md: VDPBF16PS reads subnormal bf16 values (below 2^-126) as zero. Rows of
+  // 2^-130 times 1 sum to 64 x 2^-130 on the f32 tiles, to 0 on the bf16 pairs' tiles; normal
+  // values are unaffected either way.
+  auto widened = [](Tensor a, Tensor b) { return fx::matmul(fx::cast(a, fx::f32), fx::cast(b, fx::f32)); };
+  std::vector<double> tiny(16 * 64, std::ldexp(1.0, -130)), ones(64 * 32, 1.0);
+  Array a = fx::testing::make(fx::bf16, tiny, {16, 64}), b = fx::testing::make(fx::bf16, ones, {64, 32});
+  auto cpu = fx::jit(widened, fx::Backend::Cpu);
+  bool pairs = fx::testing::bf16_products();
+  ASSERT_EQ(cpu.lower(a, b).kernels().find("bf16-tiles") != std::string::npos, pairs);
+  for (double v : cpu(a, b).to_doubles()) ASSERT_EQ(v, pairs ? 0.0 : std::ldexp(64.0, -130));
+  std::vector<double> normal(16 * 64, std::ldexp(1.0, -100));
+  for (double v : cpu(fx::testing::make(fx::bf16, normal, {16, 64}), b).to_doubles())
+    ASSERT_EQ(v, std::ldexp(64.0, -100));
 }
 
 TEST(CpuMatmul, Bf16PairsAcrossPanelsBlocksAndLayouts) {

@@ -179,7 +179,8 @@ TEST(SplitReductions, AWeightGradientIsSplitOverItsImages) {
 // rows or a panel of columns) but whose depth is long is split over its depth: each part sums
 // whole k-blocks of its range into a partial product (the last range ending in a short block),
 // and the parts are summed in order. As register tiles and as dot products (3 columns), in f32
-// and f64. A product with more after it in its kernel (a bias) is not.
+// and f64, and of bf16 operands with an odd depth. A product with more after it in its kernel
+// (a bias) is not.
 TEST(SplitReductions, ALongProductWithASmallResultIsSplitOverItsDepth) {
   struct Case {
     fx::Shape a, b;
@@ -206,6 +207,17 @@ TEST(SplitReductions, ALongProductWithASmallResultIsSplitOverItsDepth) {
       expect_near_all(got[0], want, tolerance);
     }
   }
+  // bf16 operands summed in f32: the parts are bf16 pairs' tiles where the CPU has AVX-512-BF16
+  // (each part's range starting on a whole k-block, so on a pair), the same at every thread count.
+  auto widened = [](Tensor a, Tensor b) { return fx::matmul(fx::cast(a, fx::f32), fx::cast(b, fx::f32)); };
+  Array ah = fx::testing::make(fx::bf16, fx::testing::random_doubles(40 * 12001, -1, 1, 52), {40, 12001});
+  Array bh = fx::testing::make(fx::bf16, fx::testing::random_doubles(12001 * 24, -1, 1, 53), {12001, 24});
+  auto cpu = fx::jit(widened, fx::Backend::Cpu);
+  std::string split = cpu.lower(ah, bh).kernels();
+  EXPECT_TRUE(std::regex_search(split, std::regex("\\[40,24\\] split [0-9]+ depth: matmul \\|"))) << split;
+  EXPECT_EQ(split.find("bf16-tiles") != std::string::npos, fx::testing::bf16_products()) << split;
+  auto got = same_at_every_thread_count([&] { return std::vector<Array>{cpu(ah, bh)}; });
+  expect_near_all(got[0], fx::jit(widened, fx::Backend::Interp)(ah, bh).to_doubles(), 0x1p-24 * 8 * 12001);
   auto biased = [](Tensor a, Tensor b) { return fx::matmul(a, b) + 1.0; };
   Array a = random({40, 12000}, 50), b = random({12000, 24}, 51);
   std::string kernels = fx::jit(biased, fx::Backend::Cpu).lower(a, b).kernels();
