@@ -1,9 +1,10 @@
 // A product of f16 operands on the device's matrix units through VK_NV_cooperative_matrix
 // (Strategy::CooperativeTiles). The workgroup stages k-deep slices of A and B in workgroup memory
-// as f16, read through the operands' strided views (zero outside the product); each subgroup
-// loads fragments of them and multiplies-adds them into f32 accumulator fragments for its block
-// of the tile. Each accumulator fragment then goes through the subgroup's slot of workgroup
-// memory to the epilogue, which the subgroup's invocations run on its elements.
+// as f16, their bits copied through the operands' strided views (no conversion, which could
+// flush subnormals; zero outside the product); each subgroup loads fragments of them and
+// multiplies-adds them into f32 accumulator fragments for its block of the tile. Each accumulator fragment then goes
+// through the subgroup's slot of workgroup memory to the epilogue, which the subgroup's invocations run on its
+// elements.
 #include "backends/vulkan/glsl_kernel.h"
 #include "backends/vulkan/plan.h"
 #include "fluxion/error.h"
@@ -38,9 +39,12 @@ void GlslKernel::emit_cooperative_tiles() {
   line("int sm = (sg / " + str(blocks_n) + ") * " + str(tile.thread_m) + ", sn = (sg % " + str(blocks_n) + ") * " +
        str(tile.thread_n) + ";");
   Index bidx = unravel("int(gl_WorkGroupID.z)", g.batch);
-  line(c_type + " acc[" + str(frags_m) + "][" + str(frags_n) + "];");
-  line("for (int r = 0; r < " + str(frags_m) + "; ++r) for (int q = 0; q < " + str(frags_n) +
-       "; ++q) acc[r][q] = " + c_type + "(0.0);");
+  // The fragments are unrolled here, one variable each: arrays of cooperative matrices indexed
+  // by loop variables may be kept in memory.
+  auto fragment = [&](const char* name, int64_t r, int64_t q) { return name + str(r) + "_" + str(q); };
+  for (int64_t r = 0; r < frags_m; ++r) {
+    for (int64_t q = 0; q < frags_n; ++q) line(c_type + " " + fragment("acc", r, q) + " = " + c_type + "(0.0);");
+  }
   line("for (int k0 = 0; k0 < " + K + "; k0 += " + TK + ") {");
   indent_ += "  ";
   // One element of a slice per invocation and step, consecutive invocations along the operand's
@@ -51,65 +55,82 @@ void GlslKernel::emit_cooperative_tiles() {
   auto columns_contiguous = [rank](const kernel::StridedView& v) {
     return v.strides[rank - 2] == 1 && v.strides[rank - 1] != 1;
   };
-  auto stage = [&](int64_t rows, int64_t cols, int64_t stride, bool down, const std::string& slice,
+  auto stage = [&](size_t operand, int64_t rows, int64_t cols, int64_t stride, const std::string& slice,
                    const std::string& row0, const std::string& rows_bound, const std::string& col0,
-                   const std::string& cols_bound,
-                   const std::function<void(const std::string&, const std::string&, const std::string&)>& read) {
+                   const std::string& cols_bound) {
     line("for (int e = tid; e < " + str(rows * cols) + "; e += " + WG + ") {");
     block([&] {
-      if (down) {
+      if (columns_contiguous(views[operand])) {
         line("int sr = e % " + str(rows) + ", sc = e / " + str(rows) + ";");
       } else {
         line("int sr = e / " + str(cols) + ", sc = e % " + str(cols) + ";");
       }
-      line("float x = 0.0;");
+      line("uint x = 0u;");
       line("if (" + row0 + " + sr < " + rows_bound + " && " + col0 + " + sc < " + cols_bound + ") {");
-      block([&] { read("(" + row0 + " + sr)", "(" + col0 + " + sc)", "x"); });
+      block([&] {
+        Index idx = bidx;
+        idx.push_back("(" + row0 + " + sr)");
+        idx.push_back("(" + col0 + " + sc)");
+        auto [base, position] = operand_position(operand, idx);
+        line("x = fx_ld16(" + buffer(base, false) + ", " + position + ");");
+      });
       line("}");
-      line(slice + "[sr * " + str(stride) + " + sc] = float16_t(x);");
+      line(slice + "[sr * " + str(stride) + " + sc] = unpackFloat2x16(x).x;");
     });
     line("}");
   };
-  stage(tile.m, tile.k, a_stride, columns_contiguous(views[0]), "As", "m0", M, "k0", K,
-        [&](const std::string& i, const std::string& k, const std::string& dst) { g.a(bidx, i, k, dst); });
-  stage(tile.k, tile.n, b_stride, columns_contiguous(views[1]), "Bs", "k0", K, "n0", N,
-        [&](const std::string& k, const std::string& j, const std::string& dst) { g.b(bidx, k, j, dst); });
+  stage(0, tile.m, tile.k, a_stride, "As", "m0", M, "k0", K);
+  stage(1, tile.k, tile.n, b_stride, "Bs", "k0", K, "n0", N);
   line("barrier();");
   line("for (int kk = 0; kk < " + TK + "; kk += " + str(fk) + ") {");
-  line("  " + a_type + " fa[" + str(frags_m) + "];");
-  line("  " + b_type + " fb[" + str(frags_n) + "];");
-  line("  for (int r = 0; r < " + str(frags_m) + "; ++r) coopMatLoadNV(fa[r], As, uint((sm + r * " + str(fm) + ") * " +
-       str(a_stride) + " + kk), " + str(a_stride) + "u, false);");
-  line("  for (int q = 0; q < " + str(frags_n) + "; ++q) coopMatLoadNV(fb[q], Bs, uint(kk * " + str(b_stride) +
-       " + sn + q * " + str(fn) + "), " + str(b_stride) + "u, false);");
-  line("  for (int r = 0; r < " + str(frags_m) + "; ++r) for (int q = 0; q < " + str(frags_n) +
-       "; ++q) acc[r][q] = coopMatMulAddNV(fa[r], fb[q], acc[r][q]);");
+  indent_ += "  ";
+  for (int64_t r = 0; r < frags_m; ++r) {
+    line(a_type + " " + fragment("fa", r, 0) + ";");
+    line("coopMatLoadNV(" + fragment("fa", r, 0) + ", As, uint((sm + " + str(r * fm) + ") * " + str(a_stride) +
+         " + kk), " + str(a_stride) + "u, false);");
+  }
+  for (int64_t q = 0; q < frags_n; ++q) {
+    line(b_type + " " + fragment("fb", 0, q) + ";");
+    line("coopMatLoadNV(" + fragment("fb", 0, q) + ", Bs, uint(kk * " + str(b_stride) + " + sn + " + str(q * fn) +
+         "), " + str(b_stride) + "u, false);");
+  }
+  for (int64_t r = 0; r < frags_m; ++r) {
+    for (int64_t q = 0; q < frags_n; ++q) {
+      line(fragment("acc", r, q) + " = coopMatMulAddNV(" + fragment("fa", r, 0) + ", " + fragment("fb", 0, q) + ", " +
+           fragment("acc", r, q) + ");");
+    }
+  }
+  indent_.resize(indent_.size() - 2);
   line("}");
   line("barrier();");
   indent_.resize(indent_.size() - 2);
   line("}");
   // Each subgroup hands its fragments to the epilogue one at a time through its own slot.
-  line("for (int r = 0; r < " + str(frags_m) + "; ++r) for (int q = 0; q < " + str(frags_n) + "; ++q) {");
-  indent_ += "  ";
-  line("coopMatStoreNV(acc[r][q], Cs, uint(sg * " + str(c_slot) + "), " + str(c_stride) + "u, false);");
-  line("subgroupMemoryBarrierShared();");
-  line("subgroupBarrier();");
-  line("for (int e = int(gl_SubgroupInvocationID); e < " + str(fm * fn) + "; e += int(gl_SubgroupSize)) {");
-  indent_ += "  ";
-  line("int ci = e / " + str(fn) + ", cj = e % " + str(fn) + ";");
-  line("int i = m0 + sm + r * " + str(fm) + " + ci, j = n0 + sn + q * " + str(fn) + " + cj;");
-  line("if (i < " + M + " && j < " + N + ") {");
-  block([&] {
-    Index idx = g.c_index(bidx, "i", "j");
-    memo_[{c, idx}] = "Cs[sg * " + str(c_slot) + " + ci * " + str(c_stride) + " + cj]";
-    body_at(idx);
-  });
-  line("}");
-  indent_.resize(indent_.size() - 2);
-  line("}");
-  line("subgroupBarrier();");
-  indent_.resize(indent_.size() - 2);
-  line("}");
+  for (int64_t r = 0; r < frags_m; ++r) {
+    for (int64_t q = 0; q < frags_n; ++q) {
+      line("coopMatStoreNV(" + fragment("acc", r, q) + ", Cs, uint(sg * " + str(c_slot) + "), " + str(c_stride) +
+           "u, false);");
+      line("subgroupMemoryBarrierShared();");
+      line("subgroupBarrier();");
+      line("for (int e = int(gl_SubgroupInvocationID); e < " + str(fm * fn) + "; e += int(gl_SubgroupSize)) {");
+      block([&] {
+        line("int ci = e / " + str(fn) + ", cj = e % " + str(fn) + ";");
+        line("int i = m0 + sm + " + str(r * fm) + " + ci, j = n0 + sn + " + str(q * fn) + " + cj;");
+        line("if (i < " + M + " && j < " + N + ") {");
+        block([&] {
+          // Each fragment's epilogue is a block of its own: values computed in another are out of scope.
+          auto saved = memo_;
+          Index idx = g.c_index(bidx, "i", "j");
+          memo_[{c, idx}] = "Cs[sg * " + str(c_slot) + " + ci * " + str(c_stride) + " + cj]";
+          body_at(idx);
+          memo_ = saved;
+        });
+        line("}");
+      });
+      line("}");
+      line("subgroupBarrier();");
+    }
+  }
 }
 
 }  // namespace fluxion::vulkan

@@ -351,7 +351,7 @@ void GlslKernel::emit_reducing() {
   line("}");
 }
 
-std::string GlslKernel::operand_element(size_t operand, const Index& idx) {
+std::pair<ir::ValueId, std::string> GlslKernel::operand_position(size_t operand, const Index& idx) {
   kernel::StridedView views[2];
   if (!kernel::matmul_operands(kernel_, &views[0], &views[1]))
     detail::fail("vulkan codegen", "internal error: a product's operands are not strided views");
@@ -360,7 +360,12 @@ std::string GlslKernel::operand_element(size_t operand, const Index& idx) {
   for (size_t d = 0; d < idx.size(); ++d) {
     if (v.strides[d] != 0) f += " + " + idx[d] + " * " + std::to_string(v.strides[d]);
   }
-  return temp(region_.type(v.base).dtype, load_flat(v.base, f));
+  return {v.base, f};
+}
+
+std::string GlslKernel::operand_element(size_t operand, const Index& idx) {
+  auto [base, position] = operand_position(operand, idx);
+  return temp(region_.type(base).dtype, load_flat(base, position));
 }
 
 GlslKernel::Gemm GlslKernel::matmul_gemm() {

@@ -8,6 +8,7 @@
 #include <map>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "backends/vulkan/glsl.h"
@@ -77,8 +78,10 @@ class GlslKernel {
     std::function<Index(const Index& b, const std::string& i, const std::string& j)> c_index;
   };
   // Element idx of a matmul's operand 0 or 1, through the strided view the fuser chose for it
-  // (the view it ordered the kernel after), widened where its base is f16 or bf16.
+  // (the view it ordered the kernel after), widened where its base is f16 or bf16; and the
+  // base with the element's position in it.
   std::string operand_element(size_t operand, const Index& idx);
+  std::pair<ir::ValueId, std::string> operand_position(size_t operand, const Index& idx);
   Gemm matmul_gemm();
   Gemm conv_gemm();
   void emit_matmul();
