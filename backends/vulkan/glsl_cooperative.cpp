@@ -42,8 +42,9 @@ void GlslKernel::emit_cooperative_tiles() {
   // The fragments are unrolled here, one variable each: arrays of cooperative matrices indexed
   // by loop variables may be kept in memory.
   auto fragment = [&](const char* name, int64_t r, int64_t q) { return name + str(r) + "_" + str(q); };
+  const std::string zero = " = " + c_type + "(0.0);";
   for (int64_t r = 0; r < frags_m; ++r) {
-    for (int64_t q = 0; q < frags_n; ++q) line(c_type + " " + fragment("acc", r, q) + " = " + c_type + "(0.0);");
+    for (int64_t q = 0; q < frags_n; ++q) line(c_type + " " + fragment("acc", r, q).append(zero));
   }
   line("for (int k0 = 0; k0 < " + K + "; k0 += " + TK + ") {");
   indent_ += "  ";
@@ -106,6 +107,7 @@ void GlslKernel::emit_cooperative_tiles() {
   indent_.resize(indent_.size() - 2);
   line("}");
   // Each subgroup hands its fragments to the epilogue one at a time through its own slot.
+  const std::string in_result = "if (i < " + M + " && j < " + N + ") {";
   for (int64_t r = 0; r < frags_m; ++r) {
     for (int64_t q = 0; q < frags_n; ++q) {
       line("coopMatStoreNV(" + fragment("acc", r, q) + ", Cs, uint(sg * " + str(c_slot) + "), " + str(c_stride) +
@@ -116,7 +118,7 @@ void GlslKernel::emit_cooperative_tiles() {
       block([&] {
         line("int ci = e / " + str(fn) + ", cj = e % " + str(fn) + ";");
         line("int i = m0 + sm + " + str(r * fm) + " + ci, j = n0 + sn + " + str(q * fn) + " + cj;");
-        line("if (i < " + M + " && j < " + N + ") {");
+        line(in_result);
         block([&] {
           // Each fragment's epilogue is a block of its own: values computed in another are out of scope.
           auto saved = memo_;
