@@ -175,9 +175,6 @@ class KernelEmitter {
   // A libmvec call for math function f32_name / f64_name on vectors of lanes_ elements, or
   // per-lane scalar calls where libmvec has no variant.
   llvm::Value* vector_math(std::string_view name, DType t, const std::vector<llvm::Value*>& args);
-  // A matrix product C[b][i][j] = sum over k of A[b][i][k] B[b][k][j], with k running in
-  // `blocks` blocks: k = kb * kc + kk (matmul.cpp). The operands and the result are given by
-  // accessors, so a convolution is the same kernel reading its input as im2col.
   // How a matmul operand's elements are read through its strided view: widened to f32 (f16 and
   // bf16) or as they are, or as stored (16-bit integers), or as 32-bit integers each holding
   // two consecutive elements, the first in its low half (the bf16 pairs' tiles).
@@ -185,14 +182,17 @@ class KernelEmitter {
   // `lanes` elements of a matmul operand X from X[b][r][c] on, consecutive in memory (more
   // than one only along a dimension of stride 1: the Gemm's contiguity flags say which).
   using ViewRead = std::function<llvm::Value*(const Index& b, llvm::Value* r, llvm::Value* c, int lanes, Read how)>;
+  // A matrix product C[b][i][j] = sum over k of A[b][i][k] B[b][k][j], with k running in
+  // `blocks` blocks: k = kb * kc + kk (matmul.cpp). The operands and the result are given by
+  // accessors, so a convolution is the same kernel reading its input as im2col.
   struct Gemm {
     Shape batch;  // outer dims; dimension 0 is split across threads (rows when there is none)
     int64_t M = 0, N = 0, K = 0, kc = 0, blocks = 0;
     bool b_rows_contiguous = false;  // pack B row by row (else column by column, for im2col)
-    // A matmul's operands (null for a convolution): A's rows contiguous along k, B's columns
-    // contiguous along k (a transposed operand: packing loads vectors along k and transposes
-    // them in registers).
+    // A matmul's operands through their views (null for a convolution).
     ViewRead a_view, b_view;
+    // Whether A's rows are contiguous along k, and B's columns along k (a transposed operand:
+    // packing then loads vectors along k and transposes them in registers).
     bool a_rows_contiguous = false, b_columns_contiguous = false;
     // One element as a value, k as (k-block, position in it).
     std::function<llvm::Value*(const Index& b, llvm::Value* i, llvm::Value* kb, llvm::Value* kk)> a;
