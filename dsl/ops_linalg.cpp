@@ -37,7 +37,14 @@ Tensor pool(Op op, const Tensor& x, const Pool2dOptions& opt, const Loc& loc) {
   return detail::emit1(op, {x}, loc, std::move(a));
 }
 
+// Open F16Sums scopes of this thread.
+thread_local int g_f16_sums_scopes = 0;
+
 }  // namespace
+
+F16Sums::F16Sums() { ++g_f16_sums_scopes; }
+F16Sums::~F16Sums() { --g_f16_sums_scopes; }
+bool F16Sums::active() { return g_f16_sums_scopes > 0; }
 
 Tensor matmul(const Tensor& a, const Tensor& b, Loc loc) {
   require_valid(a, "matmul", loc);
@@ -68,7 +75,9 @@ Tensor matmul(const Tensor& a, const Tensor& b, Loc loc) {
   fb.insert(fb.end(), {k, n});
   Tensor x = detail::broadcast_as(reshape(a, sa, loc), fa, loc);
   Tensor y = detail::broadcast_as(reshape(b, sb, loc), fb, loc);
-  Tensor r = detail::emit1(Op::MatMul, {x, y}, loc);
+  ir::Attrs attrs;
+  attrs.f16_sums = F16Sums::active() && a.dtype() == DType::f16;
+  Tensor r = detail::emit1(Op::MatMul, {x, y}, loc, std::move(attrs));
   Shape out = batch;
   if (a.rank() != 1) out.push_back(m);
   if (b.rank() != 1) out.push_back(n);

@@ -127,6 +127,7 @@ struct Attrs {
   int64_t xs = 0;                 // scan: number of per-step inputs
   int64_t max_iters = -1;         // while: bound on the trip count, -1 for none
   bool reverse = false;           // scan: iterate from length-1 down to 0
+  bool f16_sums = false;          // matmul: its sums may accumulate in f16 (docs/precision.md)
   int64_t ranks = 1;              // collectives: the job size the program was traced for
   int64_t root = 0;               // broadcast_from: the rank whose operand every rank gets
   std::vector<double> data;       // constant: one value (splat) or numel values, row-major

@@ -264,6 +264,7 @@ class Parser {
       else if (key == "ranks") a.ranks = integer();
       else if (key == "root") a.root = integer();
       else if (key == "reverse") a.reverse = boolean();
+      else if (key == "f16_sums") a.f16_sums = boolean();
       else if (key == "data") a.data = list<double>([&] { return number(); });
       else if (key == "text") a.text = quoted();
       else error("unknown attribute '" + key + "'");

@@ -86,6 +86,7 @@ void put_attrs(std::string& out, const Attrs& a) {
   num("ranks", a.ranks, d.ranks);
   num("root", a.root, d.root);
   if (a.reverse) sep(), s += "reverse=true";
+  if (a.f16_sums) sep(), s += "f16_sums=true";
   if (!a.data.empty()) sep(), s += "data=", put_list(s, a.data);
   if (!a.text.empty()) sep(), s += "text=", put_quoted(s, a.text);
   if (!s.empty()) out += " " + s + "}";

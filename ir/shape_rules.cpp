@@ -115,6 +115,10 @@ std::vector<TensorType> matmul(const Ctx& c) {
             "expected operands [..., m, k] and [..., k, n] of equal rank >= 2");
   c.require(std::equal(a.begin(), a.end() - 2, b.begin()), "batch dimensions must be equal");
   c.require(a[a.size() - 1] == b[b.size() - 2], "inner dimensions must agree (k of [m, k] and [k, n])");
+  // The permission to sum in f16 is given to products of f16 values: before the pipeline widens
+  // them to f32 (docs/precision.md), and after.
+  c.require(!c.a.f16_sums || c.in[0].dtype == DType::f16 || c.in[0].dtype == DType::f32,
+            "f16_sums applies to f16 operands (or their f32 widening)");
   Shape out(a.begin(), a.end() - 1);
   out.push_back(b.back());
   return {{c.in[0].dtype, out}};
@@ -513,6 +517,7 @@ std::vector<TensorType> rule(const Ctx& c) {
   c.require(info.arity < 0 || static_cast<int>(in.size()) == info.arity,
             "expected " + std::to_string(info.arity) + " operand(s), got " + std::to_string(in.size()));
   if (!has_regions(op)) c.check_regions(0);
+  c.require(!attrs.f16_sums || info.cls == OpClass::MatMul, "f16_sums applies to matmul only");
   switch (info.cls) {
     case OpClass::Unary:
       check_operand_dtype(c, 0);

@@ -40,6 +40,7 @@ std::string plan_details(const KernelPlan& p) {
   if (p.split_columns) word("split columns");
   if (p.whole_epilogue) word("whole epilogue");
   if (p.shared_pack) word("shared pack");
+  if (p.f16_sums) word("f16 sums");
   if (p.row_lanes > 0) word("row " + std::to_string(p.row_lanes));
   if (p.workgroup > 0) word("workgroup " + std::to_string(p.workgroup));
   return out.str();

@@ -74,6 +74,9 @@ struct KernelPlan {
   // shared by every batch entry (in the kernel's scratch bytes, Kernel::scratch_bytes), before
   // the products run, instead of once per entry.
   bool shared_pack = false;
+  // GPU products: the tiles stage the operands and accumulate in f16 (a product of f16 values
+  // allowed to sum in f16, on a device with f16 arithmetic; docs/precision.md).
+  bool f16_sums = false;
   // The node the strategy is built around when it is not the kernel's root (the pooling
   // gradient of PoolWindows, the concatenation of Pieces); -1 otherwise.
   int64_t node = -1;

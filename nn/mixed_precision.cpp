@@ -31,6 +31,11 @@ Autocast::Autocast(const MixedPrecision& policy, DType param_dtype)
     fluxion::detail::fail("nn::Trainer", "MixedPrecision::compute is " + std::string(dtype_name(compute_)) +
                                              "; expected bf16 or f16 (f32 or f64: no policy)");
   }
+  if (policy.f16_sums && compute_ != DType::f16) {
+    fluxion::detail::fail("nn::Trainer", "MixedPrecision::f16_sums is set with compute " +
+                                             std::string(dtype_name(compute_)) + "; it applies to compute f16");
+  }
+  if (policy.f16_sums) f16_sums_.emplace();
 }
 
 Tensor Autocast::down(const Tensor& x) const {

@@ -2,16 +2,19 @@
 // casts into and out of the compute dtype, and dynamic loss scaling's skip and scale update.
 #pragma once
 
+#include <optional>
 #include <vector>
 
 #include "fluxion/nn/trainer.h"
+#include "fluxion/ops.h"
 #include "fluxion/tensor.h"
 
 namespace fluxion::nn::detail {
 
 using Tensors = std::vector<Tensor>;
 
-// The casts of one step under `policy`, for parameters of `param_dtype`.
+// The casts of one step under `policy`, for parameters of `param_dtype`, and the policy's
+// permission to sum products in f16 while the step is traced.
 class Autocast {
  public:
   Autocast(const MixedPrecision& policy, DType param_dtype);
@@ -27,6 +30,7 @@ class Autocast {
   bool on_;
   DType compute_;
   DType param_dtype_;
+  std::optional<F16Sums> f16_sums_;
 };
 
 // Whether every element of every gradient is finite (a bool scalar).

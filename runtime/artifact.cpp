@@ -110,12 +110,12 @@ class BytesReader {
 std::string target_text(const vulkan::ShaderTarget& t) {
   return "int64 " + std::to_string(t.int64) + "\ndescriptor_slots " + std::to_string(t.descriptor_slots) +
          "\nint8_storage " + std::to_string(t.int8_storage) + "\nint16_storage " + std::to_string(t.int16_storage) +
-         "\nhalves " + std::to_string(t.halves) + "\nfloat64 " + std::to_string(t.float64) + "\npreserve_nan32 " +
-         std::to_string(t.preserve_nan32) + "\npreserve_nan64 " + std::to_string(t.preserve_nan64) +
-         "\nsubgroup_arithmetic " + std::to_string(t.subgroup_arithmetic) + "\nmax_shared_bytes " +
-         std::to_string(t.max_shared_bytes) + "\ncooperative_m " + std::to_string(t.cooperative_m) +
-         "\ncooperative_n " + std::to_string(t.cooperative_n) + "\ncooperative_k " + std::to_string(t.cooperative_k) +
-         "\n";
+         "\nhalves " + std::to_string(t.halves) + "\nfloat64 " + std::to_string(t.float64) + "\nfloat16 " +
+         std::to_string(t.float16) + "\npreserve_nan32 " + std::to_string(t.preserve_nan32) + "\npreserve_nan64 " +
+         std::to_string(t.preserve_nan64) + "\nsubgroup_arithmetic " + std::to_string(t.subgroup_arithmetic) +
+         "\nmax_shared_bytes " + std::to_string(t.max_shared_bytes) + "\ncooperative_m " +
+         std::to_string(t.cooperative_m) + "\ncooperative_n " + std::to_string(t.cooperative_n) + "\ncooperative_k " +
+         std::to_string(t.cooperative_k) + "\n";
 }
 
 void put_loc(Bytes& b, const vulkan::Loc& l) {
@@ -311,6 +311,8 @@ vulkan::ShaderTarget parse_target(const Fields& f) {
   t.int16_storage = v.count("int16_storage") && get("int16_storage") != 0;
   t.halves = v.count("halves") && get("halves") != 0;
   t.float64 = get("float64") != 0;
+  // Written since products may sum in f16; before, no shader did f16 arithmetic.
+  t.float16 = v.count("float16") && get("float16") != 0;
   t.preserve_nan32 = get("preserve_nan32") != 0;
   t.preserve_nan64 = get("preserve_nan64") != 0;
   t.subgroup_arithmetic = get("subgroup_arithmetic") != 0;

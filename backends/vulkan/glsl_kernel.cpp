@@ -398,37 +398,54 @@ void GlslKernel::emit_matmul() {
   Gemm g = root.op == Op::MatMul ? matmul_gemm() : conv_gemm();
   ir::ValueId c = root.results[0];
   DType t = region_.type(c).dtype;
-  std::string T = glsl_type(t);
+  // The type the tiles stage and sum in: the result's, or f16 where the plan sums in f16 (its
+  // operands are f16 values widened, so staging them as f16 is exact).
+  std::string T = plan_.f16_sums ? "float16_t" : glsl_type(t);
+  std::string zero = plan_.f16_sums ? "float16_t(0)" : constant(t, 0);
   std::string M = std::to_string(g.M), N = std::to_string(g.N), K = std::to_string(g.K);
   // The plan's tile: threads_n x threads_m invocations, each thread_m x thread_n results.
   const kernel::Tile& tile = plan_.tile;
   int64_t threads_n = tile.n / tile.thread_n, threads_m = tile.m / tile.thread_m;
   auto str = [](int64_t v) { return std::to_string(v); };
   std::string TM = str(tile.thread_m), TN = str(tile.thread_n), TK = str(tile.k);
-  declare_shared(t, "As", {tile.k, tile.m + 1});
-  declare_shared(t, "Bs", {tile.k, tile.n + 1});
+  int64_t staged_bytes = plan_.f16_sums ? 2 : dtype_size(t);
+  declare_shared(T, staged_bytes, "As", {tile.k, tile.m + 1});
+  declare_shared(T, staged_bytes, "Bs", {tile.k, tile.n + 1});
+  // An operand element into `dst` of the staged type.
+  auto staged = [&](const std::function<void(const std::string&)>& read, const std::string& dst) {
+    if (!plan_.f16_sums) return read(dst);
+    line(glsl_type(t) + " wide;");
+    read("wide");
+    line(dst + " = float16_t(wide);");
+  };
   groups_ = {static_cast<uint32_t>(support::ceil_div(g.N, tile.n)),
              static_cast<uint32_t>(support::ceil_div(g.M, tile.m)), static_cast<uint32_t>(numel(g.batch))};
   line("int tid = int(gl_LocalInvocationID.x);");
   line("int tx = tid % " + str(threads_n) + ", ty = tid / " + str(threads_n) + ";");
   line("int m0 = int(gl_WorkGroupID.y) * " + str(tile.m) + ", n0 = int(gl_WorkGroupID.x) * " + str(tile.n) + ";");
   Index bidx = unravel("int(gl_WorkGroupID.z)", g.batch);
-  line(T + " acc[" + TM + "][" + TN + "];");
-  line("for (int r = 0; r < " + TM + "; ++r) for (int q = 0; q < " + TN + "; ++q) acc[r][q] = " + constant(t, 0) + ";");
+  // f16 sums pair each invocation's neighbouring results in f16vec2 accumulators, so that a
+  // device with packed f16 arithmetic does two multiply-adds an instruction (each result is
+  // still summed over the depth in order).
+  std::string acc_type = plan_.f16_sums ? "f16vec2" : T;
+  std::string AN = plan_.f16_sums ? str(tile.thread_n / 2) : TN;
+  line(acc_type + " acc[" + TM + "][" + AN + "];");
+  line("for (int r = 0; r < " + TM + "; ++r) for (int q = 0; q < " + AN +
+       "; ++q) acc[r][q] = " + (plan_.f16_sums ? "f16vec2(0)" : zero) + ";");
   line("for (int k0 = 0; k0 < " + K + "; k0 += " + TK + ") {");
   indent_ += "  ";
   // Both operands' tiles staged by the whole workgroup, element e of each per invocation.
   auto stage_a = [&] {
     line("int ai = e / " + TK + ", ak = e % " + TK + ";");
     line("if (m0 + ai < " + M + " && k0 + ak < " + K + ") {");
-    block([&] { g.a(bidx, "(m0 + ai)", "(k0 + ak)", "As[ak][ai]"); });
-    line("} else { As[ak][ai] = " + constant(t, 0) + "; }");
+    block([&] { staged([&](const std::string& dst) { g.a(bidx, "(m0 + ai)", "(k0 + ak)", dst); }, "As[ak][ai]"); });
+    line("} else { As[ak][ai] = " + zero + "; }");
   };
   auto stage_b = [&] {
     line("int bk = e / " + str(tile.n) + ", bj = e % " + str(tile.n) + ";");
     line("if (k0 + bk < " + K + " && n0 + bj < " + N + ") {");
-    block([&] { g.b(bidx, "(k0 + bk)", "(n0 + bj)", "Bs[bk][bj]"); });
-    line("} else { Bs[bk][bj] = " + constant(t, 0) + "; }");
+    block([&] { staged([&](const std::string& dst) { g.b(bidx, "(k0 + bk)", "(n0 + bj)", dst); }, "Bs[bk][bj]"); });
+    line("} else { Bs[bk][bj] = " + zero + "; }");
   };
   auto stage = [&](int64_t elements, const std::function<void()>& body) {
     line("for (int e = tid; e < " + str(elements) + "; e += " + str(plan_.workgroup) + ") {");
@@ -448,11 +465,17 @@ void GlslKernel::emit_matmul() {
   }
   line("barrier();");
   line("for (int kk = 0; kk < " + TK + "; ++kk) {");
-  line("  " + T + " av[" + TM + "], bv[" + TN + "];");
+  line("  " + T + " av[" + TM + "];");
+  line("  " + acc_type + " bv[" + AN + "];");
   line("  for (int r = 0; r < " + TM + "; ++r) av[r] = As[kk][ty + " + str(threads_m) + " * r];");
-  line("  for (int q = 0; q < " + TN + "; ++q) bv[q] = Bs[kk][tx + " + str(threads_n) + " * q];");
-  line("  for (int r = 0; r < " + TM + "; ++r) for (int q = 0; q < " + TN +
-       "; ++q) acc[r][q] = fma(av[r], bv[q], acc[r][q]);");
+  if (plan_.f16_sums) {
+    line("  for (int q = 0; q < " + AN + "; ++q) bv[q] = f16vec2(Bs[kk][tx + " + str(2 * threads_n) +
+         " * q], Bs[kk][tx + " + str(threads_n) + " + " + str(2 * threads_n) + " * q]);");
+  } else {
+    line("  for (int q = 0; q < " + TN + "; ++q) bv[q] = Bs[kk][tx + " + str(threads_n) + " * q];");
+  }
+  line("  for (int r = 0; r < " + TM + "; ++r) for (int q = 0; q < " + AN + "; ++q) acc[r][q] = fma(" +
+       (plan_.f16_sums ? "f16vec2(av[r])" : "av[r]") + ", bv[q], acc[r][q]);");
   line("}");
   line("barrier();");
   indent_.resize(indent_.size() - 2);
@@ -463,7 +486,7 @@ void GlslKernel::emit_matmul() {
   line("if (i < " + M + " && j < " + N + ") {");
   block([&] {
     Index idx = g.c_index(bidx, "i", "j");
-    memo_[{c, idx}] = "acc[r][q]";
+    memo_[{c, idx}] = plan_.f16_sums ? glsl_type(t) + "(acc[r][q >> 1][q & 1])" : "acc[r][q]";
     body_at(idx);
   });
   line("}");

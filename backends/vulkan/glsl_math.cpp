@@ -256,9 +256,10 @@ std::string make_prelude(const ShaderTarget& target, bool coherent) {
   if (target.cooperative()) {
     // Only a shader that uses them declares their capabilities (and the Vulkan memory model).
     s += "#extension GL_NV_cooperative_matrix : require\n#extension GL_KHR_memory_scope_semantics : require\n"
-         "#extension GL_KHR_shader_subgroup_basic : require\n"
-         "#extension GL_EXT_shader_explicit_arithmetic_types_float16 : require\n";
+         "#extension GL_KHR_shader_subgroup_basic : require\n";
   }
+  if (target.float16 || target.cooperative())
+    s += "#extension GL_EXT_shader_explicit_arithmetic_types_float16 : require\n";
   if (target.preserve_nan32 || (target.float64 && target.preserve_nan64)) {
     s += "#extension GL_EXT_spirv_intrinsics : require\n";
     // SignedZeroInfNanPreserve (execution mode 4461, capability 4466) per float width.

@@ -103,6 +103,7 @@ DeviceTuning device_tuning(const VulkanDeviceInfo& info, const ShaderTarget& tar
   t.device_class = device_class(info);
   if (t.device_class == DeviceClass::Gpu) gpu_class(t);
   t.subgroup_arithmetic = target.subgroup_arithmetic;
+  t.float16 = target.float16;
   t.max_shared_bytes = target.max_shared_bytes;
   // Every plan fits the device's workgroup limit; the backend requires kWorkgroupSize at least.
   uint32_t max_invocations = info.capabilities.max_workgroup_invocations;
@@ -213,7 +214,7 @@ kernel::Tile product_tile(const ir::Region& r, const kernel::Kernel& k, const De
 
 // Whether matmul kernel k multiplies f16 values into an f32 result (its operands' views read f16
 // buffers).
-bool cooperative_operands(const ir::Region& r, const kernel::Kernel& k) {
+bool f16_product(const ir::Region& r, const kernel::Kernel& k) {
   kernel::StridedView a, b;
   return r.nodes[k.root].op == ir::Op::MatMul && kernel::matmul_operands(k, &a, &b) &&
          r.type(a.base).dtype == DType::f16 && r.type(b.base).dtype == DType::f16 &&
@@ -223,9 +224,14 @@ bool cooperative_operands(const ir::Region& r, const kernel::Kernel& k) {
 // Whether k runs on cooperative matrices: f16 operands on a device with them, at least one
 // subgroup's block of rows and of columns and one staged depth.
 bool cooperative_product(const ir::Region& r, const kernel::Kernel& k, const DeviceTuning& tuning) {
-  if (tuning.cooperative.m == 0 || !cooperative_operands(r, k)) return false;
+  if (tuning.cooperative.m == 0 || !f16_product(r, k)) return false;
   kernel::ProductDims d = kernel::product_dims(r, k);
   return d.M >= tuning.cooperative.thread_m && d.N >= tuning.cooperative.thread_n && d.K >= tuning.cooperative.k;
+}
+
+// Whether k is a product of f16 values that its program allows to sum in f16.
+bool allowed_f16_sums(const ir::Region& r, const kernel::Kernel& k) {
+  return r.nodes[k.root].attrs.f16_sums && f16_product(r, k);
 }
 
 }  // namespace
@@ -265,6 +271,7 @@ KernelPlan plan_kernel(const ir::Region& r, const kernel::RegionSchedule&, const
         plan.strategy = Strategy::Tiles;
         plan.tile = product_tile(r, k, tuning);
         plan.workgroup = tile_invocations(plan.tile);
+        plan.f16_sums = tuning.float16 && plan.tile.thread_n % 2 == 0 && allowed_f16_sums(r, k);
       } else {
         plan.strategy = Strategy::Direct;
       }
@@ -312,6 +319,8 @@ std::string plan_fault(const KernelPlan& p, const DeviceTuning& tuning) {
       return "a workgroup of a subgroup per block, " + std::to_string(cooperative_workgroup(t, tuning)) +
              " invocations";
   }
+  if (p.f16_sums && (p.strategy != Strategy::Tiles || !tuning.float16 || t.thread_n % 2 != 0))
+    return "tiles of pairs of columns (an even thread n) on a device with f16 arithmetic";
   if (p.strategy == Strategy::RowBlocks && t.m < 1) return "blocks of at least one row";
   if (p.strategy == Strategy::SortedRows && (t.m < 1 || t.m > tuning.max_workgroup))
     return "a sort of 1 to " + std::to_string(tuning.max_workgroup) + " indices per round";
@@ -328,8 +337,10 @@ void plan_kernels(const ir::Region& r, kernel::RegionSchedule& s, const DeviceTu
       },
       [&](const ir::Region& region, const kernel::RegionSchedule&, const kernel::Kernel& k) {
         std::string needs = plan_fault(k.plan, tuning);
-        if (needs.empty() && k.plan.strategy == Strategy::CooperativeTiles && !cooperative_operands(region, k))
+        if (needs.empty() && k.plan.strategy == Strategy::CooperativeTiles && !f16_product(region, k))
           needs = "a product of f16 operands into an f32 result";
+        if (needs.empty() && k.plan.f16_sums && !allowed_f16_sums(region, k))
+          needs = "a product of f16 operands allowed to sum in f16";
         return needs.empty() ? needs : "its plan needs " + needs;
       });
 }

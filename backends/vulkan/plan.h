@@ -76,6 +76,7 @@ struct DeviceTuning {
   // The loop shader's single workgroup (glsl_loop.cpp).
   int64_t loop_workgroup = kWorkgroupSize;
   bool subgroup_arithmetic = false;
+  bool float16 = false;  // f16 arithmetic: products allowed to sum in f16 do
   uint32_t max_shared_bytes = 16384;
   int64_t max_workgroup = kWorkgroupSize;  // the device's invocations per workgroup
 };

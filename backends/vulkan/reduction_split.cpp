@@ -225,7 +225,8 @@ class Splitter {
     for (int64_t d : {1, 0, 2}) perm.perm.push_back(static_cast<int64_t>(batch) + d);
     ir::ValueId a_parts = emit(ir::Op::Transpose, {a_cut}, perm, {a.dtype, with({parts, m, k / parts})}, n);
     ir::ValueId b_parts = reshape(n.operands[1], with({parts, k / parts, cols}), n);
-    ir::ValueId partial = emit(ir::Op::MatMul, {a_parts, b_parts}, {}, {c.dtype, with({parts, m, cols})}, n);
+    // The parts keep the product's attributes (a permission to sum in f16).
+    ir::ValueId partial = emit(ir::Op::MatMul, {a_parts, b_parts}, n.attrs, {c.dtype, with({parts, m, cols})}, n);
     ir::Node combine = std::move(n);
     combine.op = ir::Op::ReduceSum;
     combine.operands = {partial};

@@ -1,7 +1,8 @@
 // Kernel shapes on the Vulkan backend with their operands already on the device: square f32
 // products (TFLOP/s), square products of f16 and of bf16 operands summed into f32 (on cooperative
 // matrices under FLUXION_VULKAN_COOPERATIVE_MATRIX=on, where the device has them; a CHECK line
-// gives the largest error of 64 sampled elements against double sums), a 64 MB elementwise map, row sums, column sums,
+// gives the largest error of 64 sampled elements against double sums), an f16 product allowed
+// to sum in f16 (fx::F16Sums), a 64 MB elementwise map, row sums, column sums,
 // a whole-array sum and an embedding gradient (a scatter_add of 16,384 rows of 128 into 65: GB/s of bytes read). It
 // times whatever plans the backend chooses, or those of FLUXION_KERNEL_PLANS, so one run per rules file compares tile
 // and workgroup choices on a GPU (bench/gpu/README.md). usage: fluxion_gpu_kernels [--repeat N] [N...]   (N: product
@@ -51,9 +52,10 @@ void report(const char* kernel, int64_t size, const Timing& t, double amount, co
   std::fflush(stdout);
 }
 
-// The largest error of 64 elements of c = a b (n x n, f32) against sums in double, in units of
-// the f32 sum's bound (n 2^-24 sum |a_ik b_kj|): at most 1 when the product sums in f32.
-double sampled_error(const fx::Array& a, const fx::Array& b, const fx::Array& c, int64_t n) {
+// The largest error of 64 elements of c = a b (n x n) against sums in double, in units of the
+// bound of a sum in a format of `bits` significant bits (n 2^-bits sum |a_ik b_kj|, plus the
+// result's own rounding for an f16 result): at most 1 when the product sums in that format.
+double sampled_error(const fx::Array& a, const fx::Array& b, const fx::Array& c, int64_t n, int bits) {
   std::vector<double> av = a.to_doubles(), bv = b.to_doubles(), cv = c.to_doubles();
   double worst = 0;
   for (int64_t s = 0; s < 64; ++s) {
@@ -64,7 +66,8 @@ double sampled_error(const fx::Array& a, const fx::Array& b, const fx::Array& c,
       sum += p;
       bound += std::abs(p);
     }
-    double allowed = static_cast<double>(n) * std::ldexp(bound, -24) + 1e-30;
+    double rounding = c.dtype() == fx::f16 ? std::ldexp(std::abs(sum), -11) : 0;
+    double allowed = static_cast<double>(n) * std::ldexp(bound, -bits) + rounding + 1e-30;
     worst = std::max(worst, std::abs(cv[static_cast<size_t>(i * n + j)] - sum) / allowed);
   }
   return worst;
@@ -90,6 +93,13 @@ int main(int argc, char** argv) try {
   // 16-bit operands summed into an f32 result, as JAX's preferred_element_type=float32 writes it.
   auto half_product =
       fx::jit([](fx::Tensor a, fx::Tensor b) { return fx::matmul(fx::cast(a, fx::f32), fx::cast(b, fx::f32)); }, gpu);
+  // An f16 product allowed to sum in f16 (PyTorch's default for f16 products on a GPU).
+  auto f16_sums_product = fx::jit(
+      [](fx::Tensor a, fx::Tensor b) {
+        fx::F16Sums allow;
+        return fx::matmul(a, b);
+      },
+      gpu);
   for (int64_t n : sizes) {
     fx::Array a = place(filled(n, n)), b = place(filled(n, n));
     double flops = 2.0 * static_cast<double>(n) * static_cast<double>(n) * static_cast<double>(n);
@@ -100,7 +110,11 @@ int main(int argc, char** argv) try {
       fx::Array ah = narrow(a), bh = narrow(b);
       report(name.c_str(), n, time_calls([&] { return half_product(ah, bh); }, repeat), flops, "TFLOP/s");
       std::printf("CHECK\t%s\t%lld\terror_in_f32_bounds %.3f\n", name.c_str(), static_cast<long long>(n),
-                  sampled_error(ah, bh, half_product(ah, bh), n));
+                  sampled_error(ah, bh, half_product(ah, bh), n, 24));
+      if (half != fx::f16) continue;
+      report("matmul_f16_sums", n, time_calls([&] { return f16_sums_product(ah, bh); }, repeat), flops, "TFLOP/s");
+      std::printf("CHECK\tmatmul_f16_sums\t%lld\terror_in_f16_bounds %.3f\n", static_cast<long long>(n),
+                  sampled_error(ah, bh, f16_sums_product(ah, bh), n, 11));
     }
   }
   const int64_t side = 4096;  // 64 MB of f32

@@ -18,6 +18,7 @@ struct VulkanCapabilities {
   bool int8_storage = false;           // storageBuffer8BitAccess and shaderInt8
   bool int16_storage = false;          // storageBuffer16BitAccess (f16 and bf16 as 16-bit words)
   bool float64 = false;                // shaderFloat64 (f64 programs are refused without it)
+  bool float16 = false;                // shaderFloat16: f16 arithmetic (products allowed to sum in f16)
   bool subgroup_arithmetic = false;    // subgroup arithmetic in compute shaders
   bool timestamps = false;             // timestamps on the compute queue (for profiling)
   // f16 x f16 + f32 matrix products on the device's matrix units (tensor cores) through

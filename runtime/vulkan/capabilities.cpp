@@ -31,9 +31,10 @@ struct Profile {
   const char* limits;
 };
 constexpr Profile kProfiles[] = {
-    {"reduced", "int64,int8_storage,int16_storage,subgroup_arithmetic,timestamps", "invocations=128,shared=16384"},
+    {"reduced", "int64,int8_storage,int16_storage,float16,subgroup_arithmetic,timestamps",
+     "invocations=128,shared=16384"},
     {"mobile",
-     "int64,float64,buffer_device_address,int8_storage,int16_storage,subgroup_arithmetic,timestamps,"
+     "int64,float64,float16,buffer_device_address,int8_storage,int16_storage,subgroup_arithmetic,timestamps,"
      "mapped_device_memory",
      "invocations=128,shared=16384"},
 };
@@ -48,6 +49,7 @@ void disable(VulkanCapabilities& c, const std::string& what, const std::string& 
                                     {"int8_storage", &VulkanCapabilities::int8_storage},
                                     {"int16_storage", &VulkanCapabilities::int16_storage},
                                     {"float64", &VulkanCapabilities::float64},
+                                    {"float16", &VulkanCapabilities::float16},
                                     {"subgroup_arithmetic", &VulkanCapabilities::subgroup_arithmetic},
                                     {"timestamps", &VulkanCapabilities::timestamps},
                                     {"cooperative_matrix", &VulkanCapabilities::cooperative_matrix},
@@ -171,6 +173,7 @@ void read_capabilities(VkInstance instance, VkPhysicalDevice physical, VulkanDev
     c.int8_storage = f12.storageBuffer8BitAccess && f12.shaderInt8;
     c.int64 = f.features.shaderInt64;
     c.float64 = f.features.shaderFloat64;
+    c.float16 = f12.shaderFloat16;
     c.descriptor_indexing = f.features.shaderStorageBufferArrayDynamicIndexing;
     auto sub = vk_struct<VkPhysicalDeviceSubgroupProperties>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES);
     auto p2 = vk_struct<VkPhysicalDeviceProperties2>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2);
@@ -205,7 +208,7 @@ void read_capabilities(VkInstance instance, VkPhysicalDevice physical, VulkanDev
                          support::enabled(support::Setting::vulkan_cooperative_matrix) &&
                          read_cooperative_matrix(instance, physical, c);
   emulate(c);
-  if (!c.cooperative_matrix || !c.int16_storage) {
+  if (!c.cooperative_matrix || !c.int16_storage || !c.float16) {
     c.cooperative_matrix = false;
     c.cooperative_m = c.cooperative_n = c.cooperative_k = 0;
   }
@@ -231,6 +234,7 @@ void read_capabilities(VkInstance instance, VkPhysicalDevice physical, VulkanDev
   if (!c.int8_storage) info.fallbacks.push_back("no 8-bit storage: booleans read and written in 32-bit words");
   if (!c.int16_storage) info.fallbacks.push_back("no 16-bit storage: f16 and bf16 read and written in 32-bit words");
   if (!c.float64) info.fallbacks.push_back("no shaderFloat64: f64 programs are refused");
+  if (!c.float16) info.fallbacks.push_back("no shaderFloat16: products allowed to sum in f16 sum in f32");
   if (!c.subgroup_arithmetic)
     info.fallbacks.push_back("no subgroup arithmetic: reductions combine in workgroup memory");
   if (!c.timestamps) info.fallbacks.push_back("no timestamps: kernels are not timed when profiling");

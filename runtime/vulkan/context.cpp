@@ -273,6 +273,7 @@ Context* open_context() {
   ctx->shaders.int8_storage = caps.int8_storage;
   ctx->shaders.int16_storage = caps.int16_storage;
   ctx->shaders.float64 = caps.float64;
+  ctx->shaders.float16 = caps.float16;
   ctx->shaders.max_shared_bytes = caps.max_shared_memory_bytes;
   if (caps.cooperative_matrix) {
     ctx->shaders.cooperative_m = caps.cooperative_m;
@@ -307,16 +308,17 @@ Context* open_context() {
   f12.bufferDeviceAddress = caps.buffer_device_address;
   f12.storageBuffer8BitAccess = caps.int8_storage;
   f12.shaderInt8 = caps.int8_storage;
+  f12.shaderFloat16 = caps.float16;
   auto f11 = vk_struct<VkPhysicalDeviceVulkan11Features>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_FEATURES);
   f11.storageBuffer16BitAccess = caps.int16_storage;
   f12.pNext = &f11;
-  // Cooperative-matrix shaders are f16 arithmetic under the Vulkan memory model.
+  // Cooperative-matrix shaders are f16 arithmetic (kept only with float16) under the Vulkan
+  // memory model.
   auto coop = vk_struct<VkPhysicalDeviceCooperativeMatrixFeaturesNV>(
       VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV);
   std::vector<const char*> extensions;
   if (caps.cooperative_matrix) {
     coop.cooperativeMatrix = VK_TRUE;
-    f12.shaderFloat16 = VK_TRUE;
     f12.vulkanMemoryModel = VK_TRUE;
     f11.pNext = &coop;
     extensions.push_back(VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME);

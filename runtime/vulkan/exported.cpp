@@ -75,6 +75,7 @@ std::string vulkan_incompatibility(const runtime::VulkanCode& code) {
   require(have.int8_storage || !need.int8_storage, "8-bit storage");
   require(have.int16_storage || !(need.halves && need.int16_storage), "16-bit storage");
   require(have.float64 || !need.float64, "64-bit floats in shaders");
+  require(have.float16 || !need.float16, "16-bit float arithmetic in shaders");
   require(have.preserve_nan32 || !need.preserve_nan32, "IEEE NaN and infinity in f32 shaders");
   require(have.preserve_nan64 || !need.preserve_nan64, "IEEE NaN and infinity in f64 shaders");
   require(have.subgroup_arithmetic || !need.subgroup_arithmetic, "subgroup arithmetic");

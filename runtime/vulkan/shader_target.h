@@ -19,6 +19,7 @@ struct ShaderTarget {
   bool int16_storage = true;          // 16-bit storage: f16 and bf16 as uint16_t (else in 32-bit words)
   bool halves = false;                // the program has f16 or bf16 values: their accessors are declared
   bool float64 = false;               // shaderFloat64: f64 arithmetic (else f64 programs are refused)
+  bool float16 = false;               // shaderFloat16: f16 arithmetic (a product's f16 sums)
   bool preserve_nan32 = false;        // shaderSignedZeroInfNanPreserveFloat32: IEEE NaN/Inf/-0 in f32
   bool preserve_nan64 = false;        // the same for f64
   bool subgroup_arithmetic = false;   // subgroupAdd and friends in compute shaders

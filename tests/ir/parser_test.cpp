@@ -151,6 +151,25 @@ TEST(IrParser, RoundTripsSixteenBitFloatsAndHashesTheirDtypes) {
                      "expected f32, f64, i32, bool, f16 or bf16");
 }
 
+TEST(IrParser, RoundTripsThePermissionToSumInF16AndChecksWhereItIsGiven) {
+  const std::string allowed =
+      "func @main(%0: f16[2,3], %1: f16[3,4]) -> (f16[2,4]) {\n"
+      "  %2 = matmul %0, %1 {f16_sums=true} : f16[2,4]\n"
+      "  return %2\n"
+      "}\n";
+  expect_round_trip(allowed);
+  std::string plain = allowed;
+  plain.erase(plain.find(" {f16_sums=true}"), 16);
+  EXPECT_NE(ir::structural_hash(ir::parse(allowed)), ir::structural_hash(ir::parse(plain)));
+  expect_parse_error(
+      "func @main(%0: f16[2]) -> (f16[2]) {\n  %1 = add %0, %0 {f16_sums=true} : f16[2]\n  return %1\n}\n",
+      "f16_sums applies to matmul only");
+  expect_parse_error(
+      "func @main(%0: bf16[2,3], %1: bf16[3,4]) -> (bf16[2,4]) {\n"
+      "  %2 = matmul %0, %1 {f16_sums=true} : bf16[2,4]\n  return %2\n}\n",
+      "f16_sums applies to f16 operands");
+}
+
 TEST(IrParser, KeepsTheSignOfZeroAndReadsAnyValueNumbering) {
   // Value numbers need not be canonical: any distinct numbers will do, and printing renumbers.
   ir::Program p = ir::parse(

@@ -103,6 +103,25 @@ TEST_P(MixedPrecision, F16LossScalingSkipsOverflowingStepsAndAdaptsTheScale) {
   EXPECT_EQ(scale(), std::make_tuple(65536.0, 1.0, 1.0));
 }
 
+// f16_sums lets the step's products sum in f16 where a backend has f16 arithmetic (Vulkan with
+// shaderFloat16): there the run differs from the f16 run without it but follows it closely;
+// elsewhere it is that run, bit for bit.
+TEST_P(MixedPrecision, F16SumsChangeTheRunOnlyWhereTheBackendSumsInF16) {
+  nn::MixedPrecision policy = nn::MixedPrecision::named("f16");
+  nn::Trainer plain = trainer_for(backend(), policy);
+  policy.f16_sums = true;
+  nn::Trainer allowed = trainer_for(backend(), policy);
+  nn::TrainState a = plain.init(3), b = allowed.init(3);
+  std::vector<double> want = step_losses(plain, a), got = step_losses(allowed, b);
+  ASSERT_EQ(got.size(), want.size());
+  if (backend() == Backend::Vulkan && fx::vulkan_device().capabilities.float16) {
+    EXPECT_NE(got, want) << "no product summed in f16";
+    for (size_t i = 0; i < want.size(); ++i) EXPECT_NEAR(got[i], want[i], 0.03 * want[i]) << "step " << i;
+  } else {
+    EXPECT_EQ(got, want);
+  }
+}
+
 // Batch norm's statistics in an overflowing step would be infinite: a skipped step keeps the
 // model state too, while a finite one updates it.
 TEST_P(MixedPrecision, ASkippedStepKeepsTheModelState) {
@@ -178,4 +197,9 @@ TEST(MixedPrecisionPolicy, BadPoliciesAreErrors) {
   auto [x, y] = fx::data::Loader(subset(), {.batch_size = 8}).batch(0);
   std::string m = error_message([&] { trainer.step(s, x, y); });
   EXPECT_NE(m.find("MixedPrecision::compute is i32; expected bf16 or f16"), std::string::npos) << m;
+  nn::Trainer bf16_sums = trainer_for(Backend::Interp, {.compute = fx::bf16, .f16_sums = true});
+  s = bf16_sums.init(1);
+  m = error_message([&] { bf16_sums.step(s, x, y); });
+  EXPECT_NE(m.find("MixedPrecision::f16_sums is set with compute bf16; it applies to compute f16"), std::string::npos)
+      << m;
 }

@@ -8,6 +8,7 @@
 // 16-bit storage (halves of 32-bit words) and through descriptors.
 #include <cmath>
 #include <functional>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -329,5 +330,111 @@ TEST_P(Precision, ProductsReadHalfOperandsWithoutAnF32Copy) {
       Array got = halves(a, b), want = fx::jit(p.f, Backend::Interp)(a, b);
       EXPECT_ARRAY(got, dt, want.shape(), want.to_doubles(), Tol::sum(p.terms));
     }
+  }
+}
+
+// Products of f16 values traced under fx::F16Sums carry the permission to sum in f16 in the IR,
+// into the products of their gradients and of their batched forms; bf16 products and products
+// traced outside the scope do not.
+TEST(F16Sums, TheScopeMarksProductsAndTheProductsMadeFromThem) {
+  auto count = [](const std::string& text, const std::string& word) {
+    int n = 0;
+    for (size_t at = text.find(word); at != std::string::npos; at = text.find(word, at + 1)) ++n;
+    return n;
+  };
+  auto loss = [](Tensor w, Tensor x) { return fx::sum(fx::square(fx::matmul(x, w))); };
+  auto step = [&](Tensor w, Tensor x) { return fx::grad(loss, {0, 1})(w, x); };
+  auto per_example = [&](Tensor w, Tensor xs) { return fx::vmap(fx::grad(loss, {0}), {fx::none, 0})(w, xs)[0]; };
+  Array w = make(fx::f16, random_values(fx::f16, 12, -1, 1, 1), {4, 3});
+  Array x = make(fx::f16, random_values(fx::f16, 32, -1, 1, 2), {8, 4});
+  Array xs = make(fx::f16, random_values(fx::f16, 64, -1, 1, 3), {2, 8, 4});
+  auto traced = [&](auto f, const Array& a, const Array& b) {
+    return fx::jit(f, Backend::Interp).lower(a, b).traced_ir();
+  };
+  std::string plain = traced(step, w, x);
+  EXPECT_EQ(count(plain, "matmul"), 3) << plain;
+  EXPECT_EQ(count(plain, "f16_sums"), 0) << plain;
+  {
+    fx::F16Sums allow;
+    EXPECT_TRUE(fx::F16Sums::active());
+    std::string marked = traced(step, w, x);
+    EXPECT_EQ(count(marked, "f16_sums=true"), 3) << marked;  // the product and its two gradients
+    std::string batched = traced(per_example, w, xs);
+    EXPECT_EQ(count(batched, "matmul"), count(batched, "f16_sums=true")) << batched;
+    Array wb = make(fx::bf16, w.to_doubles(), {4, 3}), xb = make(fx::bf16, x.to_doubles(), {8, 4});
+    EXPECT_EQ(count(traced(step, wb, xb), "f16_sums"), 0);
+    // The permission survives the pipeline: the optimized program's products, summing the
+    // f16 operands widened to f32, still carry it.
+    std::string optimized = fx::jit(step, Backend::Interp).lower(w, x).ir();
+    EXPECT_EQ(count(optimized, "f16_sums=true"), count(optimized, "matmul")) << optimized;
+  }
+  EXPECT_FALSE(fx::F16Sums::active());
+}
+
+// A product allowed to sum in f16 does so on Vulkan devices with f16 arithmetic (its tiles say
+// "f16 sums"), each result summed over its depth in order, and sums in f32 everywhere else, bit
+// for bit the program without the permission. The operands are multiples of 1/16 small enough
+// that each term is an exact f16 value and every f32 partial sum is exact, so the f16 sums are
+// the f16 running sum rounded to nearest at each step whether a device fuses the multiply-add
+// or not, and the f32 sums are the exact sum rounded once. The depth, 120, is one that no
+// device's plans split into parts; a deeper product, which the GPU class's plans split, sums
+// each part in f16 and the parts in f32: within the f16 sums' bound of the exact result.
+TEST_P(Precision, ProductsAllowedToSumInF16DoSoWhereTheBackendHasF16Arithmetic) {
+  std::mt19937 rng(5);
+  auto sixteenths = [&](int64_t count, int limit) {
+    std::uniform_int_distribution<int> d(-limit, limit);
+    std::vector<double> v(static_cast<size_t>(count));
+    for (double& e : v) e = d(rng) / 16.0;
+    return v;
+  };
+  // Per result of a [m, k] x [k, n]: the exact sum, the running f16 sum in order, and the sum
+  // of the terms' magnitudes.
+  struct Sums {
+    std::vector<double> exact, in_order, magnitude;
+  };
+  auto sums = [](const std::vector<double>& a, const std::vector<double>& b, int64_t m, int64_t k, int64_t n) {
+    Sums s{std::vector<double>(static_cast<size_t>(m * n)), {}, {}};
+    s.in_order = s.magnitude = s.exact;
+    for (int64_t i = 0; i < m * n; ++i) {
+      auto e = static_cast<size_t>(i);
+      for (int64_t q = 0; q < k; ++q) {
+        double term = a[static_cast<size_t>(i / n * k + q)] * b[static_cast<size_t>(q * n + i % n)];
+        s.exact[e] += term;
+        s.in_order[e] = round_to(fx::f16, s.in_order[e] + term);
+        s.magnitude[e] += std::abs(term);
+      }
+    }
+    return s;
+  };
+  auto product = [](Tensor p, Tensor q) { return fx::matmul(p, q); };
+  auto allowed = [&](Tensor p, Tensor q) {
+    fx::F16Sums allow;
+    return fx::matmul(p, q);
+  };
+  bool f16_arithmetic = backend() == Backend::Vulkan && fx::vulkan_device().capabilities.float16;
+  auto expect_listing = [&](const Array& x, const Array& y) {
+    if (backend() == Backend::Interp) return;
+    std::string listing = jit(allowed).lower(x, y).kernels();
+    EXPECT_EQ(listing.find("f16 sums") != std::string::npos, f16_arithmetic) << listing;
+  };
+  const int64_t m = 128, k = 120, n = 128;
+  std::vector<double> a = sixteenths(m * k, 64), b = sixteenths(k * n, 16);
+  Sums s = sums(a, b, m, k, n);
+  std::vector<double> in_f32 = round_all(fx::f16, s.exact);
+  ASSERT_NE(s.in_order, in_f32) << "the data must tell the two accumulations apart";
+  Array x = make(fx::f16, a, {m, k}), y = make(fx::f16, b, {k, n});
+  expect_bits(jit(product)(x, y), fx::f16, in_f32, "without the permission");
+  expect_listing(x, y);
+  expect_bits(jit(allowed)(x, y), fx::f16, f16_arithmetic ? s.in_order : in_f32, "with the permission");
+
+  const int64_t rows = 64, deep = 1024, cols = 64;
+  std::vector<double> c = sixteenths(rows * deep, 64), d = sixteenths(deep * cols, 16);
+  Array u = make(fx::f16, c, {rows, deep}), v = make(fx::f16, d, {deep, cols});
+  expect_listing(u, v);
+  std::vector<double> got = jit(allowed)(u, v).to_doubles();
+  Sums t = sums(c, d, rows, deep, cols);
+  for (size_t i = 0; i < got.size(); ++i) {
+    double bound = (f16_arithmetic ? deep * 0x1p-11 * t.magnitude[i] : 0) + 0x1p-11 * std::abs(t.exact[i]);
+    ASSERT_LE(std::abs(got[i] - t.exact[i]), bound) << i;
   }
 }

@@ -141,6 +141,20 @@ TEST_F(VulkanArtifact, ADeviceWithOtherShaderCapabilitiesIsRefused) {
   EXPECT_EQ(fx::runtime::decode_artifact(read(p), p).vulkan.target.cooperative_n, 8u);
   std::string refused = fx::testing::error_message([&] { fx::load(p); });
   EXPECT_NE(refused.find("cooperative matrices of the same fragment shape"), std::string::npos) << refused;
+  // Shaders doing f16 arithmetic (products summing in f16): written and read back, refused
+  // where the device has none (the profiles without float16).
+  c.save(p);
+  a = fx::runtime::decode_artifact(read(p), p);
+  EXPECT_FALSE(a.vulkan.target.float16);  // the training step is f32
+  a.vulkan.target.float16 = true;
+  write(p, fx::runtime::encode_artifact(a));
+  EXPECT_TRUE(fx::runtime::decode_artifact(read(p), p).vulkan.target.float16);
+  if (fx::vulkan_device().capabilities.float16) {
+    expect_same_results(c, fx::load(p), 72);
+  } else {
+    refused = fx::testing::error_message([&] { fx::load(p); });
+    EXPECT_NE(refused.find("16-bit float arithmetic in shaders"), std::string::npos) << refused;
+  }
   std::filesystem::remove(p);
 }
 

@@ -47,6 +47,7 @@ TEST(VulkanCapabilities, EveryDeviceReportsATierConsistentWithItsCapabilities) {
     EXPECT_EQ(has(d.fallbacks, "no bufferDeviceAddress"), !c.buffer_device_address);
     EXPECT_EQ(has(d.missing, "bufferDeviceAddress"), !c.buffer_device_address && !c.descriptor_indexing);
     EXPECT_EQ(has(d.fallbacks, "no shaderFloat64"), !c.float64);
+    EXPECT_EQ(has(d.fallbacks, "no shaderFloat16"), !c.float16);
     EXPECT_EQ(has(d.fallbacks, "no subgroup arithmetic"), !c.subgroup_arithmetic);
     EXPECT_EQ(has(d.fallbacks, "no timestamps"), !c.timestamps);
     if (d.usable) {
@@ -69,6 +70,7 @@ TEST(VulkanCapabilities, TheReducedProfileNarrowsWhatTheDeviceReports) {
   EXPECT_FALSE(d.capabilities.int64);
   EXPECT_FALSE(d.capabilities.int8_storage);
   EXPECT_FALSE(d.capabilities.int16_storage);
+  EXPECT_FALSE(d.capabilities.float16);
   EXPECT_FALSE(d.capabilities.subgroup_arithmetic);
   EXPECT_FALSE(d.capabilities.timestamps);
   EXPECT_LE(d.capabilities.max_workgroup_invocations, 128u);

@@ -343,11 +343,13 @@ std::string half_product(const std::string& dtype, int64_t m, int64_t k, int64_t
 }
 
 // An H200 as the tuning reads it: 1024 invocations, subgroups of 32, 48 KiB of workgroup memory,
-// with f16 cooperative-matrix fragments of 16 x `n` x 16 (none for n = 0).
-fx::vulkan::DeviceTuning cooperative_tuning(uint32_t n, uint32_t shared_bytes = 49152) {
+// with f16 cooperative-matrix fragments of 16 x `n` x 16 (none for n = 0), with or without f16
+// arithmetic.
+fx::vulkan::DeviceTuning cooperative_tuning(uint32_t n, uint32_t shared_bytes = 49152, bool float16 = false) {
   fx::VulkanDeviceInfo info = device("discrete", 1024);
   info.capabilities.subgroup_size = 32;
   fx::vulkan::ShaderTarget target = shared_memory(shared_bytes);
+  target.float16 = float16;
   target.cooperative_m = n ? 16 : 0;
   target.cooperative_n = n;
   target.cooperative_k = n ? 16 : 0;
@@ -377,6 +379,43 @@ TEST(VulkanPlans, F16ProductsTakeCooperativeTilesWhereTheTargetHasThem) {
   }
   EXPECT_EQ(planned(half_product("f16", 100, 70, 90), cooperative_tuning(0)).schedule.kernels[0].plan.strategy,
             Strategy::Tiles);
+}
+
+// A product allowed to sum in f16 takes f16 tiles on a device with f16 arithmetic; without the
+// permission or the arithmetic it keeps the f32 tiles, and cooperative matrices (f32 sums on
+// matrix units) come first where the device has them.
+TEST(VulkanPlans, ProductsAllowedToSumInF16TakeF16TilesWhereTheDeviceHasF16Arithmetic) {
+  ScopedEnv gpu_class("FLUXION_VULKAN_TUNING", "gpu");
+  std::string plain = half_product("f16", 100, 70, 90), allowed = plain;
+  allowed.replace(allowed.find("matmul %2, %3"), 13, "matmul %2, %3 {f16_sums=true}");
+  auto tuning = [](bool float16, uint32_t fragments) { return cooperative_tuning(fragments, 49152, float16); };
+  KernelPlan f16 = planned(allowed, tuning(true, 0)).schedule.kernels[0].plan;
+  EXPECT_EQ(f16.strategy, Strategy::Tiles);
+  EXPECT_TRUE(f16.f16_sums);
+  EXPECT_NE(fx::kernel::plan_details(f16).find("f16 sums"), std::string::npos);
+  EXPECT_FALSE(planned(plain, tuning(true, 0)).schedule.kernels[0].plan.f16_sums);
+  EXPECT_FALSE(planned(allowed, tuning(false, 0)).schedule.kernels[0].plan.f16_sums);
+  KernelPlan cooperative = planned(allowed, tuning(true, 16)).schedule.kernels[0].plan;
+  EXPECT_EQ(cooperative.strategy, Strategy::CooperativeTiles);
+  EXPECT_FALSE(cooperative.f16_sums);
+}
+
+// The f16 tiles' shader: f16 staging and accumulators, compiled and validated.
+TEST(VulkanPlans, F16SumTilesCompileToValidSpirv) {
+  ScopedEnv gpu_class("FLUXION_VULKAN_TUNING", "gpu");
+  std::string text = half_product("f16", 100, 70, 90);
+  text.replace(text.find("matmul %2, %3"), 13, "matmul %2, %3 {f16_sums=true}");
+  fx::vulkan::ShaderTarget target = shared_memory(49152);
+  target.float16 = true;
+  target.halves = true;
+  Planned p = planned(text, fx::vulkan::device_tuning(device("discrete", 1024), target));
+  ASSERT_EQ(p.schedule.kernels.size(), 1u) << fx::kernel::print(p.program.body, p.schedule);
+  ASSERT_TRUE(p.schedule.kernels[0].plan.f16_sums);
+  fx::vulkan::KernelShader s =
+      fx::vulkan::emit_kernel(p.program.body, p.schedule, p.schedule.kernels[0], "kernel 0", target);
+  EXPECT_NE(s.glsl.find("f16vec2 acc["), std::string::npos) << s.glsl;
+  EXPECT_NE(s.glsl.find("shared float16_t As["), std::string::npos) << s.glsl;
+  EXPECT_EQ(fx::vulkan::validate_spirv(fx::vulkan::compile_glsl(s.glsl, "kernel 0")), "");
 }
 
 TEST(VulkanPlans, CooperativeTilesCompileToValidSpirv) {

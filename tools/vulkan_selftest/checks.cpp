@@ -257,6 +257,43 @@ std::string float64_support() {
   return compare({f(x)}, {g(x)}, 1e-13, 1e-14);
 }
 
+// An f16 product allowed to sum in f16: its tiles sum in f16 where the device has shaderFloat16
+// (and say so), in f32 where not; either way within the f16 sums' bound of the exact result.
+std::string f16_sums() {
+  const int64_t m = 64, k = 512, n = 64;
+  auto half = jit([](Tensor x) { return cast(x, DType::f16); }, Backend::Interp);
+  Array a = half(inputs({m, k}, -1, 1, 30)), b = half(inputs({k, n}, -1, 1, 31));
+  auto f = jit(
+      [](Tensor x, Tensor y) {
+        F16Sums allow;
+        return matmul(x, y);
+      },
+      Backend::Vulkan);
+  bool in_f16 = vulkan_device().capabilities.float16;
+  std::string listing = f.lower(a, b).kernels();
+  if ((listing.find("f16 sums") != std::string::npos) != in_f16) {
+    return std::string(in_f16 ? "no" : "a") + " product summing in f16 on a device " + (in_f16 ? "with" : "without") +
+           " shaderFloat16:\n" + listing;
+  }
+  // The exact sums, and the sums of the terms' magnitudes, in f64 on the interpreter.
+  auto exact = jit(
+      [](Tensor x, Tensor y) {
+        Tensor x64 = cast(x, DType::f64), y64 = cast(y, DType::f64);
+        return std::make_pair(matmul(x64, y64), matmul(abs(x64), abs(y64)));
+      },
+      Backend::Interp);
+  auto [want, magnitude] = exact(a, b);
+  std::vector<double> got = f(a, b).to_doubles(), w = want.to_doubles(), mag = magnitude.to_doubles();
+  for (size_t i = 0; i < got.size(); ++i) {
+    double bound = static_cast<double>(k) * 0x1p-11 * mag[i] + 0x1p-11 * std::abs(w[i]);
+    if (std::abs(got[i] - w[i]) > bound) {
+      return "element " + std::to_string(i) + " is " + std::to_string(got[i]) + ", exactly " + std::to_string(w[i]) +
+             " (bound " + std::to_string(bound) + ")";
+    }
+  }
+  return "";
+}
+
 std::string timestamps() {
   VulkanDeviceInfo d = vulkan_device();
   set_profiling(true);
@@ -307,6 +344,8 @@ std::vector<Check> checks() {
   c.push_back(
       op_check("ops.random", "uniform and normal numbers (Philox streams equal to the CPU's)", random_numbers, 1e-5));
   c.push_back({"ops.float64", "f64 exp and log to 1e-13, or a clear refusal without shaderFloat64", float64_support});
+  c.push_back(
+      {"ops.f16_sums", "an f16 product allowed to sum in f16: in f16 with shaderFloat16, within its bound", f16_sums});
   c.push_back(op_check("autodiff.mlp", "value and gradient of an MLP's cross-entropy", mlp_gradient));
   c.push_back(op_check("autodiff.conv", "gradients through conv2d, max pooling and tanh", conv_gradient, 1e-3));
   c.push_back(op_check("autodiff.jvp", "forward mode through a matmul", forward_mode));

@@ -47,9 +47,9 @@ std::string device_json(const fx::VulkanDeviceInfo& d) {
     << ", \"memory_bytes\": " << d.memory_bytes << ", \"tier\": " << json_string(d.tier)
     << ", \"capabilities\": {\"buffer_device_address\": " << b(c.buffer_device_address) << ", \"int64\": " << b(c.int64)
     << ", \"int8_storage\": " << b(c.int8_storage) << ", \"int16_storage\": " << b(c.int16_storage)
-    << ", \"float64\": " << b(c.float64) << ", \"subgroup_arithmetic\": " << b(c.subgroup_arithmetic)
-    << ", \"subgroup_size\": " << c.subgroup_size << ", \"timestamps\": " << b(c.timestamps)
-    << ", \"max_workgroup_invocations\": " << c.max_workgroup_invocations
+    << ", \"float64\": " << b(c.float64) << ", \"float16\": " << b(c.float16)
+    << ", \"subgroup_arithmetic\": " << b(c.subgroup_arithmetic) << ", \"subgroup_size\": " << c.subgroup_size
+    << ", \"timestamps\": " << b(c.timestamps) << ", \"max_workgroup_invocations\": " << c.max_workgroup_invocations
     << ", \"max_shared_memory_bytes\": " << c.max_shared_memory_bytes << "}, \"fallbacks\": [";
   for (size_t i = 0; i < d.fallbacks.size(); ++i) j << (i ? ", " : "") << json_string(d.fallbacks[i]);
   j << "], \"missing\": [";

@@ -171,8 +171,10 @@ std::vector<ValueId> vjp_structural(Builder& b, const ir::Node& n, ValueId g, co
     case Op::ReduceMax:
     case Op::ReduceMin: set(0, [&] { return reduce_extreme(b, n, g); }); break;
     case Op::MatMul:
-      set(0, [&] { return b.binary(Op::MatMul, g, b.transpose_last2(n.operands[1])); });
-      set(1, [&] { return b.binary(Op::MatMul, b.transpose_last2(x), g); });
+      // The gradient's products keep the product's attributes: a permission to sum in f16
+      // given to the forward product is given to its backward products too.
+      set(0, [&] { return b.op(Op::MatMul, {g, b.transpose_last2(n.operands[1])}, n.attrs); });
+      set(1, [&] { return b.op(Op::MatMul, {b.transpose_last2(x), g}, n.attrs); });
       break;
     case Op::Reshape: set(0, [&] { return b.reshape(g, b.shape(x)); }); break;
     case Op::Transpose:

@@ -89,7 +89,7 @@ std::vector<Batched> matmul(Builder& b, const ir::Node& n, const std::vector<Bat
     // A shared matrix: the examples' rows are one taller product.
     Shape s = b.shape(x.id);
     ValueId rows = b.reshape(x.id, {product(s, 0, s.size() - 1), s.back()});
-    ValueId p = b.op(Op::MatMul, {rows, w.id});
+    ValueId p = b.op(Op::MatMul, {rows, w.id}, n.attrs);
     s.back() = b.shape(w.id)[1];
     return batched(b.reshape(p, s));
   }
@@ -99,12 +99,12 @@ std::vector<Batched> matmul(Builder& b, const ir::Node& n, const std::vector<Bat
     Shape ws = b.shape(w.id);
     ValueId rows = swap_last2(b, w.id);
     Shape rs = b.shape(rows);
-    ValueId p =
-        b.op(Op::MatMul, {b.reshape(rows, {product(rs, 0, rs.size() - 1), rs.back()}), b.transpose_last2(x.id)});
+    ValueId p = b.op(Op::MatMul, {b.reshape(rows, {product(rs, 0, rs.size() - 1), rs.back()}), b.transpose_last2(x.id)},
+                     n.attrs);
     rs.back() = b.shape(x.id)[0];
     return batched(swap_last2(b, b.reshape(p, rs)));
   }
-  return batched(b.op(n.op, lift_all(b, ops, size)));
+  return batched(b.op(n.op, lift_all(b, ops, size), n.attrs));
 }
 
 // conv2d(x, w), conv2d_input_grad(g, w): per-example images fold into the image axis; per-example
