@@ -105,11 +105,15 @@ class VulkanExecutable final : public backends::Executable {
       return record_program();
     });
     // A kernel without a pipeline of its own ran inside a loop's single-workgroup shader, by the
-    // plan the loop shader gave it.
+    // plan the loop shader gave it, which sums in f32: only the others' f16 sums need f16
+    // arithmetic where the program is loaded.
+    f16_sums = false;
     kernel::for_each_kernel(program_.body, schedule_,
                             [&](const ir::Region& r, const kernel::RegionSchedule&, kernel::Kernel& k) {
                               if (!kernels_.count(&k)) k.plan = in_loop_plan(r, k, tuning_);
+                              f16_sums = f16_sums || k.plan.f16_sums;
                             });
+    target_.float16 = f16_sums || cooperative;
   }
 
   std::vector<Array> run(const std::vector<Array>& inputs) const override { return calls_->run(inputs); }

@@ -18,6 +18,7 @@
 #include "fluxion/array.h"
 #include "fluxion/backend.h"
 #include "fluxion/compiled.h"
+#include "fluxion/f16_sums.h"
 #include "fluxion/tensor.h"
 #include "fluxion/tree.h"
 
@@ -182,6 +183,7 @@ class Jit {
     thread_local std::string signature_buffer;  // reused: no allocation on a cache hit
     signature_buffer.clear();
     (detail::signature(args, signature_buffer), ...);
+    if (F16Sums::active()) signature_buffer += "|f16_sums";
     {
       std::lock_guard<std::mutex> lock(state_->mu);
       auto it = state_->cache.find(signature_buffer);

@@ -11,6 +11,7 @@
 
 #include "fluxion/array.h"
 #include "fluxion/collectives.h"
+#include "fluxion/f16_sums.h"
 #include "fluxion/tensor.h"
 
 namespace fluxion {
@@ -101,22 +102,6 @@ Tensor argmin(const Tensor& x, int64_t axis, bool keepdims = false, Loc loc = Lo
 // removed), batch dimensions broadcast. dot is the inner product of two 1-D vectors.
 Tensor matmul(const Tensor& a, const Tensor& b, Loc loc = Loc::current());
 Tensor dot(const Tensor& a, const Tensor& b, Loc loc = Loc::current());
-
-// While an F16Sums object lives, the products of f16 operands this thread records (matmul, dot
-// and, when they are differentiated or batched, the products made from them) may accumulate in
-// f16 instead of f32, as PyTorch's allow_fp16_reduced_precision_reduction allows: faster on a
-// device with f16 arithmetic, less exact (a sum past 2048 no longer grows by 1). A backend
-// without a faster f16 accumulator keeps f32; docs/precision.md lists which does what. Scopes
-// nest; other dtypes and ops are not affected.
-class F16Sums {
- public:
-  F16Sums();
-  ~F16Sums();
-  F16Sums(const F16Sums&) = delete;
-  F16Sums& operator=(const F16Sums&) = delete;
-  // Whether a scope is open on this thread.
-  static bool active();
-};
 
 struct Conv2dOptions {
   std::vector<int64_t> stride{1, 1};

@@ -369,6 +369,16 @@ TEST(F16Sums, TheScopeMarksProductsAndTheProductsMadeFromThem) {
     EXPECT_EQ(count(optimized, "f16_sums=true"), count(optimized, "matmul")) << optimized;
   }
   EXPECT_FALSE(fx::F16Sums::active());
+  // Whether a scope is open is part of a jitted function's cache key: a scope around a call
+  // applies to it, and a trace made inside one is not reused outside.
+  auto once = fx::jit(step, Backend::Interp);
+  EXPECT_EQ(count(once.lower(w, x).traced_ir(), "f16_sums"), 0);
+  {
+    fx::F16Sums allow;
+    EXPECT_EQ(count(once.lower(w, x).traced_ir(), "f16_sums=true"), 3);
+  }
+  EXPECT_EQ(count(once.lower(w, x).traced_ir(), "f16_sums"), 0);
+  EXPECT_EQ(once.cache_size(), 2u);
 }
 
 // A product allowed to sum in f16 does so on Vulkan devices with f16 arithmetic (its tiles say
@@ -411,7 +421,12 @@ TEST_P(Precision, ProductsAllowedToSumInF16DoSoWhereTheBackendHasF16Arithmetic) 
     fx::F16Sums allow;
     return fx::matmul(p, q);
   };
-  bool f16_arithmetic = backend() == Backend::Vulkan && fx::vulkan_device().capabilities.float16;
+  // Cooperative matrices, where on, take these products (summing in f32 on the matrix units).
+  bool f16_arithmetic = false;
+  if (backend() == Backend::Vulkan) {
+    fx::VulkanCapabilities caps = fx::vulkan_device().capabilities;
+    f16_arithmetic = caps.float16 && !caps.cooperative_matrix;
+  }
   auto expect_listing = [&](const Array& x, const Array& y) {
     if (backend() == Backend::Interp) return;
     std::string listing = jit(allowed).lower(x, y).kernels();

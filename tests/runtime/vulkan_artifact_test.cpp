@@ -158,6 +158,27 @@ TEST_F(VulkanArtifact, ADeviceWithOtherShaderCapabilitiesIsRefused) {
   std::filesystem::remove(p);
 }
 
+// A product summing in f16 needs f16 arithmetic where it is loaded, and its artifact says so;
+// it replays bit for bit.
+TEST_F(VulkanArtifact, AProductSummingInF16RecordsThatItNeedsF16Arithmetic) {
+  auto f = fx::jit(
+      [](fx::Tensor a, fx::Tensor b) {
+        fx::F16Sums allow;
+        return fx::tanh(fx::matmul(a, b));
+      },
+      fx::Backend::Vulkan);
+  fx::Array a(fx::DType::f16, {40, 50}), b(fx::DType::f16, {50, 60});
+  fx::Compiled c = f.lower(a, b);
+  fx::VulkanCapabilities caps = fx::vulkan_device().capabilities;
+  bool in_f16 = caps.float16 && !caps.cooperative_matrix;
+  EXPECT_EQ(c.kernels().find("f16 sums") != std::string::npos, in_f16) << c.kernels();
+  std::string p = temp_path("vulkan_f16_sums.fxa");
+  c.save(p);
+  EXPECT_EQ(fx::runtime::decode_artifact(read(p), p).vulkan.target.float16, in_f16);
+  expect_same_results(c, fx::load(p), 73);
+  std::filesystem::remove(p);
+}
+
 TEST_F(VulkanArtifact, ADamagedRecordingIsRefused) {
   fx::Compiled c = training_step(fx::Backend::Vulkan);
   std::string p = temp_path("vulkan_damaged.fxa");

@@ -258,7 +258,8 @@ std::string float64_support() {
 }
 
 // An f16 product allowed to sum in f16: its tiles sum in f16 where the device has shaderFloat16
-// (and say so), in f32 where not; either way within the f16 sums' bound of the exact result.
+// (and say so), in f32 where not or on cooperative matrices; either way within the f16 sums'
+// bound of the exact result.
 std::string f16_sums() {
   const int64_t m = 64, k = 512, n = 64;
   auto half = jit([](Tensor x) { return cast(x, DType::f16); }, Backend::Interp);
@@ -269,11 +270,13 @@ std::string f16_sums() {
         return matmul(x, y);
       },
       Backend::Vulkan);
-  bool in_f16 = vulkan_device().capabilities.float16;
+  // Cooperative matrices, where on, take the product (summing in f32 on the matrix units).
+  VulkanCapabilities caps = vulkan_device().capabilities;
+  bool in_f16 = caps.float16 && !caps.cooperative_matrix;
   std::string listing = f.lower(a, b).kernels();
   if ((listing.find("f16 sums") != std::string::npos) != in_f16) {
-    return std::string(in_f16 ? "no" : "a") + " product summing in f16 on a device " + (in_f16 ? "with" : "without") +
-           " shaderFloat16:\n" + listing;
+    return std::string(in_f16 ? "no product sums in f16 where one should" : "a product sums in f16 where none should") +
+           ":\n" + listing;
   }
   // The exact sums, and the sums of the terms' magnitudes, in f64 on the interpreter.
   auto exact = jit(

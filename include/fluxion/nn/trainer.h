@@ -50,8 +50,8 @@ struct MixedPrecision {
   double growth_factor = 2;
   double backoff_factor = 0.5;
   int32_t growth_interval = 2000;
-  // With compute f16: the step's products may accumulate in f16 (fluxion::F16Sums), where a
-  // backend has a faster f16 accumulator.
+  // With compute f16: the products of the step, of predictions and of evaluation may
+  // accumulate in f16 (fluxion::F16Sums) where a backend has f16 arithmetic.
   bool f16_sums = false;
   // The policies of a --precision flag: "f32" (off), "bf16", "f16" (with loss scaling).
   static MixedPrecision named(const std::string& name);
