@@ -5,8 +5,8 @@
 #include <optional>
 #include <vector>
 
+#include "fluxion/f16_sums.h"
 #include "fluxion/nn/trainer.h"
-#include "fluxion/ops.h"
 #include "fluxion/tensor.h"
 
 namespace fluxion::nn::detail {

@@ -86,16 +86,14 @@ class VulkanExecutable final : public backends::Executable {
       options_.drop_barrier = *drop;
     schedule_ = kernel::schedule(program_.body, true, options);
     plan_kernels(program_.body, schedule_, tuning_);
-    // A program none of whose products runs on cooperative matrices, or sums in f16, does not
-    // need them where it is loaded (an exported program records its target).
-    bool cooperative = false, f16_sums = false;
+    // A program none of whose products runs on cooperative matrices does not need them where
+    // it is loaded (an exported program records its target).
+    bool cooperative = false;
     kernel::for_each_kernel(program_.body, schedule_,
                             [&](const ir::Region&, const kernel::RegionSchedule&, kernel::Kernel& k) {
                               cooperative = cooperative || k.plan.strategy == kernel::Strategy::CooperativeTiles;
-                              f16_sums = f16_sums || k.plan.f16_sums;
                             });
     if (!cooperative) target_.cooperative_m = target_.cooperative_n = target_.cooperative_k = 0;
-    target_.float16 = f16_sums || cooperative;
     VulkanLayout layout{program_.body.param_types(), program_.body.result_types(), schedule_.arena_bytes,
                         runtime::program_label(program_)};
     calls_ = std::make_unique<VulkanProgram>(ctx_, std::move(layout), first_recording(), [this](int loop) {
@@ -106,8 +104,9 @@ class VulkanExecutable final : public backends::Executable {
     });
     // A kernel without a pipeline of its own ran inside a loop's single-workgroup shader, by the
     // plan the loop shader gave it, which sums in f32: only the others' f16 sums need f16
-    // arithmetic where the program is loaded.
-    f16_sums = false;
+    // arithmetic where the program is loaded. (The shaders recorded so far were compiled with
+    // the device's own float16, which only declares the f16 types to a shader that uses none.)
+    bool f16_sums = false;
     kernel::for_each_kernel(program_.body, schedule_,
                             [&](const ir::Region& r, const kernel::RegionSchedule&, kernel::Kernel& k) {
                               if (!kernels_.count(&k)) k.plan = in_loop_plan(r, k, tuning_);

@@ -66,17 +66,11 @@ void GlslKernel::emit_cooperative_tiles() {
       } else {
         line("int sr = e / " + str(cols) + ", sc = e % " + str(cols) + ";");
       }
-      line("uint x = 0u;");
+      line("float16_t x = float16_t(0);");
       line("if (" + row0 + " + sr < " + rows_bound + " && " + col0 + " + sc < " + cols_bound + ") {");
-      block([&] {
-        Index idx = bidx;
-        idx.push_back("(" + row0 + " + sr)");
-        idx.push_back("(" + col0 + " + sc)");
-        auto [base, position] = operand_position(operand, idx);
-        line("x = fx_ld16(" + buffer(base, false) + ", " + position + ");");
-      });
+      block([&] { line("x = " + operand_f16(operand, bidx, "(" + row0 + " + sr)", "(" + col0 + " + sc)") + ";"); });
       line("}");
-      line(slice + "[sr * " + str(stride) + " + sc] = unpackFloat2x16(x).x;");
+      line(slice + "[sr * " + str(stride) + " + sc] = x;");
     });
     line("}");
   };

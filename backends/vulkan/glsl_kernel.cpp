@@ -363,6 +363,13 @@ std::pair<ir::ValueId, std::string> GlslKernel::operand_position(size_t operand,
   return {v.base, f};
 }
 
+std::string GlslKernel::operand_f16(size_t operand, Index batch, const std::string& row, const std::string& col) {
+  batch.push_back(row);
+  batch.push_back(col);
+  auto [base, position] = operand_position(operand, batch);
+  return "unpackFloat2x16(fx_ld16(" + buffer(base, false) + ", " + position + ")).x";
+}
+
 std::string GlslKernel::operand_element(size_t operand, const Index& idx) {
   auto [base, position] = operand_position(operand, idx);
   return temp(region_.type(base).dtype, load_flat(base, position));
@@ -399,7 +406,7 @@ void GlslKernel::emit_matmul() {
   ir::ValueId c = root.results[0];
   DType t = region_.type(c).dtype;
   // The type the tiles stage and sum in: the result's, or f16 where the plan sums in f16 (its
-  // operands are f16 values widened, so staging them as f16 is exact).
+  // operands are f16 buffers, staged as they are).
   std::string T = plan_.f16_sums ? "float16_t" : glsl_type(t);
   std::string zero = plan_.f16_sums ? "float16_t(0)" : constant(t, 0);
   std::string M = std::to_string(g.M), N = std::to_string(g.N), K = std::to_string(g.K);
@@ -411,13 +418,6 @@ void GlslKernel::emit_matmul() {
   int64_t staged_bytes = plan_.f16_sums ? 2 : dtype_size(t);
   declare_shared(T, staged_bytes, "As", {tile.k, tile.m + 1});
   declare_shared(T, staged_bytes, "Bs", {tile.k, tile.n + 1});
-  // An operand element into `dst` of the staged type.
-  auto staged = [&](const std::function<void(const std::string&)>& read, const std::string& dst) {
-    if (!plan_.f16_sums) return read(dst);
-    line(glsl_type(t) + " wide;");
-    read("wide");
-    line(dst + " = float16_t(wide);");
-  };
   groups_ = {static_cast<uint32_t>(support::ceil_div(g.N, tile.n)),
              static_cast<uint32_t>(support::ceil_div(g.M, tile.m)), static_cast<uint32_t>(numel(g.batch))};
   line("int tid = int(gl_LocalInvocationID.x);");
@@ -438,13 +438,19 @@ void GlslKernel::emit_matmul() {
   auto stage_a = [&] {
     line("int ai = e / " + TK + ", ak = e % " + TK + ";");
     line("if (m0 + ai < " + M + " && k0 + ak < " + K + ") {");
-    block([&] { staged([&](const std::string& dst) { g.a(bidx, "(m0 + ai)", "(k0 + ak)", dst); }, "As[ak][ai]"); });
+    block([&] {
+      if (plan_.f16_sums) line("As[ak][ai] = " + operand_f16(0, bidx, "(m0 + ai)", "(k0 + ak)") + ";");
+      else g.a(bidx, "(m0 + ai)", "(k0 + ak)", "As[ak][ai]");
+    });
     line("} else { As[ak][ai] = " + zero + "; }");
   };
   auto stage_b = [&] {
     line("int bk = e / " + str(tile.n) + ", bj = e % " + str(tile.n) + ";");
     line("if (k0 + bk < " + K + " && n0 + bj < " + N + ") {");
-    block([&] { staged([&](const std::string& dst) { g.b(bidx, "(k0 + bk)", "(n0 + bj)", dst); }, "Bs[bk][bj]"); });
+    block([&] {
+      if (plan_.f16_sums) line("Bs[bk][bj] = " + operand_f16(1, bidx, "(k0 + bk)", "(n0 + bj)") + ";");
+      else g.b(bidx, "(k0 + bk)", "(n0 + bj)", "Bs[bk][bj]");
+    });
     line("} else { Bs[bk][bj] = " + zero + "; }");
   };
   auto stage = [&](int64_t elements, const std::function<void()>& body) {

@@ -82,6 +82,10 @@ class GlslKernel {
   // base with the element's position in it.
   std::string operand_element(size_t operand, const Index& idx);
   std::pair<ir::ValueId, std::string> operand_position(size_t operand, const Index& idx);
+  // Element (batch, row, col) of a matmul's f16 operand as float16_t: its 16 bits copied, with
+  // no conversion a driver could flush a subnormal in (the f16 tiles' and cooperative tiles'
+  // staging).
+  std::string operand_f16(size_t operand, Index batch, const std::string& row, const std::string& col);
   Gemm matmul_gemm();
   Gemm conv_gemm();
   void emit_matmul();
